@@ -1,0 +1,52 @@
+// stoker: the command-line entry point. Dispatches to one subcommand per file.
+#include <cstdio>
+#include <cstring>
+
+#include "stoker/cli/commands.h"
+
+namespace stoker::cli {
+namespace {
+
+const Command kCommands[] = {
+    {"synth", "generate a deterministic synthetic SFT dataset (JSONL + images)", run_synth},
+    {"inspect", "preprocess a dataset's images and report sizes, grids, tokens, time", run_inspect},
+    {"preprocess", "run the image processor on files; dump resized pixels / pixel_values",
+     run_preprocess},
+    {"tokenize", "encode text from stdin with a model's tokenizer; print ids", run_tokenize},
+    {"render", "render a conversation with the chat template; print text, ids, labels",
+     run_render},
+    {"bench", "benchmarks against real alternatives (image, ...)", run_bench},
+};
+
+void usage() {
+  std::printf("usage: stoker <command> [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::printf("  %-12s %s\n", c.name, c.summary);
+  std::printf("\n`stoker <command> --help` for a command's options.\n");
+}
+
+}  // namespace
+
+const Command* commands_begin() { return std::begin(kCommands); }
+const Command* commands_end() { return std::end(kCommands); }
+
+int report(const char* cmd, const Error& error) {
+  std::fprintf(stderr, "stoker %s: %s: %s\n", cmd, std::string(error_code_name(error.code())).c_str(),
+               error.to_string().c_str());
+  return error.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace stoker::cli
+
+int main(int argc, char** argv) {
+  using namespace stoker::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const Command* c = commands_begin(); c != commands_end(); ++c) {
+    if (!std::strcmp(argv[1], c->name)) return c->run(argc - 2, argv + 2);
+  }
+  std::fprintf(stderr, "stoker: unknown command '%s'\n\n", argv[1]);
+  usage();
+  return 2;
+}

@@ -1,0 +1,83 @@
+// The Qwen-VL image processor (spec/qwen-vl.md §1.3, §1.5), HF "slow" semantics:
+// decode → RGB → smart_resize plan → exact bicubic resize (uint8) → rescale (float64 × 1/255 →
+// float32) → normalise ((x − mean) / std in float32) → patchify, written straight into the
+// caller's buffer as `pixel_values` rows (grid_t·grid_h·grid_w rows × C·T·P·P columns).
+// A still image is two identical temporal frames (T = temporal_patch_size = 2).
+// ImageProcessor is immutable after creation and thread-safe; scratch buffers are per call
+// (or per caller via ImageScratch). Errors: those of decode_rgb and smart_resize, with context.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "stoker/base/result.h"
+#include "stoker/image/decode.h"
+#include "stoker/image/smart_resize.h"
+
+namespace stoker::image {
+
+struct ImageProcessorConfig {
+  int patch_size = 14;
+  int temporal_patch_size = 2;
+  int merge_size = 2;
+  std::int64_t min_pixels = 56 * 56;
+  std::int64_t max_pixels = 28 * 28 * 1280;
+  std::array<float, 3> image_mean = {0.48145466f, 0.4578275f, 0.40821073f};
+  std::array<float, 3> image_std = {0.26862954f, 0.26130258f, 0.27577711f};
+  double rescale_factor = 1.0 / 255.0;
+  bool do_resize = true;
+  bool do_rescale = true;
+  bool do_normalize = true;
+  DecodeLimits limits;
+
+  int factor() const { return patch_size * merge_size; }
+  Status validate() const;
+};
+
+enum class PixelDType { kFloat32, kBFloat16 };
+
+// What an image will become, known from its header alone (before decoding).
+struct ImagePlan {
+  int src_width = 0, src_height = 0;
+  int width = 0, height = 0;  // after smart_resize
+  int grid_t = 1, grid_h = 0, grid_w = 0;
+  std::int64_t rows() const { return std::int64_t{grid_t} * grid_h * grid_w; }
+  // Number of LLM tokens the image expands to: rows / merge².
+  std::int64_t tokens(int merge_size) const { return rows() / (merge_size * merge_size); }
+};
+
+// Reusable per-thread buffers so steady-state processing does not allocate.
+struct ImageScratch {
+  RgbImage decoded;
+  RgbImage resized;
+};
+
+class ImageProcessor {
+ public:
+  static Result<ImageProcessor> create(const ImageProcessorConfig& config);
+
+  const ImageProcessorConfig& config() const { return config_; }
+  std::int64_t columns() const;  // C · T · P · P (1176 for P = 14, 1536 for P = 16)
+
+  Result<ImagePlan> plan(const ImageHeader& header) const;
+  Result<ImagePlan> plan(std::span<const std::uint8_t> bytes) const;
+
+  // Writes plan.rows() × columns() elements of `dtype` into `out` (must be that large).
+  // If `resized_out` is non-null it receives the resized uint8 image (for parity checks).
+  Status process(std::span<const std::uint8_t> bytes, const ImagePlan& plan, PixelDType dtype,
+                 void* out, ImageScratch* scratch, RgbImage* resized_out = nullptr) const;
+
+  // Normalise + patchify an already resized image (plan.width × plan.height).
+  void normalize_patchify(const RgbImage& resized, const ImagePlan& plan, PixelDType dtype,
+                          void* out) const;
+
+ private:
+  explicit ImageProcessor(const ImageProcessorConfig& config);
+  ImageProcessorConfig config_;
+  // Per-channel lookup: uint8 value → normalised float, computed with the slow processor's
+  // exact arithmetic (float64 rescale, float32 normalise), so the hot loop is a table lookup.
+  std::array<std::array<float, 256>, 3> lut_{};
+};
+
+}  // namespace stoker::image

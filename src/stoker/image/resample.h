@@ -1,0 +1,17 @@
+// Resampling of 8-bit RGB images.
+// resize_bicubic_exact is bit-identical to Pillow 9.4 `Image.resize((w, h), BICUBIC)` on an RGB
+// image: separable (horizontal pass over only the rows the vertical pass needs, then vertical),
+// antialiased (support scaled by the downscale ratio), a = -0.5, 22-bit fixed-point coefficients,
+// uint8 clamped intermediate. Same size in and out → a copy, as Pillow does.
+// Coefficients depend only on (source size, target size) and are cached process-wide
+// (thread-safe, bounded). Blocking CPU work; no errors beyond invalid sizes (a bug: checked).
+#pragma once
+
+#include "stoker/image/decode.h"
+
+namespace stoker::image {
+
+// dst is resized to dst_w × dst_h (capacity reused).
+void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* dst);
+
+}  // namespace stoker::image
