@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command: set up, build the Release tree (build/) and the ASan/UBSan tree
+# (build-asan/), run every test of both with ctest. Ends with ctest's summary.
+# STOKER_SKIP_ASAN=1 skips the sanitizer tree (local iteration only; CI runs both).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh" --no-build
+jobs=$(nproc)
+
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C "$root/build" -j"$jobs"
+status=0
+if [ "${STOKER_SKIP_ASAN:-0}" != 1 ]; then
+  cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSTOKER_SANITIZE=ON >/dev/null
+  ninja -C "$root/build-asan" -j"$jobs"
+  echo "== ASan/UBSan tree =="
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$root/build-asan" -L 'unit|sanitize' --output-on-failure -j"$jobs" || status=1
+fi
+echo "== Release tree =="
+ctest --test-dir "$root/build" --output-on-failure -j"$jobs" || status=1
+exit $status
