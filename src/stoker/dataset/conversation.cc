@@ -1,0 +1,370 @@
+// Record parsing: one JSON object → Conversation. simdjson DOM with a per-thread parser (the
+// parser's buffers are reused, so steady-state parsing does not allocate beyond the output).
+#include "stoker/dataset/conversation.h"
+
+#include <simdjson.h>
+
+#include <string>
+#include <utility>
+
+namespace stoker::dataset {
+namespace {
+
+namespace dom = simdjson::dom;
+
+std::string_view kind_tag(Part::Kind kind) { return kind == Part::Kind::kImage ? "<image>" : "<video>"; }
+
+// Names the record in error messages: `record "id"` when it has an id.
+std::string record_name(const std::string& id) {
+  return id.empty() ? std::string("record") : "record \"" + id + "\"";
+}
+
+Error bad(const std::string& id, std::string why) {
+  return invalid_argument(record_name(id) + ": " + std::move(why));
+}
+
+// A media list: an array of strings, one string, or absent. Entries that are objects with a
+// "path" / "url" / "image" / "video" string are accepted too (some exporters write them).
+Status read_media_list(dom::object elem, const char* key, const std::string& id,
+                       std::vector<std::string>* out) {
+  auto add = [&](dom::element e) -> Status {
+    std::string_view s;
+    if (e.get_string().get(s) == simdjson::SUCCESS) {
+      out->emplace_back(s);
+      return ok_status();
+    }
+    if (e.is_object()) {
+      for (const char* k : {"path", "url", "image", "video"}) {
+        if (e[k].get_string().get(s) == simdjson::SUCCESS) {
+          out->emplace_back(s);
+          return ok_status();
+        }
+      }
+    }
+    return bad(id, std::string("\"") + key + "\" entries must be strings");
+  };
+  dom::element v;
+  if (elem[key].get(v) != simdjson::SUCCESS || v.is_null()) return ok_status();
+  if (v.is_array()) {
+    dom::array arr = v.get_array().value_unsafe();
+    for (dom::element e : arr) STOKER_RETURN_IF_ERROR(add(e));
+    return ok_status();
+  }
+  return add(v);
+}
+
+struct MediaLists {
+  std::vector<std::string> images, videos;
+  std::size_t next_image = 0, next_video = 0;
+  bool any() const { return !images.empty() || !videos.empty(); }
+};
+
+// Splits `text` at <image> / <video> tags into parts, consuming the media lists in order.
+// Text between tags is kept verbatim (LLaVA's "<image>\n" keeps its "\n"); empty text pieces
+// are dropped. Running out of media is an error naming the counts.
+Status split_tags(std::string_view text, MediaLists* media, int* image_tags, int* video_tags,
+                  std::vector<Part>* parts) {
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t img = text.find("<image>", pos);
+    std::size_t vid = text.find("<video>", pos);
+    std::size_t at = std::min(img, vid);
+    std::string_view piece = text.substr(pos, at == std::string_view::npos ? text.npos : at - pos);
+    if (!piece.empty()) parts->push_back({Part::Kind::kText, std::string(piece)});
+    if (at == std::string_view::npos) break;
+    if (at == img) {
+      ++*image_tags;
+      std::string ref = media->next_image < media->images.size()
+                            ? media->images[media->next_image] : std::string();
+      ++media->next_image;
+      parts->push_back({Part::Kind::kImage, std::move(ref)});
+    } else {
+      ++*video_tags;
+      std::string ref = media->next_video < media->videos.size()
+                            ? media->videos[media->next_video] : std::string();
+      ++media->next_video;
+      parts->push_back({Part::Kind::kVideo, std::move(ref)});
+    }
+    pos = at + 7;  // both tags are 7 bytes
+  }
+  return ok_status();
+}
+
+Status check_counts(const std::string& id, const MediaLists& media, int image_tags,
+                    int video_tags) {
+  if (static_cast<std::size_t>(image_tags) != media.images.size()) {
+    return bad(id, std::to_string(image_tags) + " <image> tag(s) in the text but " +
+                       std::to_string(media.images.size()) + " image(s) in the record");
+  }
+  if (static_cast<std::size_t>(video_tags) != media.videos.size()) {
+    return bad(id, std::to_string(video_tags) + " <video> tag(s) in the text but " +
+                       std::to_string(media.videos.size()) + " video(s) in the record");
+  }
+  return ok_status();
+}
+
+Result<Role> parse_role(std::string_view r, const std::string& id, std::size_t index) {
+  if (r == "system") return Role::kSystem;
+  if (r == "user" || r == "human") return Role::kUser;
+  if (r == "assistant" || r == "gpt" || r == "function_call") return Role::kAssistant;
+  if (r == "tool" || r == "observation" || r == "function" || r == "ipython") return Role::kTool;
+  return bad(id, "message " + std::to_string(index) + ": unknown role \"" + std::string(r) + "\"");
+}
+
+std::string read_id(dom::object obj) {
+  dom::element v;
+  if (obj["id"].get(v) != simdjson::SUCCESS) return {};
+  std::string_view s;
+  if (v.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
+  int64_t i;
+  if (v.get_int64().get(i) == simdjson::SUCCESS) return std::to_string(i);
+  uint64_t u;
+  if (v.get_uint64().get(u) == simdjson::SUCCESS) return std::to_string(u);
+  return {};
+}
+
+// One OpenAI content part. Accepts the OpenAI and HF processor spellings.
+Status parse_openai_part(dom::element e, const std::string& id, std::size_t msg,
+                         MediaLists* media, int* image_tags, int* video_tags,
+                         std::vector<Part>* parts) {
+  std::string where = "message " + std::to_string(msg) + ": ";
+  dom::object o;
+  if (e.get_object().get(o) != simdjson::SUCCESS) {
+    std::string_view s;
+    if (e.get_string().get(s) == simdjson::SUCCESS) {  // a bare string part
+      if (media->any()) return split_tags(s, media, image_tags, video_tags, parts);
+      parts->push_back({Part::Kind::kText, std::string(s)});
+      return ok_status();
+    }
+    return bad(id, where + "content parts must be objects");
+  }
+  std::string_view type;
+  if (o["type"].get_string().get(type) != simdjson::SUCCESS) {
+    return bad(id, where + "content part without a string \"type\"");
+  }
+  std::string_view s;
+  if (type == "text") {
+    if (o["text"].get_string().get(s) != simdjson::SUCCESS) {
+      return bad(id, where + "text part without a string \"text\"");
+    }
+    if (media->any()) return split_tags(s, media, image_tags, video_tags, parts);
+    parts->push_back({Part::Kind::kText, std::string(s)});
+    return ok_status();
+  }
+  bool is_image = type == "image" || type == "image_url";
+  bool is_video = type == "video" || type == "video_url";
+  if (!is_image && !is_video) {
+    return bad(id, where + "unsupported content part type \"" + std::string(type) + "\"");
+  }
+  // {"type":"image","image":"p"} | {"type":"image","url"|"path":"p"} |
+  // {"type":"image_url","image_url":{"url":"p"}} | {"type":"image_url","image_url":"p"}
+  const char* keys[] = {is_image ? "image" : "video", "url", "path",
+                        is_image ? "image_url" : "video_url"};
+  for (const char* k : keys) {
+    dom::element v;
+    if (o[k].get(v) != simdjson::SUCCESS) continue;
+    if (v.get_string().get(s) == simdjson::SUCCESS ||
+        (v.is_object() && v["url"].get_string().get(s) == simdjson::SUCCESS)) {
+      parts->push_back({is_image ? Part::Kind::kImage : Part::Kind::kVideo, std::string(s)});
+      return ok_status();
+    }
+  }
+  return bad(id, where + std::string(type) + " part without a reference");
+}
+
+Result<Conversation> parse_openai(dom::object root, std::string id) {
+  Conversation conv;
+  conv.id = std::move(id);
+  MediaLists media;  // LLaMA-Factory's "openai" layout: string content with <image> tags + lists
+  STOKER_RETURN_IF_ERROR(read_media_list(root, "images", conv.id, &media.images));
+  STOKER_RETURN_IF_ERROR(read_media_list(root, "videos", conv.id, &media.videos));
+  int image_tags = 0, video_tags = 0;
+  dom::array msgs;
+  if (root["messages"].get_array().get(msgs) != simdjson::SUCCESS) {
+    return bad(conv.id, "\"messages\" must be an array");
+  }
+  std::size_t i = 0;
+  for (dom::element m : msgs) {
+    std::string where = "message " + std::to_string(i) + ": ";
+    std::string_view role;
+    if (m["role"].get_string().get(role) != simdjson::SUCCESS) {
+      return bad(conv.id, where + "missing string \"role\"");
+    }
+    STOKER_ASSIGN_OR_RETURN(Role r, parse_role(role, conv.id, i));
+    Message msg;
+    msg.role = r;
+    dom::element content;
+    if (m["content"].get(content) != simdjson::SUCCESS || content.is_null()) {
+      msg.content_is_string = true;  // e.g. an assistant turn carrying only tool_calls
+    } else if (content.is_string()) {
+      msg.content_is_string = true;
+      std::string_view s = content.get_string().value_unsafe();
+      if (media.any()) {
+        STOKER_RETURN_IF_ERROR(split_tags(s, &media, &image_tags, &video_tags, &msg.parts));
+      } else {
+        msg.parts.push_back({Part::Kind::kText, std::string(s)});
+      }
+    } else if (content.is_array()) {
+      dom::array arr = content.get_array().value_unsafe();
+      for (dom::element p : arr) {
+        STOKER_RETURN_IF_ERROR(
+            parse_openai_part(p, conv.id, i, &media, &image_tags, &video_tags, &msg.parts));
+      }
+    } else {
+      return bad(conv.id, where + "\"content\" must be a string, an array or null");
+    }
+    conv.messages.push_back(std::move(msg));
+    ++i;
+  }
+  if (media.any()) STOKER_RETURN_IF_ERROR(check_counts(conv.id, media, image_tags, video_tags));
+  return conv;
+}
+
+// ShareGPT and LLaVA differ only in where the media list lives ("images" vs "image").
+Result<Conversation> parse_sharegpt(dom::object root, std::string id) {
+  Conversation conv;
+  conv.id = std::move(id);
+  MediaLists media;
+  STOKER_RETURN_IF_ERROR(read_media_list(root, "images", conv.id, &media.images));
+  if (media.images.empty()) {
+    STOKER_RETURN_IF_ERROR(read_media_list(root, "image", conv.id, &media.images));
+  }
+  STOKER_RETURN_IF_ERROR(read_media_list(root, "videos", conv.id, &media.videos));
+  if (media.videos.empty()) {
+    STOKER_RETURN_IF_ERROR(read_media_list(root, "video", conv.id, &media.videos));
+  }
+  // LLaMA-Factory's ShareGPT puts the system prompt in a top-level "system" string.
+  std::string_view system;
+  if (root["system"].get_string().get(system) == simdjson::SUCCESS && !system.empty()) {
+    Message msg;
+    msg.role = Role::kSystem;
+    msg.content_is_string = true;
+    msg.parts.push_back({Part::Kind::kText, std::string(system)});
+    conv.messages.push_back(std::move(msg));
+  }
+  dom::array turns;
+  if (root["conversations"].get_array().get(turns) != simdjson::SUCCESS) {
+    return bad(conv.id, "\"conversations\" must be an array");
+  }
+  int image_tags = 0, video_tags = 0;
+  std::size_t i = 0;
+  for (dom::element t : turns) {
+    std::string where = "message " + std::to_string(i) + ": ";
+    std::string_view from, value;
+    if (t["from"].get_string().get(from) != simdjson::SUCCESS &&
+        t["role"].get_string().get(from) != simdjson::SUCCESS) {
+      return bad(conv.id, where + "missing string \"from\"");
+    }
+    if (t["value"].get_string().get(value) != simdjson::SUCCESS &&
+        t["content"].get_string().get(value) != simdjson::SUCCESS) {
+      return bad(conv.id, where + "missing string \"value\"");
+    }
+    STOKER_ASSIGN_OR_RETURN(Role r, parse_role(from, conv.id, i));
+    Message msg;
+    msg.role = r;
+    msg.content_is_string = true;
+    STOKER_RETURN_IF_ERROR(split_tags(value, &media, &image_tags, &video_tags, &msg.parts));
+    conv.messages.push_back(std::move(msg));
+    ++i;
+  }
+  STOKER_RETURN_IF_ERROR(check_counts(conv.id, media, image_tags, video_tags));
+  return conv;
+}
+
+}  // namespace
+
+std::string_view role_name(Role r) {
+  switch (r) {
+    case Role::kSystem: return "system";
+    case Role::kUser: return "user";
+    case Role::kAssistant: return "assistant";
+    case Role::kTool: return "tool";
+  }
+  return "?";
+}
+
+int Conversation::count(Part::Kind kind) const {
+  int n = 0;
+  for (const Message& m : messages) {
+    for (const Part& p : m.parts) n += p.kind == kind;
+  }
+  return n;
+}
+
+Result<Conversation> parse_record(std::string_view json, RecordFormat format) {
+  thread_local dom::parser parser;
+  dom::element doc;
+  if (auto err = parser.parse(json.data(), json.size()).get(doc); err != simdjson::SUCCESS) {
+    return invalid_argument(std::string("record is not valid JSON: ") +
+                            simdjson::error_message(err));
+  }
+  dom::object root;
+  if (doc.get_object().get(root) != simdjson::SUCCESS) {
+    return invalid_argument("record is not a JSON object");
+  }
+  std::string id = read_id(root);
+  if (format == RecordFormat::kAuto) {
+    if (root["messages"].error() == simdjson::SUCCESS) {
+      format = RecordFormat::kOpenAI;
+    } else if (root["conversations"].error() == simdjson::SUCCESS) {
+      format = root["images"].error() == simdjson::SUCCESS ||
+                       root["image"].error() != simdjson::SUCCESS
+                   ? RecordFormat::kShareGPT : RecordFormat::kLlava;
+    } else {
+      return bad(id, "neither \"messages\" (OpenAI) nor \"conversations\" (ShareGPT/LLaVA)");
+    }
+  }
+  switch (format) {
+    case RecordFormat::kOpenAI: return parse_openai(root, std::move(id));
+    case RecordFormat::kShareGPT:
+    case RecordFormat::kLlava: return parse_sharegpt(root, std::move(id));
+    case RecordFormat::kAuto: break;
+  }
+  return internal_error("unreachable record format");
+}
+
+Status validate_for_sft(const Conversation& c) {
+  auto fail = [&](std::size_t i, std::string why) {
+    return invalid_argument(record_name(c.id) + ": message " + std::to_string(i) + " (" +
+                            std::string(role_name(c.messages[i].role)) + "): " + why);
+  };
+  if (c.messages.empty()) return invalid_argument(record_name(c.id) + ": no messages");
+  bool any_assistant = false;
+  for (std::size_t i = 0; i < c.messages.size(); ++i) {
+    Role r = c.messages[i].role;
+    // Media only in user turns: an image in an assistant turn would put vision tokens inside a
+    // supervised span, and the Qwen3-VL template drops media from system turns altogether.
+    if (r != Role::kUser) {
+      for (const Part& p : c.messages[i].parts) {
+        if (p.kind != Part::Kind::kText) {
+          return fail(i, std::string(kind_tag(p.kind)) + " media is only supported in user turns");
+        }
+      }
+    }
+    if (r == Role::kSystem) {
+      if (i != 0) return fail(i, "a system message may only come first");
+      continue;
+    }
+    Role prev = i == 0 ? Role::kSystem : c.messages[i - 1].role;
+    switch (r) {
+      case Role::kUser:
+        if (prev == Role::kUser) return fail(i, "two user turns in a row");
+        break;
+      case Role::kAssistant:
+        if (prev == Role::kSystem) return fail(i, "the conversation must start with a user turn");
+        if (prev == Role::kAssistant) return fail(i, "two assistant turns in a row");
+        any_assistant = true;
+        break;
+      case Role::kTool:
+        if (prev != Role::kAssistant && prev != Role::kTool) {
+          return fail(i, "a tool message must follow an assistant turn");
+        }
+        break;
+      case Role::kSystem: break;
+    }
+  }
+  if (!any_assistant) return invalid_argument(record_name(c.id) + ": no assistant turn");
+  return ok_status();
+}
+
+}  // namespace stoker::dataset

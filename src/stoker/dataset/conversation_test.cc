@@ -1,0 +1,181 @@
+#include "stoker/dataset/conversation.h"
+
+#include <gtest/gtest.h>
+
+namespace stoker::dataset {
+namespace {
+
+using Kind = Part::Kind;
+
+Conversation parse_ok(std::string_view json, RecordFormat f = RecordFormat::kAuto) {
+  Result<Conversation> r = parse_record(json, f);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+  return r.ok() ? *std::move(r) : Conversation{};
+}
+
+std::string parse_error(std::string_view json) {
+  Result<Conversation> r = parse_record(json);
+  EXPECT_FALSE(r.ok());
+  if (r.ok()) return {};
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  return r.error().to_string();
+}
+
+TEST(ConversationTest, ParsesOpenAIStringAndListContent) {
+  Conversation c = parse_ok(R"({"id": 17, "messages": [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": [{"type": "image", "image": "a.jpg"},
+                                 {"type": "text", "text": "What is this?"},
+                                 {"type": "image_url", "image_url": {"url": "s3://b/c.png"}}]},
+    {"role": "assistant", "content": "A cat."},
+    {"role": "user", "content": [{"type": "video", "video": "v.mp4"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "A dog."}]}]})");
+  EXPECT_EQ(c.id, "17");
+  ASSERT_EQ(c.messages.size(), 5u);
+  EXPECT_EQ(c.messages[0].role, Role::kSystem);
+  EXPECT_TRUE(c.messages[0].content_is_string);
+  ASSERT_EQ(c.messages[1].parts.size(), 3u);
+  EXPECT_FALSE(c.messages[1].content_is_string);
+  EXPECT_EQ(c.messages[1].parts[0].kind, Kind::kImage);
+  EXPECT_EQ(c.messages[1].parts[0].value, "a.jpg");
+  EXPECT_EQ(c.messages[1].parts[1].kind, Kind::kText);
+  EXPECT_EQ(c.messages[1].parts[1].value, "What is this?");
+  EXPECT_EQ(c.messages[1].parts[2].value, "s3://b/c.png");
+  EXPECT_EQ(c.messages[3].parts[0].kind, Kind::kVideo);
+  EXPECT_EQ(c.messages[4].role, Role::kAssistant);
+  EXPECT_EQ(c.messages[4].parts[0].value, "A dog.");
+  EXPECT_EQ(c.count(Kind::kImage), 2);
+  EXPECT_EQ(c.count(Kind::kVideo), 1);
+  EXPECT_TRUE(validate_for_sft(c).ok());
+}
+
+TEST(ConversationTest, ParsesShareGPTWithTagsInOrder) {
+  Conversation c = parse_ok(R"({"conversations": [
+    {"from": "human", "value": "<image>Compare with <image> and <video>."},
+    {"from": "gpt", "value": "Same."}],
+    "images": ["one.jpg", "two.jpg"], "videos": ["clip.mp4"], "system": "S"})");
+  ASSERT_EQ(c.messages.size(), 3u);
+  EXPECT_EQ(c.messages[0].role, Role::kSystem);
+  EXPECT_EQ(c.messages[0].parts[0].value, "S");
+  const auto& p = c.messages[1].parts;
+  ASSERT_EQ(p.size(), 6u);
+  EXPECT_EQ(p[0].kind, Kind::kImage);
+  EXPECT_EQ(p[0].value, "one.jpg");
+  EXPECT_EQ(p[1].value, "Compare with ");
+  EXPECT_EQ(p[2].kind, Kind::kImage);
+  EXPECT_EQ(p[2].value, "two.jpg");
+  EXPECT_EQ(p[3].value, " and ");
+  EXPECT_EQ(p[4].kind, Kind::kVideo);
+  EXPECT_EQ(p[4].value, "clip.mp4");
+  EXPECT_EQ(p[5].value, ".");
+  EXPECT_EQ(c.messages[2].role, Role::kAssistant);
+}
+
+TEST(ConversationTest, ParsesLlavaSingleImageKeepingNewline) {
+  Conversation c = parse_ok(R"({"id": "000000033471", "image": "coco/33471.jpg",
+    "conversations": [{"from": "human", "value": "<image>\nWhat color?"},
+                      {"from": "gpt", "value": "Red."},
+                      {"from": "human", "value": "Sure?"},
+                      {"from": "gpt", "value": "Yes."}]})");
+  EXPECT_EQ(c.id, "000000033471");
+  ASSERT_EQ(c.messages.size(), 4u);
+  ASSERT_EQ(c.messages[0].parts.size(), 2u);
+  EXPECT_EQ(c.messages[0].parts[0].kind, Kind::kImage);
+  EXPECT_EQ(c.messages[0].parts[0].value, "coco/33471.jpg");
+  EXPECT_EQ(c.messages[0].parts[1].value, "\nWhat color?");
+  EXPECT_TRUE(validate_for_sft(c).ok());
+  // Forcing the format gives the same result.
+  Conversation forced = parse_ok(R"({"image": "x.jpg", "conversations": [
+    {"from": "human", "value": "<image>"}, {"from": "gpt", "value": "ok"}]})",
+                                 RecordFormat::kLlava);
+  EXPECT_EQ(forced.messages[0].parts[0].value, "x.jpg");
+}
+
+TEST(ConversationTest, OpenAIWithTopLevelImagesSplitsTags) {
+  Conversation c = parse_ok(R"({"messages": [{"role": "user", "content": "<image>hi"},
+    {"role": "assistant", "content": "yo"}], "images": ["p.png"]})");
+  ASSERT_EQ(c.messages[0].parts.size(), 2u);
+  EXPECT_EQ(c.messages[0].parts[0].kind, Kind::kImage);
+  EXPECT_EQ(c.messages[0].parts[0].value, "p.png");
+  // Without a media list, tag-looking text is text.
+  Conversation t = parse_ok(R"({"messages": [{"role": "user", "content": "<image>hi"}]})");
+  ASSERT_EQ(t.messages[0].parts.size(), 1u);
+  EXPECT_EQ(t.messages[0].parts[0].value, "<image>hi");
+}
+
+TEST(ConversationTest, TagCountMismatchNamesCounts) {
+  std::string more_tags = parse_error(R"({"id": "r1", "conversations": [
+    {"from": "human", "value": "<image><image>"}, {"from": "gpt", "value": "x"}],
+    "images": ["a.jpg"]})");
+  EXPECT_NE(more_tags.find("record \"r1\""), std::string::npos) << more_tags;
+  EXPECT_NE(more_tags.find("2 <image> tag(s)"), std::string::npos) << more_tags;
+  EXPECT_NE(more_tags.find("1 image(s)"), std::string::npos) << more_tags;
+
+  std::string fewer_tags = parse_error(R"({"conversations": [
+    {"from": "human", "value": "look"}, {"from": "gpt", "value": "x"}],
+    "images": ["a.jpg", "b.jpg"]})");
+  EXPECT_NE(fewer_tags.find("0 <image> tag(s)"), std::string::npos) << fewer_tags;
+  EXPECT_NE(fewer_tags.find("2 image(s)"), std::string::npos) << fewer_tags;
+
+  std::string videos = parse_error(R"({"conversations": [
+    {"from": "human", "value": "<video>"}, {"from": "gpt", "value": "x"}]})");
+  EXPECT_NE(videos.find("1 <video> tag(s)"), std::string::npos) << videos;
+  EXPECT_NE(videos.find("0 video(s)"), std::string::npos) << videos;
+}
+
+TEST(ConversationTest, MalformedJsonIsAClearError) {
+  EXPECT_NE(parse_error(R"({"messages": [)").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(parse_error("[1, 2]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(parse_error(R"({"id": "q", "text": "hi"})").find("record \"q\""), std::string::npos);
+  EXPECT_NE(parse_error(R"({"messages": [{"role": "robot", "content": "x"}]})")
+                .find("unknown role \"robot\""),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"messages": [{"role": "user", "content": 5}]})")
+                .find("message 0"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"messages": [{"role": "user", "content": [{"type": "audio"}]}]})")
+                .find("unsupported content part type \"audio\""),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"conversations": [{"from": "human"}]})").find("\"value\""),
+            std::string::npos);
+}
+
+Conversation roles(std::initializer_list<Role> rs) {
+  Conversation c;
+  c.id = "t";
+  for (Role r : rs) c.messages.push_back({r, {{Kind::kText, "x"}}, true});
+  return c;
+}
+
+std::string invalid(const Conversation& c) {
+  Status s = validate_for_sft(c);
+  EXPECT_FALSE(s.ok());
+  return s.ok() ? std::string() : s.error().to_string();
+}
+
+TEST(ConversationTest, ValidateForSft) {
+  using R = Role;
+  EXPECT_TRUE(validate_for_sft(roles({R::kUser, R::kAssistant})).ok());
+  EXPECT_TRUE(validate_for_sft(roles({R::kSystem, R::kUser, R::kAssistant, R::kUser})).ok());
+  EXPECT_TRUE(validate_for_sft(
+                  roles({R::kUser, R::kAssistant, R::kTool, R::kTool, R::kAssistant})).ok());
+  EXPECT_NE(invalid(roles({})).find("no messages"), std::string::npos);
+  EXPECT_NE(invalid(roles({R::kSystem, R::kUser})).find("no assistant turn"), std::string::npos);
+  std::string e = invalid(roles({R::kUser, R::kAssistant, R::kSystem, R::kAssistant}));
+  EXPECT_NE(e.find("message 2 (system)"), std::string::npos) << e;
+  e = invalid(roles({R::kUser, R::kUser, R::kAssistant}));
+  EXPECT_NE(e.find("message 1 (user): two user turns"), std::string::npos) << e;
+  e = invalid(roles({R::kUser, R::kAssistant, R::kAssistant}));
+  EXPECT_NE(e.find("message 2 (assistant)"), std::string::npos) << e;
+  e = invalid(roles({R::kAssistant, R::kUser}));
+  EXPECT_NE(e.find("start with a user turn"), std::string::npos) << e;
+  e = invalid(roles({R::kUser, R::kTool, R::kAssistant}));
+  EXPECT_NE(e.find("message 1 (tool)"), std::string::npos) << e;
+  Conversation img_in_answer = roles({R::kUser, R::kAssistant});
+  img_in_answer.messages[1].parts.push_back({Kind::kImage, "a.jpg"});
+  e = invalid(img_in_answer);
+  EXPECT_NE(e.find("only supported in user turns"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace stoker::dataset
