@@ -1,0 +1,239 @@
+"""Pixel parity: `stoker preprocess` against the numpy/Pillow reimplementation of the HF slow
+Qwen-VL image processor (hf_image_reference.py), on a `stoker synth` dataset covering every
+format and colour mode.
+
+Asserted per image and model: (a) the resized uint8 image equals Pillow's byte for byte;
+(b) pixel_values within 1e-6 of the float32 reference (bf16: equal to the reference rounded to
+nearest-even); (c) sizes, grid, rows, columns and token counts equal. Images the reference
+rejects (smart_resize's size / aspect rules) must be rejected by stoker too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import hf_image_reference as ref
+import stoker_cli
+
+# ≥ 200 images across all formats; the synth size cap keeps 4K-class images from dominating
+# the runtime (each resized pixel costs 24 bytes of float32 pixel_values per model).
+N_RECORDS = int(os.environ.get("STOKER_PARITY_N", "240"))
+SEED = 20261130
+CHUNK = 24  # files per `stoker preprocess` call; dumps are checked and deleted per chunk
+
+# Every coding/mode the synthetic set must cover (classify() keys, prefix match).
+REQUIRED_KINDS = [
+    "jpeg/baseline/4:2:0/RGB", "jpeg/baseline/4:4:4/RGB", "jpeg/progressive/", "jpeg/baseline/-/L",
+    "jpeg/baseline/-/CMYK", "png/RGB", "png/RGBA", "png/L", "png/LA", "png/P",
+    "webp/lossy/RGB", "webp/lossless/", "webp/lossy+alpha/RGBA",
+]
+
+REPORT: list[str] = []
+
+
+def pytest_terminal_summary_lines():
+    return REPORT
+
+
+@pytest.fixture(scope="module")
+def dataset(stoker_bin, tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth")
+    stoker_cli.synth(stoker_bin, out, ["--n", str(N_RECORDS), "--seed", str(SEED)]
+                     + SYNTH_EXTRA_ARGS)
+    files = stoker_cli.image_files(out / "images")
+    kinds = {str(f): stoker_cli.classify(f) for f in files}
+    counts = stoker_cli.count_by(kinds.values())
+    REPORT.append(f"synthetic set: {len(files)} images from {N_RECORDS} records; by kind:")
+    REPORT.extend(f"  {k:32s} {v:4d}" for k, v in counts.items())
+    return out, files, kinds
+
+
+# Extra flags for `stoker synth` (e.g. a cap on the image size); filled in to match the CLI.
+SYNTH_EXTRA_ARGS: list[str] = []
+
+
+def test_dataset_covers_every_format(dataset):
+    _, files, kinds = dataset
+    assert len(files) >= 200, f"only {len(files)} images"
+    missing = [k for k in REQUIRED_KINDS if not any(v.startswith(k) for v in kinds.values())]
+    assert not missing, f"synthetic set lacks {missing}; has {sorted(set(kinds.values()))}"
+
+
+def _record_images(record: dict):
+    """(path, width, height) for each image part of a data.jsonl record, whatever nesting."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            path = node.get("image") or node.get("path") or node.get("file")
+            if isinstance(path, str) and pathlib.Path(path).suffix.lower() in \
+                    stoker_cli.IMAGE_SUFFIXES:
+                found.append((path, node.get("width"), node.get("height")))
+            for v in node.values():
+                if isinstance(v, (dict, list)):
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(record)
+    return found
+
+
+def test_pillow_opens_every_file_with_the_recorded_size(dataset):
+    """Independent check of stoker's encoders: Pillow decodes every file fully, and its size is
+    the one the JSONL record states."""
+    root, files, _ = dataset
+    lines = (root / "data.jsonl").read_text().splitlines()
+    assert len(lines) == N_RECORDS
+    referenced = 0
+    sized = 0
+    for line in lines:
+        record = json.loads(line)
+        for path, width, height in _record_images(record):
+            p = pathlib.Path(path)
+            if not p.is_absolute():
+                p = root / p
+            assert p.is_file(), f"record references missing {p}"
+            with Image.open(p) as img:
+                img.load()
+                if width is not None and height is not None:
+                    assert img.size == (width, height), f"{p}: Pillow {img.size}, record " \
+                                                        f"{(width, height)}"
+                    sized += 1
+            referenced += 1
+    assert referenced > 0, "no image paths found in data.jsonl"
+    REPORT.append(f"data.jsonl: {referenced} image references open in Pillow; "
+                  f"{sized} carry a size that matches")
+    for f in files:  # also files not referenced by records, if any
+        with Image.open(f) as img:
+            img.load()
+
+
+def _chunks(seq, n):
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+def _run_chunks(stoker_bin, model, files, dtype):
+    """Yields (chunk, records, dump_dir) with the next chunk's stoker run overlapping the
+    caller's checks of the current one (2 cores: stoker on one, numpy on the other)."""
+    chunks = list(_chunks(files, CHUNK))
+    if not chunks:
+        return
+
+    def start(chunk):
+        d = tempfile.mkdtemp(prefix="stoker-parity-")
+        cmd = [stoker_bin, "preprocess", "--model", model, "--dtype", dtype, "--dump-dir", d]
+        cmd += [str(f) for f in chunk]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return proc, d
+
+    pending = start(chunks[0])
+    for i, chunk in enumerate(chunks):
+        proc, d = pending
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode >= 0, f"stoker preprocess killed by signal {-proc.returncode}"
+        if i + 1 < len(chunks):
+            pending = start(chunks[i + 1])
+        records = [json.loads(l) for l in out.decode().splitlines() if l.strip()]
+        assert len(records) == len(chunk), f"{len(records)} records for {len(chunk)} files:\n" \
+                                           f"{err.decode(errors='replace')[-2000:]}"
+        try:
+            yield chunk, records, pathlib.Path(d)
+        finally:
+            for p in pathlib.Path(d).iterdir():
+                p.unlink()
+            os.rmdir(d)
+
+
+@pytest.mark.parametrize("model,dtype", [("qwen2-vl", "f32"), ("qwen2.5-vl", "f32"),
+                                         ("qwen3-vl", "f32"), ("qwen3-vl", "bf16")])
+def test_pixel_parity(stoker_bin, dataset, model, dtype):
+    _, files, kinds = dataset
+    spec = ref.MODELS[model]
+    checked: dict[str, int] = {}
+    rejected: dict[str, int] = {}
+    max_abs = 0.0
+    inexact_rows = 0
+    failures = []
+    for chunk, records, dump in _run_chunks(stoker_bin, model, files, dtype):
+        for index, (path, rec) in enumerate(zip(chunk, records)):
+            kind = kinds[str(path)]
+            where = f"{path.name} [{kind}] {model}/{dtype}"
+            rgb = ref.load_rgb(path)
+            try:
+                r = ref.process_rgb(rgb, spec)
+            except ValueError as e:
+                # The reference rejects it (smart_resize rule): stoker must reject it too.
+                if rec.get("ok"):
+                    failures.append(f"{where}: reference rejects ({e}) but stoker accepted")
+                elif path.name not in rec.get("error", "") and str(path) not in rec.get("file", ""):
+                    failures.append(f"{where}: error does not name the file: {rec}")
+                rejected[kind] = rejected.get(kind, 0) + 1
+                continue
+            if not rec.get("ok"):
+                failures.append(f"{where}: stoker failed: {rec}")
+                continue
+            # (c) sizes, grid, rows, columns, tokens.
+            expect = {"width": r.width, "height": r.height, "resized_width": r.resized_width,
+                      "resized_height": r.resized_height, "grid": list(r.grid), "rows": r.rows,
+                      "cols": spec.columns, "tokens": r.tokens(spec.merge_size)}
+            got = {k: rec.get(k) for k in expect}
+            if got != expect:
+                failures.append(f"{where}: metadata {got} != reference {expect}")
+                continue
+            # (a) resized uint8, byte for byte.
+            resized = np.load(dump / f"{index}.resized.npy")
+            if resized.shape != r.resized.shape or resized.dtype != np.uint8:
+                failures.append(f"{where}: resized {resized.dtype}{resized.shape} != "
+                                f"uint8{r.resized.shape}")
+                continue
+            if not np.array_equal(resized, r.resized):
+                diff = np.abs(resized.astype(int) - r.resized.astype(int))
+                failures.append(f"{where}: resized differs from Pillow at {(diff > 0).sum()} "
+                                f"values (max {diff.max()}) first at "
+                                f"{np.argwhere(diff > 0)[0].tolist()}")
+                continue
+            # (b) pixel_values.
+            pv = np.load(dump / f"{index}.pixel_values.npy")
+            if dtype == "f32":
+                if pv.dtype != np.float32 or pv.shape != r.pixel_values.shape:
+                    failures.append(f"{where}: pixel_values {pv.dtype}{pv.shape}")
+                    continue
+                d = float(np.abs(pv - r.pixel_values).max())
+                max_abs = max(max_abs, d)
+                if d > 1e-6:
+                    bad = np.argwhere(np.abs(pv - r.pixel_values) > 1e-6)[0].tolist()
+                    failures.append(f"{where}: pixel_values max |Δ| {d:.3g} first at {bad}")
+                    continue
+                inexact_rows += int((pv != r.pixel_values).any(axis=1).sum())
+            else:
+                expect_bits = ref.to_bf16_bits(r.pixel_values)
+                if pv.dtype != np.uint16 or pv.shape != expect_bits.shape:
+                    failures.append(f"{where}: bf16 pixel_values {pv.dtype}{pv.shape}")
+                    continue
+                if not np.array_equal(pv, expect_bits):
+                    n = int((pv != expect_bits).sum())
+                    bad = np.argwhere(pv != expect_bits)[0].tolist()
+                    failures.append(f"{where}: {n} bf16 values differ from RNE(reference), "
+                                    f"first at {bad}")
+                    continue
+            checked[kind] = checked.get(kind, 0) + 1
+    total = sum(checked.values())
+    REPORT.append(f"parity {model}/{dtype}: {total} images exact, {sum(rejected.values())} "
+                  f"rejected by both (smart_resize rules), {len(failures)} failures; "
+                  + (f"max |Δ| {max_abs:.3g}, rows not bit-identical {inexact_rows}"
+                     if dtype == "f32" else "bf16 bit-exact"))
+    REPORT.extend(f"  {k:32s} {v:4d} ok" + (f", {rejected[k]} rejected" if k in rejected else "")
+                  for k, v in sorted(checked.items()))
+    assert not failures, f"{len(failures)} parity failures:\n" + "\n".join(failures[:25])
+    assert total >= 150, f"only {total} images compared"
