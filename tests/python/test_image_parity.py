@@ -113,7 +113,17 @@ def test_pillow_opens_every_file_with_the_recorded_size(dataset):
     assert referenced > 0, "no image paths found in data.jsonl"
     REPORT.append(f"data.jsonl: {referenced} image references open in Pillow; "
                   f"{sized} carry a size that matches")
-    for f in files:  # also files not referenced by records, if any
+    # images.jsonl (synth's per-image metadata): Pillow's size and mode must match it.
+    meta_lines = (root / "images.jsonl").read_text().splitlines()
+    for line in meta_lines:
+        meta = json.loads(line)
+        p = root / meta["path"]
+        with Image.open(p) as img:
+            img.load()
+            assert img.size == (meta["width"], meta["height"]), f"{p}: Pillow {img.size}, {meta}"
+            assert img.mode == meta["mode"], f"{p}: Pillow mode {img.mode}, {meta}"
+    REPORT.append(f"images.jsonl: {len(meta_lines)} images, Pillow size and mode match each")
+    for f in files:  # every file in images/, referenced or not, decodes in Pillow
         with Image.open(f) as img:
             img.load()
 
@@ -237,3 +247,34 @@ def test_pixel_parity(stoker_bin, dataset, model, dtype):
                   for k, v in sorted(checked.items()))
     assert not failures, f"{len(failures)} parity failures:\n" + "\n".join(failures[:25])
     assert total >= 150, f"only {total} images compared"
+
+
+# (width, height) sizes that exercise each smart_resize rule: half-way ties (Python rounds half
+# to even), the min_pixels branch, the max_pixels branch, aspect ratio exactly 200 (allowed).
+RULE_SIZES = {
+    "qwen2-vl": [(630, 98), (14 * 45, 14 * 31), (60, 40), (5600, 28), (4000, 3400)],
+    "qwen2.5-vl": [(28 * 22 + 14, 28 * 5 + 14), (100, 30), (28, 5600), (3700, 3600)],
+    "qwen3-vl": [(720, 720), (32 * 9 + 16, 32 * 13 + 16), (300, 200), (6400, 32), (4200, 4100)],
+}
+
+
+@pytest.mark.parametrize("model", sorted(RULE_SIZES))
+def test_smart_resize_rules_metadata(stoker_bin, tmp_path, model):
+    """Sizes, grids and tokens for the edge cases of smart_resize (no pixel dumps: the large
+    ones would be hundreds of MB). Flat images keep encoding cheap."""
+    spec = ref.MODELS[model]
+    files, expect = [], []
+    for i, (w, h) in enumerate(RULE_SIZES[model]):
+        p = tmp_path / f"rule_{w}x{h}.png"
+        Image.new("RGB", (w, h), (30 * i % 256, 90, 200)).save(p, compress_level=1)
+        files.append(p)
+        rh, rw = ref.smart_resize(h, w, spec.factor, spec.min_pixels, spec.max_pixels)
+        grid = [1, rh // spec.patch_size, rw // spec.patch_size]
+        expect.append({"ok": True, "width": w, "height": h, "resized_width": rw,
+                       "resized_height": rh, "grid": grid, "rows": grid[1] * grid[2],
+                       "cols": spec.columns, "tokens": grid[1] * grid[2] // 4})
+    res = stoker_cli.preprocess(stoker_bin, model, files)
+    assert res.returncode == 0, res.stderr[-3000:]
+    for f, e, rec in zip(files, expect, res.records):
+        got = {k: rec.get(k) for k in e}
+        assert got == e, f"{f.name} {model}: stoker {got} != reference {e}"
