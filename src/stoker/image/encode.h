@@ -27,6 +27,8 @@ struct PngOptions {
   int bit_depth = 8;  // 8 (16 for kRgb/kGray; 1/2/4 for kGray/kPalette)
   // For kRgba / kGrayAlpha: per-pixel alpha (width*height bytes); empty → a generated ramp.
   std::vector<std::uint8_t> alpha;
+  bool interlaced = false;    // Adam7
+  bool palette_trns = false;  // kPalette: add a tRNS chunk (per-entry alpha)
 };
 // kPalette quantises to at most 2^bit_depth colours (deterministically).
 Result<std::vector<std::uint8_t>> encode_png(const RgbImage& image, const PngOptions& options);

@@ -1,0 +1,200 @@
+// Developer driver for the image module: parity checks against Pillow and single-thread timings.
+// Not installed, not part of the CLI.
+//   image_tool decode IN OUT.rgb            → OUT.rgb = "W H\n" + raw RGB bytes
+//   image_tool resize IN.rgb W H OUT.rgb    (IN/OUT in the same raw format)
+//   image_tool encode IN.rgb KIND OUT       KIND: jpeg[:q[:prog[:444|gray|cmyk]]], png:COLOR:DEPTH[:i][:t], webp[:q|ll][:a]
+//   image_tool process IN P MIN MAX OUT.f32 (CLIP mean/std, T=2, m=2; writes rows×cols float32)
+//   image_tool bench IN [ITERS] [P MIN MAX]  → ms per stage
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "stoker/base/file.h"
+#include "stoker/image/decode.h"
+#include "stoker/image/encode.h"
+#include "stoker/image/processor.h"
+#include "stoker/image/resample.h"
+
+using namespace stoker;
+using namespace stoker::image;
+
+namespace {
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "image_tool: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T get(Result<T> r) {
+  if (!r.ok()) die(r.error().to_string());
+  return std::move(r).value();
+}
+
+RgbImage read_raw(const std::string& path) {
+  auto bytes = get(read_file(path));
+  int w = 0, h = 0;
+  auto nl = std::find(bytes.begin(), bytes.end(), std::uint8_t('\n'));
+  if (nl == bytes.end()) die("bad raw header in " + path);
+  const std::string hdr(bytes.begin(), nl);
+  if (std::sscanf(hdr.c_str(), "%d %d", &w, &h) != 2) die("bad raw header in " + path);
+  const long off = nl - bytes.begin() + 1;
+  RgbImage img;
+  img.width = w;
+  img.height = h;
+  img.pixels.assign(bytes.begin() + off, bytes.end());
+  if (img.pixels.size() != size_t(w) * h * 3) die("raw size mismatch in " + path);
+  return img;
+}
+
+void write_raw(const std::string& path, const RgbImage& img) {
+  std::string hdr = std::to_string(img.width) + " " + std::to_string(img.height) + "\n";
+  std::vector<std::uint8_t> out(hdr.begin(), hdr.end());
+  out.insert(out.end(), img.pixels.begin(), img.pixels.end());
+  if (auto s = write_file(path, out); !s.ok()) die(s.error().to_string());
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t a = 0;
+  while (true) {
+    size_t b = s.find(':', a);
+    parts.push_back(s.substr(a, b - a));
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
+  return parts;
+}
+
+std::vector<std::uint8_t> encode(const RgbImage& img, const std::string& kind) {
+  auto p = split(kind);
+  if (p[0] == "jpeg") {
+    JpegOptions o;
+    if (p.size() > 1) o.quality = std::atoi(p[1].c_str());
+    if (p.size() > 2) o.progressive = p[2] == "prog";
+    if (p.size() > 3) {
+      o.subsample_420 = p[3] != "444";
+      o.grayscale = p[3] == "gray";
+      o.cmyk = p[3] == "cmyk";
+    }
+    return get(encode_jpeg(img, o));
+  }
+  if (p[0] == "png") {
+    PngOptions o;
+    const std::string c = p.size() > 1 ? p[1] : "rgb";
+    o.color = c == "rgba" ? PngColor::kRgba : c == "gray" ? PngColor::kGray
+            : c == "ga" ? PngColor::kGrayAlpha : c == "p" ? PngColor::kPalette : PngColor::kRgb;
+    if (p.size() > 2) o.bit_depth = std::atoi(p[2].c_str());
+    for (size_t i = 3; i < p.size(); ++i) {
+      if (p[i] == "i") o.interlaced = true;
+      if (p[i] == "t") o.palette_trns = true;
+    }
+    return get(encode_png(img, o));
+  }
+  if (p[0] == "webp") {
+    WebpOptions o;
+    for (size_t i = 1; i < p.size(); ++i) {
+      if (p[i] == "ll") o.lossless = true;
+      else if (p[i] == "a") o.with_alpha = true;
+      else o.quality = std::strtof(p[i].c_str(), nullptr);
+    }
+    return get(encode_webp(img, o));
+  }
+  die("unknown kind " + kind);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ImageProcessorConfig config_from(int argc, char** argv, int at) {
+  ImageProcessorConfig c;
+  if (argc > at + 2) {
+    c.patch_size = std::atoi(argv[at]);
+    c.min_pixels = std::atoll(argv[at + 1]);
+    c.max_pixels = std::atoll(argv[at + 2]);
+  } else {
+    c.min_pixels = 3136;
+    c.max_pixels = 12845056;
+  }
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) die("usage: see the comment at the top of image_tool.cc");
+  const std::string cmd = argv[1];
+  if (cmd == "decode" && argc == 4) {
+    auto bytes = get(read_file(argv[2]));
+    write_raw(argv[3], get(decode_rgb(bytes)));
+  } else if (cmd == "probe") {
+    auto bytes = get(read_file(argv[2]));
+    auto h = get(probe_image(bytes));
+    std::printf("%s %dx%d %s depth=%d progressive=%d\n", std::string(format_name(h.format)).c_str(),
+                h.width, h.height, h.mode.c_str(), h.bit_depth, int(h.progressive));
+  } else if (cmd == "resize" && argc == 6) {
+    RgbImage src = read_raw(argv[2]), dst;
+    resize_bicubic_exact(src, std::atoi(argv[3]), std::atoi(argv[4]), &dst);
+    write_raw(argv[5], dst);
+  } else if (cmd == "encode" && argc == 5) {
+    auto out = encode(read_raw(argv[2]), argv[3]);
+    if (auto s = write_file(argv[4], out); !s.ok()) die(s.error().to_string());
+  } else if (cmd == "process" && argc == 7) {
+    auto proc = get(ImageProcessor::create(config_from(argc, argv, 3)));
+    auto bytes = get(read_file(argv[2]));
+    auto plan = get(proc.plan(bytes));
+    std::vector<float> out(plan.rows() * proc.columns());
+    ImageScratch scratch;
+    if (auto s = proc.process(bytes, plan, PixelDType::kFloat32, out.data(), &scratch); !s.ok()) {
+      die(s.error().to_string());
+    }
+    std::printf("%d %d %d %d %d\n", plan.height, plan.width, plan.grid_t, plan.grid_h, plan.grid_w);
+    if (auto s = write_file(argv[6], std::span(reinterpret_cast<const std::uint8_t*>(out.data()),
+                                               out.size() * sizeof(float)));
+        !s.ok()) {
+      die(s.error().to_string());
+    }
+  } else if (cmd == "bench") {
+    const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
+    auto proc = get(ImageProcessor::create(config_from(argc, argv, 4)));
+    auto bytes = get(read_file(argv[2]));
+    auto plan = get(proc.plan(bytes));
+    std::vector<float> out(plan.rows() * proc.columns());
+    std::vector<std::uint16_t> out16(plan.rows() * proc.columns());
+    ImageScratch s;
+    double best[5] = {1e9, 1e9, 1e9, 1e9, 1e9}, sum[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < iters; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (!decode_rgb(bytes, {}, &s.decoded).ok()) die("decode failed");
+      double d[5];
+      d[0] = ms_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      resize_bicubic_exact(s.decoded, plan.width, plan.height, &s.resized);
+      d[1] = ms_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      proc.normalize_patchify(s.resized, plan, PixelDType::kFloat32, out.data());
+      d[2] = ms_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      proc.normalize_patchify(s.resized, plan, PixelDType::kBFloat16, out16.data());
+      d[3] = ms_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      if (!proc.process(bytes, plan, PixelDType::kFloat32, out.data(), &s).ok()) die("process");
+      d[4] = ms_since(t0);
+      for (int k = 0; k < 5; ++k) best[k] = std::min(best[k], d[k]), sum[k] += d[k];
+    }
+    const char* names[5] = {"decode", "resize", "normalize_patchify_f32", "normalize_patchify_bf16",
+                            "process_total_f32"};
+    std::printf("image %dx%d -> %dx%d, %d iters (ms: best / mean)\n", plan.src_width,
+                plan.src_height, plan.width, plan.height, iters);
+    for (int k = 0; k < 5; ++k) std::printf("  %-24s %7.2f / %7.2f\n", names[k], best[k], sum[k] / iters);
+    std::printf("  ratio process/decode (best) %.2f\n", best[4] / best[0]);
+  } else {
+    die("bad command or argument count");
+  }
+  return 0;
+}

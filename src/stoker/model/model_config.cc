@@ -1,0 +1,294 @@
+// Model presets and HF model-folder loading. nlohmann-json is used only here, for small config
+// files; its exceptions never leave this file.
+#include "stoker/model/model_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "stoker/base/file.h"
+
+namespace stoker::model {
+
+using nlohmann::json;
+
+std::string_view family_name(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::kQwen2VL: return "qwen2_vl";
+    case ModelFamily::kQwen25VL: return "qwen2_5_vl";
+    case ModelFamily::kQwen3VL: return "qwen3_vl";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::optional<ModelFamily> family_from_preset(std::string_view name) {
+  const std::string n = lower(name);
+  if (n == "qwen2-vl" || n == "qwen2_vl") return ModelFamily::kQwen2VL;
+  if (n == "qwen2.5-vl" || n == "qwen2_5_vl" || n == "qwen2.5_vl") return ModelFamily::kQwen25VL;
+  if (n == "qwen3-vl" || n == "qwen3_vl") return ModelFamily::kQwen3VL;
+  return std::nullopt;
+}
+
+std::optional<ModelFamily> family_from_model_type(std::string_view t) {
+  if (t == "qwen2_vl") return ModelFamily::kQwen2VL;
+  if (t == "qwen2_5_vl") return ModelFamily::kQwen25VL;
+  if (t == "qwen3_vl" || t == "qwen3_vl_moe") return ModelFamily::kQwen3VL;
+  return std::nullopt;
+}
+
+// The hub's preprocessor_config.json values (spec §1.2).
+image::ImageProcessorConfig hub_image_config(ModelFamily f) {
+  image::ImageProcessorConfig c;  // CLIP mean/std, patch 14, T 2, merge 2, rescale 1/255
+  if (f == ModelFamily::kQwen3VL) {
+    c.patch_size = 16;
+    c.min_pixels = 65536;
+    c.max_pixels = 16777216;
+    c.image_mean = {0.5f, 0.5f, 0.5f};
+    c.image_std = {0.5f, 0.5f, 0.5f};
+  } else {
+    c.min_pixels = 3136;
+    c.max_pixels = 12845056;
+  }
+  return c;
+}
+
+// Typed accessors: an absent key or JSON null leaves the target unchanged (HF treats None as
+// "use the default"); a present key of the wrong type is InvalidArgument naming the key.
+const json* find(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Status get_int(const json& obj, const char* key, std::int64_t* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return ok_status();
+  if (v->is_number_integer()) {
+    *out = v->get<std::int64_t>();
+    return ok_status();
+  }
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::floor(d) == d && std::fabs(d) < 9e15) {
+      *out = static_cast<std::int64_t>(d);
+      return ok_status();
+    }
+  }
+  return invalid_argument(std::string(key) + " must be an integer, got " + v->dump());
+}
+
+Status get_int(const json& obj, const char* key, int* out) {
+  std::int64_t v = *out;
+  STOKER_RETURN_IF_ERROR(get_int(obj, key, &v));
+  if (v < -2147483647 || v > 2147483647) return invalid_argument(std::string(key) + " out of range");
+  *out = static_cast<int>(v);
+  return ok_status();
+}
+
+Status get_bool(const json& obj, const char* key, bool* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return ok_status();
+  if (!v->is_boolean()) return invalid_argument(std::string(key) + " must be true/false");
+  *out = v->get<bool>();
+  return ok_status();
+}
+
+Status get_double(const json& obj, const char* key, double* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return ok_status();
+  if (!v->is_number()) return invalid_argument(std::string(key) + " must be a number");
+  *out = v->get<double>();
+  return ok_status();
+}
+
+// image_mean / image_std: three numbers (or one, broadcast, as HF accepts a float). Parsed as
+// double and rounded once to float32, as numpy's np.array(mean, dtype=float32) does.
+Status get_triple(const json& obj, const char* key, std::array<float, 3>* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return ok_status();
+  if (v->is_number()) {
+    out->fill(static_cast<float>(v->get<double>()));
+    return ok_status();
+  }
+  if (!v->is_array() || v->size() != 3) {
+    return invalid_argument(std::string(key) + " must be a list of 3 numbers");
+  }
+  for (int c = 0; c < 3; ++c) {
+    if (!(*v)[c].is_number()) return invalid_argument(std::string(key) + " must hold numbers");
+    (*out)[c] = static_cast<float>((*v)[c].get<double>());
+  }
+  return ok_status();
+}
+
+Status parse_json(std::string_view text, const char* what, json* out) {
+  try {
+    *out = json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    return invalid_argument(std::string(what) + ": invalid JSON: " + e.what());
+  }
+  if (!out->is_object()) return invalid_argument(std::string(what) + ": top level is not an object");
+  return ok_status();
+}
+
+Status apply_preprocessor(const json& j, image::ImageProcessorConfig* c) {
+  // size.{shortest,longest}_edge are pixel counts; legacy min_pixels/max_pixels win (spec §1.2).
+  if (const json* size = find(j, "size")) {
+    if (!size->is_object() || !size->contains("shortest_edge") || !size->contains("longest_edge")) {
+      return invalid_argument("size must contain 'shortest_edge' and 'longest_edge' keys, got " +
+                              size->dump());
+    }
+    STOKER_RETURN_IF_ERROR(get_int(*size, "shortest_edge", &c->min_pixels));
+    STOKER_RETURN_IF_ERROR(get_int(*size, "longest_edge", &c->max_pixels));
+  }
+  STOKER_RETURN_IF_ERROR(get_int(j, "min_pixels", &c->min_pixels));
+  STOKER_RETURN_IF_ERROR(get_int(j, "max_pixels", &c->max_pixels));
+  STOKER_RETURN_IF_ERROR(get_int(j, "patch_size", &c->patch_size));
+  STOKER_RETURN_IF_ERROR(get_int(j, "temporal_patch_size", &c->temporal_patch_size));
+  STOKER_RETURN_IF_ERROR(get_int(j, "merge_size", &c->merge_size));
+  STOKER_RETURN_IF_ERROR(get_triple(j, "image_mean", &c->image_mean));
+  STOKER_RETURN_IF_ERROR(get_triple(j, "image_std", &c->image_std));
+  STOKER_RETURN_IF_ERROR(get_double(j, "rescale_factor", &c->rescale_factor));
+  STOKER_RETURN_IF_ERROR(get_bool(j, "do_resize", &c->do_resize));
+  STOKER_RETURN_IF_ERROR(get_bool(j, "do_rescale", &c->do_rescale));
+  STOKER_RETURN_IF_ERROR(get_bool(j, "do_normalize", &c->do_normalize));
+  bool convert_rgb = true;
+  STOKER_RETURN_IF_ERROR(get_bool(j, "do_convert_rgb", &convert_rgb));
+  if (!convert_rgb) return invalid_argument("do_convert_rgb = false is not supported");
+  int resample = 3;
+  STOKER_RETURN_IF_ERROR(get_int(j, "resample", &resample));
+  if (resample != 3) {
+    return invalid_argument("resample " + std::to_string(resample) +
+                            " is not supported (only 3 = BICUBIC)");
+  }
+  return c->validate();
+}
+
+Status apply_model_config(const json& j, ModelConfig* m) {
+  auto ids_from = [&](const json& obj) -> Status {
+    STOKER_RETURN_IF_ERROR(get_int(obj, "image_token_id", &m->image_token_id));
+    STOKER_RETURN_IF_ERROR(get_int(obj, "video_token_id", &m->video_token_id));
+    STOKER_RETURN_IF_ERROR(get_int(obj, "vision_start_token_id", &m->vision_start_token_id));
+    STOKER_RETURN_IF_ERROR(get_int(obj, "vision_end_token_id", &m->vision_end_token_id));
+    return ok_status();
+  };
+  // Qwen3-VL may keep text keys under text_config; top-level values win when both exist.
+  if (const json* text = find(j, "text_config"); text != nullptr && text->is_object()) {
+    STOKER_RETURN_IF_ERROR(ids_from(*text));
+  }
+  STOKER_RETURN_IF_ERROR(ids_from(j));
+  if (const json* vision = find(j, "vision_config"); vision != nullptr && vision->is_object()) {
+    STOKER_RETURN_IF_ERROR(get_int(*vision, "tokens_per_second", &m->tokens_per_second));
+  }
+  return ok_status();
+}
+
+Result<ModelConfig> load_folder(const std::string& folder) {
+  namespace fs = std::filesystem;
+  ModelConfig m;
+  m.name = folder;
+  m.folder = folder;
+  const fs::path dir(folder);
+  std::error_code ec;
+  std::optional<ModelFamily> family;
+  json config;
+  const bool has_config = fs::is_regular_file(dir / "config.json", ec);
+  if (has_config) {
+    STOKER_ASSIGN_OR_RETURN(std::string text, read_text_file((dir / "config.json").string()));
+    STOKER_RETURN_IF_ERROR(parse_json(text, "config.json", &config));
+    const json* type = find(config, "model_type");
+    if (type == nullptr || !type->is_string()) {
+      return invalid_argument("config.json: missing model_type");
+    }
+    family = family_from_model_type(type->get<std::string>());
+    if (!family) {
+      return invalid_argument("config.json: unsupported model_type '" + type->get<std::string>() +
+                              "' (supported: qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe)");
+    }
+  }
+  const fs::path pre = dir / "preprocessor_config.json";
+  json pj;
+  const bool has_pre = fs::is_regular_file(pre, ec);
+  if (has_pre) {
+    STOKER_ASSIGN_OR_RETURN(std::string text, read_text_file(pre.string()));
+    STOKER_RETURN_IF_ERROR(parse_json(text, "preprocessor_config.json", &pj));
+    if (!family) {  // no config.json: the processor class names the family
+      const json* cls = find(pj, "processor_class");
+      const std::string name = cls != nullptr && cls->is_string() ? cls->get<std::string>() : "";
+      family = name == "Qwen3VLProcessor"     ? ModelFamily::kQwen3VL
+               : name == "Qwen2VLProcessor"   ? ModelFamily::kQwen2VL
+                                              : ModelFamily::kQwen25VL;
+    }
+  }
+  if (!has_config && !has_pre) {
+    return not_found("model folder " + folder + " has neither config.json nor " +
+                     "preprocessor_config.json");
+  }
+  m.family = *family;
+  if (has_pre) {
+    // A present file is applied over the processor class defaults (what transformers does),
+    // not over the hub values: keys it lacks get the class defaults.
+    m.image = image::ImageProcessorConfig{};
+    if (Status s = apply_preprocessor(pj, &m.image); !s.ok()) {
+      return std::move(s).error().with_context("preprocessor_config.json");
+    }
+  } else {
+    m.image = hub_image_config(m.family);
+  }
+  if (has_config) {
+    if (Status s = apply_model_config(config, &m); !s.ok()) {
+      return std::move(s).error().with_context("config.json");
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+Result<ModelConfig> preset(std::string_view name) {
+  const auto family = family_from_preset(name);
+  if (!family) {
+    return not_found("unknown model preset '" + std::string(name) +
+                     "' (presets: qwen2-vl, qwen2.5-vl, qwen3-vl)");
+  }
+  ModelConfig m;
+  m.family = *family;
+  m.name = std::string(name);
+  m.image = hub_image_config(*family);
+  return m;
+}
+
+Result<ModelConfig> load_model(const std::string& spec) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(spec, ec)) {
+    auto r = load_folder(spec);
+    if (!r.ok()) return std::move(r).error().with_context("loading model " + spec);
+    return r;
+  }
+  if (family_from_preset(spec)) return preset(spec);
+  return not_found("'" + spec + "' is neither a model folder nor a preset " +
+                   "(qwen2-vl, qwen2.5-vl, qwen3-vl)");
+}
+
+Status parse_preprocessor_config(std::string_view json_text, image::ImageProcessorConfig* config) {
+  json j;
+  STOKER_RETURN_IF_ERROR(parse_json(json_text, "preprocessor_config.json", &j));
+  try {
+    return apply_preprocessor(j, config);
+  } catch (const json::exception& e) {  // defensive: accessors check types first
+    return invalid_argument(std::string("preprocessor_config.json: ") + e.what());
+  }
+}
+
+}  // namespace stoker::model
