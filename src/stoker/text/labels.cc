@@ -1,0 +1,332 @@
+// Tokenisation of a rendered chat into ids + labels, and the max-length policies.
+#include "stoker/text/labels.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace stoker::text {
+namespace {
+
+using dataset::Conversation;
+using dataset::Role;
+
+std::string record_name(const std::string& id) {
+  return id.empty() ? std::string("record") : "record \"" + id + "\"";
+}
+
+struct SpecialIds {
+  TokenId vision_start = 0, vision_end = 0, image_pad = 0, video_pad = 0;
+};
+
+// A flattened item: text (BPE, joins its neighbours into one run) or a token repeated `count`.
+struct Item {
+  bool is_text = true;
+  std::string text;
+  TokenId id = 0;
+  std::int64_t count = 1;
+  bool supervised = false;
+  int message = -1;
+  int vision = -1;  // index into TokenizedSample::vision for pad runs
+};
+
+std::string seconds_text(double s) {
+  // Python f"{x:.1f}": correctly rounded from the binary double, ties-to-even on the exact
+  // value — what glibc printf does as well.
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "<%.1f seconds>", s);
+  return buf;
+}
+
+int common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
+  std::size_t n = std::min(a.size(), b.size()), i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<int>(i);
+}
+
+int common_suffix(std::span<const TokenId> a, std::span<const TokenId> b) {
+  std::size_t n = std::min(a.size(), b.size()), i = 0;
+  while (i < n && a[a.size() - 1 - i] == b[b.size() - 1 - i]) ++i;
+  return static_cast<int>(i);
+}
+
+class RunTokenizer {
+ public:
+  RunTokenizer(const Tokenizer& tok, TokenizedSample* out, std::vector<std::int64_t>* msg_end)
+      : tok_(tok), out_(out), msg_end_(msg_end) {}
+
+  void add_text(const Item& it) {
+    if (!pieces_.empty() && pieces_.back().supervised == it.supervised) {
+      pieces_.back().text += it.text;
+      pieces_.back().message = it.message;
+    } else {
+      pieces_.push_back({it.text, it.supervised, it.message});
+    }
+  }
+
+  void add_token(const Item& it) {
+    flush();
+    if (it.vision >= 0) out_->vision[it.vision].begin = static_cast<std::int64_t>(out_->input_ids.size());
+    for (std::int64_t k = 0; k < it.count; ++k) {
+      out_->input_ids.push_back(it.id);
+      out_->labels.push_back(it.supervised ? it.id : kIgnoreIndex);
+    }
+    mark_end(it.message);
+  }
+
+  // Tokenises the pending text run as one string; labels by character overlap.
+  void flush() {
+    if (pieces_.empty()) return;
+    std::string text;
+    std::vector<std::size_t> bounds;  // byte offsets where supervision changes
+    for (std::size_t j = 0; j < pieces_.size(); ++j) {
+      if (j > 0) bounds.push_back(text.size());
+      text += pieces_[j].text;
+    }
+    ids_.clear();
+    tok_.encode(text, &ids_);
+    const int n = static_cast<int>(ids_.size());
+    flags_.assign(n, 0);
+    // zone_j = [k_j, e_j): tokens that touch boundary j (empty when the boundary falls between
+    // two tokens, the usual case).
+    std::vector<int> k(bounds.size()), e(bounds.size());
+    for (std::size_t j = 0; j < bounds.size(); ++j) {
+      scratch_.clear();
+      tok_.encode(std::string_view(text).substr(0, bounds[j]), &scratch_);
+      int kp = common_prefix(scratch_, ids_);
+      if (kp == static_cast<int>(scratch_.size())) {
+        k[j] = e[j] = kp;
+        continue;
+      }
+      scratch_.clear();
+      tok_.encode(std::string_view(text).substr(bounds[j]), &scratch_);
+      int ks = common_suffix(scratch_, ids_);
+      k[j] = kp;
+      e[j] = std::max(kp + 1, std::min(n, n - ks));
+    }
+    for (std::size_t j = 0; j < pieces_.size(); ++j) {
+      int from = j == 0 ? 0 : e[j - 1];
+      int to = j + 1 == pieces_.size() ? n : k[j];
+      for (int t = from; t < to; ++t) flags_[t] |= pieces_[j].supervised;
+      if (j + 1 < pieces_.size()) {
+        bool either = pieces_[j].supervised || pieces_[j + 1].supervised;
+        for (int t = k[j]; t < e[j] && t < n; ++t) flags_[t] |= either;
+      }
+    }
+    for (int t = 0; t < n; ++t) {
+      out_->input_ids.push_back(ids_[t]);
+      out_->labels.push_back(flags_[t] ? ids_[t] : kIgnoreIndex);
+    }
+    for (const Piece& p : pieces_) mark_end(p.message);
+    pieces_.clear();
+  }
+
+ private:
+  struct Piece {
+    std::string text;
+    bool supervised;
+    int message;
+  };
+  void mark_end(int message) {
+    if (message >= 0 && message < static_cast<int>(msg_end_->size())) {
+      (*msg_end_)[message] = static_cast<std::int64_t>(out_->input_ids.size());
+    }
+  }
+
+  const Tokenizer& tok_;
+  TokenizedSample* out_;
+  std::vector<std::int64_t>* msg_end_;
+  std::vector<Piece> pieces_;
+  std::vector<TokenId> ids_, scratch_;
+  std::vector<char> flags_;
+};
+
+Result<SpecialIds> special_ids(const Tokenizer& tok) {
+  SpecialIds s;
+  struct {
+    const char* text;
+    TokenId* id;
+  } want[] = {{"<|vision_start|>", &s.vision_start},
+              {"<|vision_end|>", &s.vision_end},
+              {"<|image_pad|>", &s.image_pad},
+              {"<|video_pad|>", &s.video_pad}};
+  for (auto& w : want) {
+    std::optional<TokenId> id = tok.token_to_id(w.text);
+    if (!id) return invalid_argument(std::string("tokenizer has no ") + w.text + " token");
+    *w.id = *id;
+  }
+  return s;
+}
+
+Result<std::int64_t> pad_count(const VisionGrid& g, int merge, std::int64_t groups) {
+  std::int64_t m2 = std::int64_t{merge} * merge;
+  std::int64_t per_group = std::int64_t{g.grid_h} * g.grid_w;
+  if (g.grid_t <= 0 || g.grid_h <= 0 || g.grid_w <= 0 || per_group % m2 != 0) {
+    return invalid_argument("bad vision grid " + std::to_string(g.grid_t) + "x" +
+                            std::to_string(g.grid_h) + "x" + std::to_string(g.grid_w) +
+                            " for merge size " + std::to_string(merge));
+  }
+  return groups * per_group / m2;
+}
+
+// Flattens the segments into items, expanding vision blocks (and Qwen3-VL video timestamps).
+Status flatten(const RenderedChat& chat, const SpecialIds& sid, const Tokenizer& tok,
+               std::span<const VisionGrid> images, std::span<const VisionGrid> videos, int merge,
+               std::vector<Item>* items, TokenizedSample* out) {
+  if (static_cast<int>(images.size()) < chat.num_images ||
+      static_cast<int>(videos.size()) < chat.num_videos) {
+    return invalid_argument("the chat has " + std::to_string(chat.num_images) + " image(s) and " +
+                            std::to_string(chat.num_videos) + " video(s) but grids were given for " +
+                            std::to_string(images.size()) + " and " +
+                            std::to_string(videos.size()));
+  }
+  const auto& segs = chat.segments;
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    const Segment& s = segs[i];
+    switch (s.kind) {
+      case Segment::Kind::kText:
+        items->push_back({true, s.text, 0, 1, s.supervised, s.message_index, -1});
+        break;
+      case Segment::Kind::kSpecial: {
+        bool qwen3_video_block = chat.kind == TemplateKind::kQwen3VLInstruct &&
+                                 s.text == "<|vision_start|>" && i + 2 < segs.size() &&
+                                 segs[i + 1].kind == Segment::Kind::kVideo;
+        if (qwen3_video_block) {
+          // "<t seconds><|vision_start|><|video_pad|>×(h·w/m²)<|vision_end|>" per temporal group.
+          const VisionGrid& g = videos[segs[i + 1].media_index];
+          if (static_cast<int>(g.group_seconds.size()) != g.grid_t) {
+            return invalid_argument("Qwen3-VL video " + std::to_string(segs[i + 1].media_index) +
+                                    ": " + std::to_string(g.group_seconds.size()) +
+                                    " timestamps for grid_t " + std::to_string(g.grid_t));
+          }
+          STOKER_ASSIGN_OR_RETURN(std::int64_t per, pad_count(g, merge, 1));
+          for (int k = 0; k < g.grid_t; ++k) {
+            items->push_back({true, seconds_text(g.group_seconds[k]), 0, 1, false, s.message_index, -1});
+            items->push_back({false, {}, sid.vision_start, 1, false, s.message_index, -1});
+            out->vision.push_back({true, segs[i + 1].media_index, k, 0, per});
+            items->push_back({false, {}, sid.video_pad, per, false, s.message_index,
+                              static_cast<int>(out->vision.size()) - 1});
+            items->push_back({false, {}, sid.vision_end, 1, false, s.message_index, -1});
+          }
+          i += 2;  // the video pad and its <|vision_end|>
+          break;
+        }
+        std::optional<TokenId> id = tok.token_to_id(s.text);
+        if (!id) return invalid_argument("tokenizer has no " + s.text + " token");
+        items->push_back({false, {}, *id, 1, s.supervised, s.message_index, -1});
+        break;
+      }
+      case Segment::Kind::kImage:
+      case Segment::Kind::kVideo: {
+        bool video = s.kind == Segment::Kind::kVideo;
+        const VisionGrid& g = video ? videos[s.media_index] : images[s.media_index];
+        STOKER_ASSIGN_OR_RETURN(std::int64_t count, pad_count(g, merge, g.grid_t));
+        out->vision.push_back({video, s.media_index, 0, 0, count});
+        items->push_back({false, {}, video ? sid.video_pad : sid.image_pad, count, false,
+                          s.message_index, static_cast<int>(out->vision.size()) - 1});
+        break;
+      }
+    }
+  }
+  return ok_status();
+}
+
+Result<TokenizedSample> tokenize_impl(const RenderedChat& chat, const Tokenizer& tok,
+                                      std::span<const VisionGrid> images,
+                                      std::span<const VisionGrid> videos, int merge,
+                                      int num_messages, std::vector<std::int64_t>* msg_end) {
+  STOKER_ASSIGN_OR_RETURN(SpecialIds sid, special_ids(tok));
+  TokenizedSample out;
+  out.num_images = chat.num_images;
+  out.num_videos = chat.num_videos;
+  out.num_messages = num_messages;
+  std::vector<Item> items;
+  STOKER_RETURN_IF_ERROR(flatten(chat, sid, tok, images, videos, merge, &items, &out));
+  msg_end->assign(num_messages, -1);
+  RunTokenizer run(tok, &out, msg_end);
+  for (const Item& it : items) {
+    if (it.is_text) {
+      run.add_text(it);
+    } else {
+      run.add_token(it);
+    }
+  }
+  run.flush();
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> video_group_seconds(std::span<const std::int64_t> frame_indices, double fps,
+                                        int group) {
+  std::vector<double> ts;
+  for (std::int64_t f : frame_indices) ts.push_back(static_cast<double>(f) / fps);
+  if (ts.empty() || group <= 0) return {};
+  while (ts.size() % group != 0) ts.push_back(ts.back());
+  std::vector<double> out;
+  for (std::size_t k = 0; k < ts.size(); k += group) out.push_back((ts[k] + ts[k + group - 1]) / 2);
+  return out;
+}
+
+std::int64_t TokenizedSample::supervised_tokens() const {
+  return std::count_if(labels.begin(), labels.end(), [](TokenId l) { return l != kIgnoreIndex; });
+}
+
+Result<TokenizedSample> tokenize_chat(const RenderedChat& chat, const Tokenizer& tokenizer,
+                                      std::span<const VisionGrid> images,
+                                      std::span<const VisionGrid> videos, int merge_size) {
+  int messages = 0;
+  for (const Segment& s : chat.segments) messages = std::max(messages, s.message_index + 1);
+  std::vector<std::int64_t> ends;
+  return tokenize_impl(chat, tokenizer, images, videos, merge_size, messages, &ends);
+}
+
+Result<TokenizedSample> build_sample(const Conversation& conv, TemplateKind kind,
+                                     const ChatTemplateOptions& template_options,
+                                     const Tokenizer& tokenizer,
+                                     std::span<const VisionGrid> images,
+                                     std::span<const VisionGrid> videos,
+                                     const SampleOptions& options) {
+  auto named = [&](Error e) { return std::move(e.with_context(record_name(conv.id))); };
+  STOKER_ASSIGN_OR_RETURN(RenderedChat chat, render_chat(conv, kind, template_options));
+  std::vector<std::int64_t> ends;
+  const int n = static_cast<int>(conv.messages.size());
+  Result<TokenizedSample> full = tokenize_impl(chat, tokenizer, images, videos,
+                                               options.merge_size, n, &ends);
+  if (!full.ok()) return named(std::move(full).error());
+  const std::int64_t len = static_cast<std::int64_t>(full->input_ids.size());
+  if (options.max_length <= 0 || len <= options.max_length) return full;
+
+  std::string too_long = std::to_string(len) + " tokens exceed max_length " +
+                         std::to_string(options.max_length);
+  if (options.overflow == Overflow::kDrop) {
+    return named(resource_exhausted(too_long + " (overflow policy: drop)"));
+  }
+  // Longest prefix of whole messages ending with an assistant turn that fits. The prefix's
+  // tokens are the full sample's up to that message's end (messages begin with <|im_start|>,
+  // a pre-token boundary), so the end offsets computed above are exact.
+  int keep = -1;
+  for (int i = n - 1; i >= 0; --i) {
+    if (conv.messages[i].role == Role::kAssistant && ends[i] >= 0 && ends[i] <= options.max_length) {
+      keep = i;
+      break;
+    }
+  }
+  if (keep < 0) {
+    return named(resource_exhausted(too_long + " and no prefix of whole turns ending with an "
+                                    "assistant turn fits"));
+  }
+  // Re-render the prefix so that per-turn options (last_turn_only) apply to what is kept.
+  Conversation prefix;
+  prefix.id = conv.id;
+  prefix.messages.assign(conv.messages.begin(), conv.messages.begin() + keep + 1);
+  STOKER_ASSIGN_OR_RETURN(RenderedChat cut, render_chat(prefix, kind, template_options));
+  Result<TokenizedSample> out = tokenize_impl(cut, tokenizer, images, videos,
+                                              options.merge_size, keep + 1, &ends);
+  if (!out.ok()) return named(std::move(out).error());
+  out->truncated = true;
+  return out;
+}
+
+}  // namespace stoker::text
