@@ -1,0 +1,212 @@
+#include "stoker/text/detail/unicode.h"
+
+#include <oniguruma.h>
+#include <utf8proc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace stoker::text::detail {
+namespace {
+
+constexpr char32_t kMaxCp = 0x10FFFF;
+
+int onig_ctype(const char* name) {
+  auto* p = reinterpret_cast<const OnigUChar*>(name);
+  return ONIGENC_PROPERTY_NAME_TO_CTYPE(ONIG_ENCODING_UTF8, const_cast<OnigUChar*>(p),
+                                        const_cast<OnigUChar*>(p + std::strlen(name)));
+}
+
+// Marks code points that can never take part in NFC changes: combining class 0, not a mark, not
+// the second half of any canonical composition, and unchanged by NFC on their own.
+std::vector<bool> nfc_unstable() {
+  std::vector<bool> bad(kMaxCp + 1, false);
+  for (char32_t cp = 0x1100; cp <= 0x11FF; ++cp) bad[cp] = true;  // Hangul jamo (LV+T etc.)
+  for (char32_t cp = 0xD800; cp <= 0xDFFF; ++cp) bad[cp] = true;
+  for (char32_t cp = 0; cp <= kMaxCp; ++cp) {
+    const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+    if (p->combining_class != 0 || p->category == UTF8PROC_CATEGORY_MN ||
+        p->category == UTF8PROC_CATEGORY_MC || p->category == UTF8PROC_CATEGORY_ME ||
+        p->comp_exclusion) {
+      bad[cp] = true;
+    }
+    if (p->decomp_seqindex == UINT16_MAX || p->decomp_type != 0) continue;  // no canonical decomp
+    utf8proc_int32_t buf[16];
+    int last = 0;
+    utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), buf, 16,
+                                                 UTF8PROC_DECOMPOSE, &last);
+    for (utf8proc_ssize_t i = 1; i < n && i < 16; ++i) bad[buf[i]] = true;
+    // Singletons and exclusions: NFC maps the code point itself to something else.
+    std::string one;
+    append_utf8(cp, &one);
+    if (nfc(one) != one) bad[cp] = true;
+  }
+  return bad;
+}
+
+struct Tables {
+  std::vector<std::uint16_t> index;
+  std::vector<std::uint8_t> blocks;
+  ClassTable table;
+
+  Tables() {
+    OnigEncoding encs[] = {ONIG_ENCODING_UTF8};
+    onig_initialize(encs, 1);
+    const int ct_l = onig_ctype("L");
+    const int ct_n = onig_ctype("N");
+    std::vector<bool> unstable = nfc_unstable();
+    std::map<std::vector<std::uint8_t>, std::uint16_t> seen;
+    index.resize((kMaxCp + 1) >> 8);
+    std::vector<std::uint8_t> block(256);
+    for (char32_t hi = 0; hi < index.size(); ++hi) {
+      for (char32_t lo = 0; lo < 256; ++lo) {
+        const char32_t cp = (hi << 8) | lo;
+        std::uint8_t f = 0;
+        if (ONIGENC_IS_CODE_CTYPE(ONIG_ENCODING_UTF8, cp, ct_l)) f |= kLetter;
+        if (ONIGENC_IS_CODE_CTYPE(ONIG_ENCODING_UTF8, cp, ct_n)) f |= kNumber;
+        if (ONIGENC_IS_CODE_CTYPE(ONIG_ENCODING_UTF8, cp, ONIGENC_CTYPE_SPACE)) f |= kSpace;
+        if (!unstable[cp]) f |= kNfcStable;
+        block[lo] = f;
+      }
+      auto [it, fresh] = seen.emplace(block, static_cast<std::uint16_t>(seen.size()));
+      if (fresh) blocks.insert(blocks.end(), block.begin(), block.end());
+      index[hi] = it->second;
+    }
+    table.index = index.data();
+    table.blocks = blocks.data();
+    for (char32_t cp = 0; cp < 128; ++cp)
+      table.ascii[cp] = blocks[(static_cast<std::uint32_t>(index[0]) << 8) | cp];
+  }
+};
+
+}  // namespace
+
+const ClassTable& class_table() {
+  static const Tables* tables = new Tables();  // leaked on purpose: used until exit
+  return tables->table;
+}
+
+void append_utf8(char32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0 with *bad = length of the maximal invalid
+// subpart to replace by one U+FFFD (Unicode 15 §3.9, "U+FFFD substitution of maximal subparts").
+std::size_t valid_len(std::string_view s, std::size_t i, std::size_t* bad) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  const unsigned char c = p[i];
+  if (c < 0x80) return 1;
+  std::size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    *bad = 1;
+    return 0;
+  }
+  std::size_t k = 1;
+  for (; k <= need; ++k) {
+    if (i + k >= n) break;
+    const unsigned char b = p[i + k];
+    const unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+    if (b < l || b > h) break;
+  }
+  if (k == need + 1) return need + 1;
+  *bad = k;
+  return 0;
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+  std::size_t i = 0, bad = 0;
+  const std::size_t n = s.size();
+  while (i < n) {
+    // ASCII fast path, 8 bytes at a time.
+    while (i + 8 <= n) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    const std::size_t len = valid_len(s, i, &bad);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string to_valid_utf8_lossy(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  std::size_t i = 0, bad = 0;
+  while (i < s.size()) {
+    const std::size_t len = valid_len(s, i, &bad);
+    if (len) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      i += bad;
+    }
+  }
+  return out;
+}
+
+bool is_nfc_quick(std::string_view s) {
+  const ClassTable& t = class_table();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    // Everything below U+0300 is NFC-stable; in UTF-8 those are bytes < 0xCC as lead bytes.
+    if (*p < 0xCC) {
+      p += *p < 0x80 ? 1 : 2;
+      continue;
+    }
+    char32_t cp;
+    p += decode_utf8(p, &cp);
+    if (!(char_flags(t, cp) & kNfcStable)) return false;
+  }
+  return true;
+}
+
+std::string nfc(std::string_view s) {
+  utf8proc_uint8_t* dst = nullptr;
+  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                    static_cast<utf8proc_ssize_t>(s.size()), &dst,
+                                    static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (n < 0) return std::string(s);  // only for invalid UTF-8, which callers repair first
+  std::string out(reinterpret_cast<const char*>(dst), static_cast<std::size_t>(n));
+  std::free(dst);
+  return out;
+}
+
+}  // namespace stoker::text::detail

@@ -1,0 +1,59 @@
+// Unicode helpers for the tokenizer: per-code-point classes (letter, number, Oniguruma `\s`,
+// NFC-stable), UTF-8 decoding/validation, lossy repair and NFC.
+// Classes come from Oniguruma's own Unicode tables (the engine HF tokenizers runs the Split regex
+// with), so `\p{L}`, `\p{N}` and `\s` agree with the reference by construction; NFC comes from
+// utf8proc. Tables are built once on first use (thread-safe static init), then read-only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace stoker::text::detail {
+
+enum CharFlag : std::uint8_t {
+  kLetter = 1,     // \p{L}
+  kNumber = 2,     // \p{N}
+  kSpace = 4,      // Oniguruma \s (Unicode White_Space; not U+FEFF, U+200B, U+180E)
+  kNfcStable = 8,  // a string made only of such code points is already NFC
+};
+
+struct ClassTable {
+  const std::uint16_t* index;  // cp >> 8 → block number
+  const std::uint8_t* blocks;  // block * 256 + (cp & 255) → CharFlag bits
+  std::uint8_t ascii[128];
+};
+
+const ClassTable& class_table();
+
+inline std::uint8_t char_flags(const ClassTable& t, char32_t cp) {
+  if (cp < 128) return t.ascii[cp];
+  return t.blocks[(static_cast<std::uint32_t>(t.index[cp >> 8]) << 8) | (cp & 0xFF)];
+}
+
+// Decodes one code point from VALID UTF-8 at p (p < end); returns its length in bytes.
+inline int decode_utf8(const unsigned char* p, char32_t* cp) {
+  unsigned char c = p[0];
+  if (c < 0x80) { *cp = c; return 1; }
+  if (c < 0xE0) { *cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu); return 2; }
+  if (c < 0xF0) {
+    *cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+    return 3;
+  }
+  *cp = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+  return 4;
+}
+
+void append_utf8(char32_t cp, std::string* out);
+
+bool is_valid_utf8(std::string_view s);
+// Replaces each maximal invalid subsequence with U+FFFD (the Unicode "maximal subpart" practice,
+// as Rust's String::from_utf8_lossy and Python's errors="replace" do).
+std::string to_valid_utf8_lossy(std::string_view s);
+
+// True when every code point is NFC-stable (then nfc(s) == s). `s` must be valid UTF-8.
+bool is_nfc_quick(std::string_view s);
+// NFC of valid UTF-8 (utf8proc).
+std::string nfc(std::string_view s);
+
+}  // namespace stoker::text::detail

@@ -1,0 +1,226 @@
+// Parity test: stoker's tokenizer against Hugging Face's Rust tokenizers (via node) on generated
+// strings — many scripts, emoji sequences, whitespace/newline runs, contractions, code, every added
+// token inline, NFC-sensitive text — plus decode() of the reference ids and of random id runs
+// (which cut UTF-8 sequences, exercising U+FFFD replacement). The reference runs at test time; no
+// goldens. Exit 0 only when every string and every decode agrees.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "stoker/base/file.h"
+#include "stoker/text/detail/unicode.h"
+#include "stoker/text/tokenizer.h"
+
+namespace {
+
+using stoker::text::TokenId;
+using stoker::text::Tokenizer;
+
+std::string u8(char32_t cp) {
+  std::string s;
+  stoker::text::detail::append_utf8(cp, &s);
+  return s;
+}
+
+class Generator {
+ public:
+  Generator(std::uint64_t seed, std::vector<std::string> added) : rng_(seed), added_(std::move(added)) {}
+
+  std::string string() {
+    std::string s;
+    const int parts = 1 + pick(12);
+    for (int i = 0; i < parts; ++i) {
+      s += fragment();
+      if (pick(3) == 0) s += pick_of(kSeparators);
+    }
+    if (pick(40) == 0) s = long_run();
+    return s;
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
+  template <typename T>
+  std::string pick_of(const T& list) { return list[pick(static_cast<int>(std::size(list)))]; }
+  std::string range_chars(char32_t lo, char32_t hi, int min_len, int max_len) {
+    std::string s;
+    const int n = min_len + pick(max_len - min_len + 1);
+    for (int i = 0; i < n; ++i) s += u8(lo + static_cast<char32_t>(pick(static_cast<int>(hi - lo + 1))));
+    return s;
+  }
+
+  static constexpr const char* kSeparators[] = {" ", " ", "\n", "\r\n", "\t", "  ", "\n\n", ". ", ", ", ""};
+  static constexpr const char* kWords[] = {
+      "Hello", "world", "the", "The", "quick", "brown", "fox", "don't", "I'm", "we'll", "they're",
+      "it's", "IT'S", "You'VE", "she'd", "O'Neil", "rock'n'roll", "naïve", "café", "résumé",
+      "Ünïcödé", "straße", "ﬁnance", "ſtate", "'s", "'S", "'ll", "'LL", "'re", "'Ve", "'M", "'d",
+      "'x", "''s", "'", "CamelCase", "snake_case", "e.g.", "U.S.A.", "über", "ǅemal", "ΑΣΣ"};
+  static constexpr const char* kCode[] = {
+      "def f(x):\n    return x * 2\n", "for (int i = 0; i < n; ++i) {\n\tsum += a[i];\n}",
+      "#include <vector>", "x = {'a': 1, \"b\": [2, 3]}", "if (a && b || !c) return;",
+      "SELECT * FROM t WHERE id = 42;", "    \n    pass", "<div class=\"x\">&nbsp;</div>",
+      "a->b; c::d; e=>f; g!==h", "console.log(`${x}`);", "\\n\\t\\\\", "0x1F 1e-9 3.14159 -42",
+      "// comment\r\n/* block */", "$ ls -la | grep foo > out.txt 2>&1"};
+  static constexpr const char* kEmoji[] = {
+      "😀", "👍", "👍🏽", "👨‍👩‍👧‍👦", "🧑🏿‍💻", "🏳️‍🌈", "❤️", "🇯🇵", "🇺🇸🇬🇧", "✋🏻", "👩🏾‍🚀", "☕", "🙂🙃",
+      "🤷‍♂️", "#️⃣", "1️⃣", "©", "™"};
+  static constexpr const char* kSpaces[] = {
+      " ", "  ", "   ", "\t", "\n", "\r\n", "\r", "\n\n\n", " \n ", "\t\t", "\u00A0", "\u3000",
+      "\u2028", "\u2029", "\uFEFF", "\u200B", "\u180E", "\u0085", "\u2003", "\u202F", "\u205F",
+      "\u1680", "\v", "\f", " \u00A0 ", "\r\n\r\n", "\n \n", "  \t\n"};
+  static constexpr const char* kNfc[] = {
+      "e\u0301", "A\u030A", "\u212B", "\u1100\u1161", "\u1100\u1161\u11A8", "\uAC00\u11A8",
+      "o\u0308\u0304", "a\u0323\u0302", "a\u0302\u0323", "\u0958", "\u2126", "n\u0303",
+      "\u0915\u093C", "\u00C5", "\u1E9B\u0323", "\u0041\u0300\u0301", "\u0301", "\u0300e",
+      "\u30AB\u3099", "\u0B47\u0B3E", "\u0CC6\u0CD5", "ﬃ", "①", "²", "\u0344", "\u0F73"};
+
+  std::string fragment() {
+    switch (pick(22)) {
+      case 0: case 1: case 2: return pick_of(kWords);
+      case 3: return range_chars(0x0430, 0x044F, 2, 9) + " " + range_chars(0x0410, 0x042F, 1, 3);  // Cyrillic
+      case 4: return range_chars(0x03B1, 0x03C9, 2, 8);                                            // Greek
+      case 5: return range_chars(0x0621, 0x064A, 2, 8) + (pick(2) ? u8(0x064B) : "");              // Arabic
+      case 6: return range_chars(0x05D0, 0x05EA, 2, 7);                                            // Hebrew
+      case 7: return range_chars(0x0905, 0x0939, 1, 4) + u8(0x093F + pick(12)) + u8(0x094D);      // Devanagari
+      case 8: return range_chars(0x0E01, 0x0E2E, 2, 10) + u8(0x0E31 + pick(10));                  // Thai
+      case 9: return range_chars(0x4E00, 0x9FFF, 1, 12);                                           // CJK
+      case 10: return range_chars(0xAC00, 0xD7A3, 1, 6);                                           // Hangul
+      case 11: return range_chars(0x3041, 0x30FF, 1, 6);                                           // kana
+      case 12: { std::string e; for (int i = pick(4); i >= 0; --i) e += pick_of(kEmoji); return e; }
+      case 13: return range_chars('0', '9', 1, 12) + (pick(2) ? u8(0x0660 + pick(10)) + u8(0xFF10 + pick(10)) : "");
+      case 14: { std::string w; for (int i = pick(4); i >= 0; --i) w += pick_of(kSpaces); return w; }
+      case 15: return pick_of(kCode);
+      case 16: return added_.empty() ? "" : added_[pick(static_cast<int>(added_.size()))];
+      case 17: return pick_of(kNfc);
+      case 18: return range_chars(0x21, 0x7E, 1, 8);                                               // ASCII punct mix
+      case 19: return random_code_points(1 + pick(8));
+      case 20: return range_chars(0x00C0, 0x024F, 1, 6);                                           // Latin ext
+      default: return pick_of(kWords) + "'" + pick_of(kWords);
+    }
+  }
+
+  // Any assigned-or-not scalar value outside surrogates, biased to the BMP.
+  std::string random_code_points(int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) {
+      char32_t cp;
+      do {
+        cp = pick(4) ? static_cast<char32_t>(pick(0x10000)) : static_cast<char32_t>(pick(0x110000));
+      } while ((cp >= 0xD800 && cp <= 0xDFFF) || cp == 0);
+      s += u8(cp);
+    }
+    return s;
+  }
+
+  std::string long_run() {
+    switch (pick(4)) {
+      case 0: return range_chars(0x4E00, 0x9FFF, 200, 600);
+      case 1: { std::string s(100 + pick(400), ' '); return s + "x"; }
+      case 2: { std::string s; for (int i = 0; i < 300; ++i) s += "a"; return s; }
+      default: { std::string s; for (int i = 0; i < 120; ++i) s += pick_of(kEmoji); return s; }
+    }
+  }
+
+  std::mt19937_64 rng_;
+  std::vector<std::string> added_;
+};
+
+std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback = "") {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name) return argv[i + 1];
+  return fallback;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+bool run_oracle(const std::string& mode, const std::string& node_path, const std::string& oracle,
+                const std::string& tok_json, const std::string& in, const std::string& out) {
+  const std::string cmd = "NODE_PATH=" + shell_quote(node_path) + " node " + shell_quote(oracle) +
+                          " " + mode + " " + shell_quote(tok_json) + " " + shell_quote(in) + " " +
+                          shell_quote(out);
+  return std::system(cmd.c_str()) == 0;
+}
+
+std::string show(const std::vector<TokenId>& ids) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string model = arg(argc, argv, "model"), oracle = arg(argc, argv, "oracle"),
+                    node_path = arg(argc, argv, "node-path"), work = arg(argc, argv, "work", "/tmp");
+  const int count = std::atoi(arg(argc, argv, "count", "12000").c_str());
+  const std::uint64_t seed = std::strtoull(arg(argc, argv, "seed", "20261130").c_str(), nullptr, 10);
+  auto tok = Tokenizer::load(model);
+  if (!tok.ok()) {
+    std::fprintf(stderr, "tokenizer_parity: %s\n", tok.error().to_string().c_str());
+    return 1;
+  }
+  // Every added token, read from the file itself so both models' lists are covered.
+  std::vector<std::string> added;
+  auto raw = stoker::read_text_file(model + "/tokenizer.json");
+  for (const auto& t : nlohmann::json::parse(*raw)["added_tokens"]) added.push_back(t["content"]);
+
+  Generator gen(seed, added);
+  std::vector<std::string> strings;
+  for (const std::string& a : added) strings.push_back("x" + a + " y" + a + a + "\n" + a);
+  while (static_cast<int>(strings.size()) < count) strings.push_back(gen.string());
+  std::system(("mkdir -p " + shell_quote(work)).c_str());
+  const std::string in = work + "/strings.json", out = work + "/ids.json";
+  if (!stoker::write_text_file(in, nlohmann::json(strings).dump()).ok() ||
+      !run_oracle("encode", node_path, oracle, model + "/tokenizer.json", in, out)) {
+    std::fprintf(stderr, "tokenizer_parity: running the reference failed\n");
+    return 1;
+  }
+  const auto expected = nlohmann::json::parse(*stoker::read_text_file(out));
+  int bad = 0;
+  std::size_t tokens = 0;
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    const std::vector<TokenId> want = expected[i].get<std::vector<TokenId>>();
+    const std::vector<TokenId> got = (*tok)->encode(strings[i]);
+    tokens += want.size();
+    if (got != want && bad++ < 10) {
+      std::fprintf(stderr, "MISMATCH #%zu %s\n  rust:   %s\n  stoker: %s\n", i,
+                   nlohmann::json(strings[i]).dump().c_str(), show(want).c_str(), show(got).c_str());
+    }
+  }
+  std::printf("encode: %zu/%zu strings identical (%zu tokens)\n", strings.size() - bad,
+              strings.size(), tokens);
+
+  // decode(): the reference ids of the first strings, and random id runs.
+  std::vector<std::vector<TokenId>> runs;
+  std::mt19937_64 rng(seed + 1);
+  for (std::size_t i = 0; i < 1000 && i < strings.size(); ++i) runs.push_back(expected[i]);
+  for (int i = 0; i < 1000; ++i) {
+    std::vector<TokenId> r(1 + rng() % 8);
+    for (auto& id : r) id = static_cast<TokenId>(rng() % (*tok)->vocab_size());
+    runs.push_back(r);
+  }
+  const std::string din = work + "/runs.json", dout = work + "/decoded.json";
+  if (!stoker::write_text_file(din, nlohmann::json(runs).dump()).ok() ||
+      !run_oracle("decode", node_path, oracle, model + "/tokenizer.json", din, dout)) {
+    std::fprintf(stderr, "tokenizer_parity: running the reference decoder failed\n");
+    return 1;
+  }
+  const auto decoded = nlohmann::json::parse(*stoker::read_text_file(dout));
+  int dbad = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string want = decoded[i].get<std::string>(), got = (*tok)->decode(runs[i]);
+    if (got != want && dbad++ < 10)
+      std::fprintf(stderr, "DECODE MISMATCH %s\n  rust:   %s\n  stoker: %s\n", show(runs[i]).c_str(),
+                   nlohmann::json(want).dump().c_str(),
+                   nlohmann::json(got).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  std::printf("decode: %zu/%zu id runs identical\n", runs.size() - dbad, runs.size());
+  return bad == 0 && dbad == 0 ? 0 : 1;
+}

