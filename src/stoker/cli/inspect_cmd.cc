@@ -1,8 +1,365 @@
-// Placeholder until its owner lands it.
+// `stoker inspect`: reads a JSONL dataset, runs every image through the model's image processor
+// stage by stage, and prints what a user wants to know before training on it: per image the
+// format, source and resized size, grid and vision tokens and the time of each stage; then a
+// summary. Bad records and images are reported with file:line and the reason; the run goes on.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "stoker/base/clock.h"
+#include "stoker/base/file.h"
+#include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/dataset/conversation.h"
+#include "stoker/image/processor.h"
+#include "stoker/image/resample.h"
+#include "stoker/model/model_config.h"
+#include "stoker/synth/json_text.h"
 
 namespace stoker::cli {
+namespace {
 
-int run_inspect(int argc, char** argv) { return report("inspect", unimplemented("not built yet")); }
+constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json]
+
+For every record of DATA.jsonl (OpenAI messages, ShareGPT or LLaVA form) and every image in it:
+the file, format and colour mode, source size, size after smart_resize, grid t x h x w, vision
+tokens, and the time of each stage (decode, resize, normalise+patchify, total) on one core with
+the model's exact (Pillow-compatible) image processor. Then a summary: images, vision tokens
+(total, p50, max per image), time per image (p50, p99), images/s, errors.
+Bad records (malformed JSON, no assistant turn, ...) and bad images (missing, corrupt,
+truncated, too small, ...) are reported with file:line and the reason; the run continues.
+Exit status: 0 when everything was fine, 1 when any record or image had an error, 2 on usage.
+
+options:
+  --model M     qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
+  --limit N     inspect only the first N records
+  --json        one JSON object per image / error, then {"summary": {...}} (no table)
+)";
+
+struct ImageRow {
+  int line = 0;
+  std::string path;
+  bool ok = false;
+  ErrorCode code = ErrorCode::kInternal;
+  std::string error;
+  image::ImageHeader header;
+  image::ImagePlan plan;
+  std::int64_t bytes = 0;
+  double decode_s = 0, resize_s = 0, normalize_s = 0;
+  double total_s() const { return decode_s + resize_s + normalize_s; }
+};
+
+struct RecordError {
+  int line = 0;
+  std::string id;
+  ErrorCode code = ErrorCode::kInternal;
+  std::string error;
+};
+
+std::string human_time(double s) {
+  char buf[32];
+  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.0f us", s * 1e6);
+  else if (s < 1) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+std::string human_bytes(double b) {
+  char buf[32];
+  if (b < 1e3) std::snprintf(buf, sizeof buf, "%.0f B", b);
+  else if (b < 1e6) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  else if (b < 1e9) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  return buf;
+}
+
+std::string with_commas(std::int64_t v) {
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string size_str(int w, int h) { return std::to_string(w) + "x" + std::to_string(h); }
+
+// "…tail" so that the end of a long path (the file name) stays visible.
+std::string fit(const std::string& s, std::size_t width) {
+  if (s.size() <= width) return s;
+  std::size_t start = s.size() - (width - 3);
+  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) ++start;
+  std::string out = "...";
+  out.append(s, start);
+  return out;
+}
+
+std::string format_str(const image::ImageHeader& h) {
+  std::string s = std::string(image::format_name(h.format)) + " " + h.mode;
+  if (h.progressive) s += " prog";
+  if (h.format == image::ImageFormat::kPng && h.bit_depth != 8) s += " " + std::to_string(h.bit_depth) + "b";
+  return s;
+}
+
+template <typename T>
+T percentile(std::vector<T> v, double p) {
+  if (v.empty()) return T{};
+  std::sort(v.begin(), v.end());
+  std::size_t rank = static_cast<std::size_t>(std::ceil(p / 100.0 * v.size()));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+class Inspector {
+ public:
+  Inspector(const model::ModelConfig& model, image::ImageProcessor proc, std::string base_dir, bool json)
+      : model_(model), proc_(std::move(proc)), base_dir_(std::move(base_dir)), json_(json) {}
+
+  void record(int line, std::string_view text) {
+    ++records_;
+    auto conv = dataset::parse_record(text);
+    Status valid = conv.ok() ? dataset::validate_for_sft(*conv) : Status(conv.error());
+    if (!valid.ok()) {
+      RecordError e{line, conv.ok() ? conv->id : "", valid.error().code(), valid.error().to_string()};
+      emit_record_error(e);
+      record_errors_.push_back(std::move(e));
+      return;
+    }
+    for (const auto& m : conv->messages)
+      for (const auto& p : m.parts) {
+        if (p.kind == dataset::Part::Kind::kVideo) ++videos_skipped_;
+        if (p.kind != dataset::Part::Kind::kImage) continue;
+        ImageRow row = inspect_image(line, p.value);
+        emit_row(row);
+        rows_.push_back(std::move(row));
+      }
+  }
+
+  void print_header() const {
+    if (json_) return;
+    std::printf("%5s  %-30s %-14s %10s %10s %9s %6s %9s %9s %9s %9s\n", "line", "image", "format",
+                "source", "resized", "grid", "tokens", "decode", "resize", "norm+patch", "total");
+  }
+
+  int finish(const std::string& data_path);
+
+ private:
+  std::string resolve(const std::string& ref) const {
+    std::string p = ref.rfind("file://", 0) == 0 ? ref.substr(7) : ref;
+    if (p.empty() || p[0] == '/') return p;
+    return base_dir_.empty() ? p : base_dir_ + "/" + p;
+  }
+
+  ImageRow inspect_image(int line, const std::string& ref) {
+    ImageRow row;
+    row.line = line;
+    row.path = ref;
+    auto fail = [&](const Error& e) {
+      row.ok = false;
+      row.code = e.code();
+      row.error = e.to_string();
+      return row;
+    };
+    if (ref.find("://") != std::string::npos && ref.rfind("file://", 0) != 0)
+      return fail(unimplemented("remote media (" + ref.substr(0, ref.find("://")) + "://) is not inspected yet"));
+    auto bytes = read_file(resolve(ref));
+    if (!bytes.ok()) return fail(bytes.error());
+    row.bytes = static_cast<std::int64_t>(bytes->size());
+    auto header = image::probe_image(*bytes);
+    if (!header.ok()) return fail(header.error());
+    row.header = *header;
+    auto plan = proc_.plan(*header);
+    if (!plan.ok()) return fail(plan.error());
+    row.plan = *plan;
+
+    Stopwatch sw;
+    Status st = image::decode_rgb(*bytes, proc_.config().limits, &decoded_);
+    row.decode_s = sw.elapsed_s();
+    if (!st.ok()) return fail(st.error());
+    if (decoded_.width != plan->src_width || decoded_.height != plan->src_height)
+      return fail(data_loss("decoded " + size_str(decoded_.width, decoded_.height) + " but the header says " +
+                            size_str(plan->src_width, plan->src_height)));
+    sw.reset();
+    image::resize_bicubic_exact(decoded_, plan->width, plan->height, &resized_);
+    row.resize_s = sw.elapsed_s();
+    pixels_.resize(static_cast<std::size_t>(plan->rows() * proc_.columns()));
+    sw.reset();
+    proc_.normalize_patchify(resized_, *plan, image::PixelDType::kFloat32, pixels_.data());
+    row.normalize_s = sw.elapsed_s();
+    row.ok = true;
+    return row;
+  }
+
+  void emit_row(const ImageRow& r) const {
+    if (json_) {
+      std::string s = "{\"line\":" + std::to_string(r.line) + ",\"image\":" + synth::json_string(r.path);
+      if (!r.ok) {
+        s += ",\"ok\":false,\"code\":" + synth::json_string(error_code_name(r.code)) +
+             ",\"error\":" + synth::json_string(r.error) + "}";
+      } else {
+        char t[160];
+        std::snprintf(t, sizeof t, ",\"decode_ms\":%.3f,\"resize_ms\":%.3f,\"normalize_ms\":%.3f,\"total_ms\":%.3f}",
+                      r.decode_s * 1e3, r.resize_s * 1e3, r.normalize_s * 1e3, r.total_s() * 1e3);
+        s += ",\"ok\":true,\"format\":" + synth::json_string(image::format_name(r.header.format)) +
+             ",\"mode\":" + synth::json_string(r.header.mode) + ",\"bytes\":" + std::to_string(r.bytes) +
+             ",\"width\":" + std::to_string(r.plan.src_width) + ",\"height\":" + std::to_string(r.plan.src_height) +
+             ",\"resized_width\":" + std::to_string(r.plan.width) +
+             ",\"resized_height\":" + std::to_string(r.plan.height) + ",\"grid\":[" +
+             std::to_string(r.plan.grid_t) + "," + std::to_string(r.plan.grid_h) + "," +
+             std::to_string(r.plan.grid_w) + "],\"tokens\":" + std::to_string(r.plan.tokens(merge())) + t;
+      }
+      std::printf("%s\n", s.c_str());
+      return;
+    }
+    if (!r.ok) {
+      std::printf("%5d  %-30s ERROR %s: %s\n", r.line, fit(r.path, 30).c_str(),
+                  std::string(error_code_name(r.code)).c_str(), r.error.c_str());
+      return;
+    }
+    const auto& p = r.plan;
+    std::printf("%5d  %-30s %-14s %10s %10s %9s %6lld %9s %9s %9s %9s\n", r.line, fit(r.path, 30).c_str(),
+                format_str(r.header).c_str(), size_str(p.src_width, p.src_height).c_str(),
+                size_str(p.width, p.height).c_str(),
+                (std::to_string(p.grid_t) + "x" + std::to_string(p.grid_h) + "x" + std::to_string(p.grid_w)).c_str(),
+                static_cast<long long>(p.tokens(merge())), human_time(r.decode_s).c_str(),
+                human_time(r.resize_s).c_str(), human_time(r.normalize_s).c_str(), human_time(r.total_s()).c_str());
+  }
+
+  void emit_record_error(const RecordError& e) const {
+    if (json_) {
+      std::printf("{\"line\":%d,\"record\":%s,\"ok\":false,\"code\":%s,\"error\":%s}\n", e.line,
+                  synth::json_string(e.id).c_str(), synth::json_string(error_code_name(e.code)).c_str(),
+                  synth::json_string(e.error).c_str());
+    } else {
+      std::printf("%5d  %-30s ERROR %s: %s\n", e.line, e.id.empty() ? "(record)" : fit(e.id, 30).c_str(),
+                  std::string(error_code_name(e.code)).c_str(), e.error.c_str());
+    }
+  }
+
+  int merge() const { return proc_.config().merge_size; }
+
+  const model::ModelConfig& model_;
+  image::ImageProcessor proc_;
+  std::string base_dir_;
+  bool json_;
+  image::RgbImage decoded_, resized_;
+  std::vector<float> pixels_;
+  int records_ = 0;
+  int videos_skipped_ = 0;
+  std::vector<ImageRow> rows_;
+  std::vector<RecordError> record_errors_;
+};
+
+int Inspector::finish(const std::string& data_path) {
+  std::vector<double> totals;
+  std::vector<std::int64_t> tokens;
+  double decode = 0, resize = 0, normalize = 0;
+  std::int64_t bytes = 0, pixels_in = 0, pixels_out = 0;
+  std::map<std::string, int> by_format;
+  std::vector<const ImageRow*> failed;
+  for (const ImageRow& r : rows_) {
+    if (!r.ok) {
+      failed.push_back(&r);
+      continue;
+    }
+    totals.push_back(r.total_s());
+    tokens.push_back(r.plan.tokens(merge()));
+    decode += r.decode_s, resize += r.resize_s, normalize += r.normalize_s;
+    bytes += r.bytes;
+    pixels_in += std::int64_t{r.plan.src_width} * r.plan.src_height;
+    pixels_out += std::int64_t{r.plan.width} * r.plan.height;
+    by_format[std::string(image::format_name(r.header.format))]++;
+  }
+  std::int64_t total_tokens = 0;
+  for (auto t : tokens) total_tokens += t;
+  const double busy = decode + resize + normalize;
+  const int errors = static_cast<int>(record_errors_.size() + failed.size());
+  const auto& cfg = proc_.config();
+
+  if (json_) {
+    char t[512];
+    std::snprintf(t, sizeof t,
+                  "{\"summary\":{\"model\":%s,\"records\":%d,\"record_errors\":%zu,\"images\":%zu,"
+                  "\"image_errors\":%zu,\"vision_tokens\":%lld,\"tokens_p50\":%lld,\"tokens_max\":%lld,"
+                  "\"time_p50_ms\":%.3f,\"time_p99_ms\":%.3f,\"images_per_s\":%.2f,\"videos_skipped\":%d}}\n",
+                  synth::json_string(model_.name).c_str(), records_, record_errors_.size(), totals.size(),
+                  failed.size(), static_cast<long long>(total_tokens),
+                  static_cast<long long>(percentile(tokens, 50)),
+                  static_cast<long long>(tokens.empty() ? 0 : *std::max_element(tokens.begin(), tokens.end())),
+                  percentile(totals, 50) * 1e3, percentile(totals, 99) * 1e3,
+                  busy > 0 ? totals.size() / busy : 0.0, videos_skipped_);
+    std::fputs(t, stdout);
+    return errors ? 1 : 0;
+  }
+
+  std::printf("\n%s with %s (patch %d, merge %d, pixels %s..%s)\n", data_path.c_str(), model_.name.c_str(),
+              cfg.patch_size, cfg.merge_size, with_commas(cfg.min_pixels).c_str(),
+              with_commas(cfg.max_pixels).c_str());
+  std::printf("  records        %d read, %d ok, %zu rejected\n", records_,
+              records_ - static_cast<int>(record_errors_.size()), record_errors_.size());
+  std::string formats;
+  for (auto& [f, n] : by_format) formats += (formats.empty() ? "" : ", ") + f + " " + std::to_string(n);
+  std::printf("  images         %zu processed (%s), %zu failed; %s read, %.1f Mpx decoded -> %.1f Mpx resized\n",
+              totals.size(), formats.empty() ? "none" : formats.c_str(), failed.size(),
+              human_bytes(static_cast<double>(bytes)).c_str(), pixels_in / 1e6, pixels_out / 1e6);
+  if (videos_skipped_) std::printf("  videos         %d skipped (video is not inspected yet)\n", videos_skipped_);
+  if (!totals.empty()) {
+    std::printf("  vision tokens  %s total; per image p50 %s, max %s\n", with_commas(total_tokens).c_str(),
+                with_commas(percentile(tokens, 50)).c_str(),
+                with_commas(*std::max_element(tokens.begin(), tokens.end())).c_str());
+    std::printf("  time / image   p50 %s, p99 %s (decode %.0f%%, resize %.0f%%, normalise+patchify %.0f%%)\n",
+                human_time(percentile(totals, 50)).c_str(), human_time(percentile(totals, 99)).c_str(),
+                100 * decode / busy, 100 * resize / busy, 100 * normalize / busy);
+    std::printf("  throughput     %.1f images/s, %.1f Mpx/s decoded, on one core\n", totals.size() / busy,
+                pixels_in / 1e6 / busy);
+  }
+  std::printf("  errors         %d\n", errors);
+  for (const RecordError& e : record_errors_)
+    std::printf("    %s:%d: %s%s: %s\n", data_path.c_str(), e.line, e.id.empty() ? "" : (e.id + ": ").c_str(),
+                std::string(error_code_name(e.code)).c_str(), e.error.c_str());
+  for (const ImageRow* r : failed)
+    std::printf("    %s:%d: %s: %s: %s\n", data_path.c_str(), r->line, r->path.c_str(),
+                std::string(error_code_name(r->code)).c_str(), r->error.c_str());
+  return errors ? 1 : 0;
+}
+
+}  // namespace
+
+int run_inspect(int argc, char** argv) {
+  auto args = Args::parse(argc, argv, {"model", "limit"}, {"json", "help"});
+  if (!args.ok()) return report("inspect", args.error());
+  if (args->has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (args->positional().size() != 1)
+    return report("inspect", invalid_argument("expected one DATA.jsonl (see --help)"));
+  const std::string data_path = args->positional()[0];
+  auto limit = args->get_int("limit", -1);
+  if (!limit.ok()) return report("inspect", limit.error());
+  auto model = model::load_model(args->get("model", "qwen2.5-vl"));
+  if (!model.ok()) return report("inspect", model.error());
+  auto proc = image::ImageProcessor::create(model->image);
+  if (!proc.ok()) return report("inspect", proc.error());
+
+  std::ifstream in(data_path, std::ios::binary);
+  if (!in) return report("inspect", not_found("cannot open " + data_path));
+  const std::string base_dir = std::filesystem::path(data_path).parent_path().string();
+  Inspector inspector(*model, std::move(*proc), base_dir, args->has("json"));
+  inspector.print_header();
+  std::string line;
+  long long taken = 0;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (*limit >= 0 && taken >= *limit) break;
+    ++taken;
+    inspector.record(n, line);
+  }
+  return inspector.finish(data_path);
+}
 
 }  // namespace stoker::cli

@@ -1,8 +1,92 @@
-// Placeholder until its owner lands it.
+// `stoker synth`: writes a deterministic synthetic SFT dataset (see synth/README.md).
+#include <cstdio>
+
+#include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/synth/synth.h"
 
 namespace stoker::cli {
+namespace {
 
-int run_synth(int argc, char** argv) { return report("synth", unimplemented("not built yet")); }
+constexpr char kHelp[] = R"(usage: stoker synth --out DIR [options]
+
+Generates a deterministic synthetic SFT dataset: DIR/data.jsonl (OpenAI-messages records, image
+paths relative to the file), DIR/images/, DIR/images.jsonl (per image: path, variant, Pillow mode,
+size, content, bytes). Same options -> byte-identical files.
+
+The mix: single-image VQA, multi-image (2-4), multi-turn (images in later turns too), text-only,
+some system messages; tokenizer-stressing text (CJK, emoji, digits, code, whitespace runs).
+Images from 32 px to 3840x2160 and aspect ratios to ~50:1, as JPEG (baseline/progressive, 4:2:0/
+4:4:4, grey, CMYK), PNG (RGB, RGBA, grey 1-16 bit, grey+alpha, palette 1-8 bit) and WebP (lossy,
+lossless, with alpha); content: gradients, noise, checkerboards, zone plates, photo-like, documents.
+
+options:
+  --out DIR             output directory (created)
+  --n N                 number of records (default 64)
+  --seed S              seed (default 0)
+  --max-side PX         no image side above PX (default 3840, min 32)
+  --bad-fraction F      make a share F of the records deliberately broken (missing image, corrupt
+                        image, truncated image, malformed JSON line, no assistant turn) and list
+                        them in DIR/bad.jsonl {"line","id","kind","image","reason"} (default 0)
+  --threads T           encoder threads (default: all cores; output does not depend on it)
+  --images-only         benchmark mode: N photo-like images of one size and format
+  --size WxH            image size for --images-only (default 1920x1080)
+  --format F            jpeg | jpeg-progressive | jpeg444 | png | webp, or any variant name
+                        (see images.jsonl "variant"; default jpeg)
+)";
+
+Result<std::pair<int, int>> parse_size(const std::string& s) {
+  int w = 0, h = 0;
+  char tail = 0;
+  if (std::sscanf(s.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w <= 0 || h <= 0)
+    return invalid_argument("--size: expected WxH, got '" + s + "'");
+  return std::pair{w, h};
+}
+
+Result<synth::SynthResult> run(const Args& args) {
+  if (!args.has("out")) return invalid_argument("--out DIR is required (see --help)");
+  STOKER_ASSIGN_OR_RETURN(long long seed, args.get_int("seed", 0));
+  STOKER_ASSIGN_OR_RETURN(long long threads, args.get_int("threads", 0));
+  if (args.has("images-only")) {
+    synth::ImagesOnlyConfig c{.out_dir = args.get("out")};
+    STOKER_ASSIGN_OR_RETURN(long long n, args.get_int("n", 64));
+    STOKER_ASSIGN_OR_RETURN(auto size, parse_size(args.get("size", "1920x1080")));
+    STOKER_ASSIGN_OR_RETURN(c.variant, synth::parse_variant(args.get("format", "jpeg")));
+    c.count = static_cast<int>(n);
+    c.seed = static_cast<std::uint64_t>(seed);
+    c.width = size.first;
+    c.height = size.second;
+    c.threads = static_cast<int>(threads);
+    return synth::generate_images_only(c);
+  }
+  for (const char* f : {"size", "format"})
+    if (args.has(f)) return invalid_argument(std::string("--") + f + " needs --images-only");
+  synth::SynthConfig c{.out_dir = args.get("out")};
+  STOKER_ASSIGN_OR_RETURN(long long n, args.get_int("n", c.records));
+  STOKER_ASSIGN_OR_RETURN(long long max_side, args.get_int("max-side", c.max_side));
+  STOKER_ASSIGN_OR_RETURN(c.bad_fraction, args.get_double("bad-fraction", 0.0));
+  c.records = static_cast<int>(n);
+  c.seed = static_cast<std::uint64_t>(seed);
+  c.max_side = static_cast<int>(max_side);
+  c.threads = static_cast<int>(threads);
+  return synth::generate_dataset(c);
+}
+
+}  // namespace
+
+int run_synth(int argc, char** argv) {
+  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format"},
+                          {"images-only", "help"});
+  if (!args.ok()) return report("synth", args.error());
+  if (args->has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (!args->positional().empty()) return report("synth", invalid_argument("unexpected argument '" + args->positional()[0] + "'"));
+  auto result = run(*args);
+  if (!result.ok()) return report("synth", result.error());
+  std::printf("%s\n", synth::summary_text(*result).c_str());
+  return 0;
+}
 
 }  // namespace stoker::cli

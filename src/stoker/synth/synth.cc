@@ -217,6 +217,11 @@ void finalise_jobs(std::vector<ImageJob>& jobs, int max_side) {
     std::tie(j.width, j.height) = cap_size(j.want_w, j.want_h, std::min(max_side, info.max_side));
     // White noise at high resolution makes 10+ MB files; keep those photo-like.
     if (j.content == Content::kNoise && std::int64_t{j.width} * j.height > 1'000'000) j.content = Content::kPhoto;
+    // PNGs in the wild are mostly screenshots and graphics; noisy photos also make zlib slow.
+    if (info.format == image::ImageFormat::kPng && j.content == Content::kPhoto && Rng(j.seed).chance(0.6)) {
+      static const Content kGraphics[] = {Content::kDocument, Content::kChecker, Content::kGradient};
+      j.content = kGraphics[Rng(~j.seed).below(3)];
+    }
     char name[48];
     std::snprintf(name, sizeof name, "images/%06d_%d.%s", j.record, j.index_in_record,
                   std::string(info.extension).c_str());

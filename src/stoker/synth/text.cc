@@ -128,7 +128,13 @@ void append_segment(Rng& rng, std::string& out) {
     default: {
       int items = rng.range(2, 5);
       for (int i = 0; i < items; ++i) {
-        out += rng.chance(0.5) ? "\n- " : "\n" + std::to_string(i + 1) + ". ";
+        if (rng.chance(0.5)) {
+          out += "\n- ";
+        } else {
+          out += '\n';
+          out += std::to_string(i + 1);
+          out += ". ";
+        }
         append_sentence(rng, out);
       }
       out += "\n";
@@ -153,7 +159,11 @@ std::string system_prompt(Rng& rng) {
 
 std::string user_text(Rng& rng, int images) {
   std::string s;
-  if (images > 1 && rng.chance(0.4)) s = "There are " + std::to_string(images) + " images. ";
+  if (images > 1 && rng.chance(0.4)) {
+    s = "There are ";
+    s += std::to_string(images);
+    s += " images. ";
+  }
   s += rng.pick(kQuestions);
   if (rng.chance(0.4)) {
     s += rng.chance(0.5) ? " " : "\n";
