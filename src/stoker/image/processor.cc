@@ -3,10 +3,15 @@
 #include "stoker/image/processor.h"
 
 #include <cmath>
+#include <vector>
 #include <cstring>
 #include <string>
 
 #include "stoker/image/resample.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace stoker::image {
 namespace {
@@ -19,26 +24,56 @@ inline std::uint16_t to_bf16(float f) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
-template <typename T>
-inline void store(T* dst, const float* src, int n) {
-  if constexpr (sizeof(T) == sizeof(float)) {
-    std::memcpy(dst, src, sizeof(float) * n);
-  } else {
-    for (int i = 0; i < n; ++i) dst[i] = to_bf16(src[i]);
+// Copies `bytes` to the batch buffer. The ~50 MB a 1080p image becomes is not read again by this
+// core (the consumer copies it to the GPU), so aligned spans use non-temporal stores: no
+// read-for-ownership, no eviction of the image rows we are still reading. SSE2 is part of the
+// x86-64 baseline, so this needs no dispatch; other CPUs take memcpy.
+inline void emit(void* dst, const void* src, size_t bytes) {
+#if defined(__SSE2__)
+  const auto addr = reinterpret_cast<std::uintptr_t>(dst);
+  if (((addr | bytes) & 15) == 0) {
+    auto* d = static_cast<__m128i*>(dst);
+    const auto* s = static_cast<const __m128i*>(src);
+    for (size_t i = 0; i < bytes / 16; ++i) _mm_stream_si128(d + i, _mm_loadu_si128(s + i));
+    return;
   }
+  if (((addr | bytes) & 7) == 0) {
+    auto* d = static_cast<long long*>(dst);
+    const auto* s = static_cast<const long long*>(src);
+    for (size_t i = 0; i < bytes / 8; ++i) {
+      long long v;
+      std::memcpy(&v, s + i, sizeof(v));
+      _mm_stream_si64(d + i, v);
+    }
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+inline void emit_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();  // order the streaming stores before the caller publishes the buffer
+#endif
 }
 
 // Writes rows in output order (spec §1.5): row r = ((hb·(gw/m) + wb)·m + mh)·m + mw, and inside a
-// row column k = ((c·T + tp)·P + py)·P + px. Each output row (C·T·P·P values) is produced from P
-// short source runs of P pixels, so reads stay within one band of P·m image rows (in L2) and
-// writes are strictly sequential row after row (what the write-combining hardware likes).
-template <typename T>
+// row column k = ((c·T + tp)·P + py)·P + px. Each row is gathered (P runs of P pixels through the
+// lookup table) into a small per-channel block, then written as 3·T contiguous P·P spans, strictly
+// in address order. Source reads stay inside one band of P·m image rows (in L2).
+// kP > 0 fixes the patch size at compile time (14 and 16: the inner loops unroll).
+template <typename T, int kP>
 void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, int grid_w,
               const std::array<std::array<float, 256>, 3>& lut, T* out) {
-  const int P = patch;
-  const size_t cols = static_cast<size_t>(3) * tps * P * P;
-  const size_t plane = static_cast<size_t>(P) * P;  // one (c, tp) block inside a row
-  float vals[3][64];                                 // P ≤ 64 (checked in validate)
+  const int P = kP > 0 ? kP : patch;
+  const size_t plane = static_cast<size_t>(P) * P;
+  const size_t cols = 3 * tps * plane;
+  std::vector<float> fbuf(3 * plane);
+  std::vector<T> tbuf(sizeof(T) == sizeof(float) ? 0 : 3 * plane);
+  float* vals[3] = {fbuf.data(), fbuf.data() + plane, fbuf.data() + 2 * plane};
+  const float* l0 = lut[0].data();
+  const float* l1 = lut[1].data();
+  const float* l2 = lut[2].data();
   T* row = out;
   for (int hb = 0; hb < grid_h / merge; ++hb) {
     for (int wb = 0; wb < grid_w / merge; ++wb) {
@@ -48,21 +83,40 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, in
           const int x0 = (wb * merge + mw) * P;
           for (int py = 0; py < P; ++py) {
             const std::uint8_t* s = img.row(y0 + py) + static_cast<size_t>(x0) * 3;
+            float* v0 = vals[0] + py * P;
+            float* v1 = vals[1] + py * P;
+            float* v2 = vals[2] + py * P;
             for (int px = 0; px < P; ++px) {
-              vals[0][px] = lut[0][s[3 * px + 0]];
-              vals[1][px] = lut[1][s[3 * px + 1]];
-              vals[2][px] = lut[2][s[3 * px + 2]];
+              v0[px] = l0[s[3 * px + 0]];
+              v1[px] = l1[s[3 * px + 1]];
+              v2[px] = l2[s[3 * px + 2]];
             }
-            for (int c = 0; c < 3; ++c) {
-              for (int tp = 0; tp < tps; ++tp) {
-                store(row + (static_cast<size_t>(c) * tps + tp) * plane + static_cast<size_t>(py) * P,
-                      vals[c], P);
-              }
+          }
+          for (int c = 0; c < 3; ++c) {
+            const void* src = vals[c];
+            if constexpr (sizeof(T) != sizeof(float)) {
+              T* t = tbuf.data() + c * plane;
+              for (size_t i = 0; i < plane; ++i) t[i] = to_bf16(vals[c][i]);
+              src = t;
+            }
+            for (int tp = 0; tp < tps; ++tp) {
+              emit(row + (static_cast<size_t>(c) * tps + tp) * plane, src, plane * sizeof(T));
             }
           }
         }
       }
     }
+  }
+  emit_fence();
+}
+
+template <typename T>
+void patchify_any(const RgbImage& img, int patch, int tps, int merge, int grid_h, int grid_w,
+                  const std::array<std::array<float, 256>, 3>& lut, T* out) {
+  switch (patch) {
+    case 14: return patchify<T, 14>(img, patch, tps, merge, grid_h, grid_w, lut, out);
+    case 16: return patchify<T, 16>(img, patch, tps, merge, grid_h, grid_w, lut, out);
+    default: return patchify<T, 0>(img, patch, tps, merge, grid_h, grid_w, lut, out);
   }
 }
 
@@ -192,9 +246,10 @@ void ImageProcessor::normalize_patchify(const RgbImage& resized, const ImagePlan
                "normalize_patchify: plan grid does not tile the image");
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
   if (dtype == PixelDType::kFloat32) {
-    patchify(resized, P, T, m, plan.grid_h, plan.grid_w, lut_, static_cast<float*>(out));
+    patchify_any(resized, P, T, m, plan.grid_h, plan.grid_w, lut_, static_cast<float*>(out));
   } else {
-    patchify(resized, P, T, m, plan.grid_h, plan.grid_w, lut_, static_cast<std::uint16_t*>(out));
+    patchify_any(resized, P, T, m, plan.grid_h, plan.grid_w, lut_,
+                 static_cast<std::uint16_t*>(out));
   }
 }
 

@@ -8,9 +8,12 @@
 //  * the two passes are fused by row blocks: right after a block of 8 intermediate rows is
 //    produced, every output row whose source rows are complete is computed, while those rows are
 //    still in cache;
-//  * the hot kernels are compiled twice (AVX2 and the x86-64 baseline) and picked at load time by
-//    the dynamic loader (GCC target_clones), so shipped builds need no -march flag.
+//  * windows are padded to the kernel size (zero weights), so the common sizes run fixed-tap
+//    Highway kernels (detail/resample_kernels.cc, runtime dispatch: SSE4 / AVX2 / AVX-512 ...);
+//    other sizes use the portable loops below (the GCC AVX2 clone where available).
 #include "stoker/image/resample.h"
+
+#include "stoker/image/detail/resample_kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,12 +47,18 @@ double bicubic(double x) {
   return 0.0;
 }
 
-// Fixed-point filter taps for one axis: output i reads `count[i]` inputs from `start[i]`.
+// Fixed-point filter taps for one axis: output i reads `count[i]` inputs from `start[i]` with
+// weights k[i·ksize ...]. The padded form (when in_size ≥ ksize) gives every output exactly ksize
+// taps — the window slid left at the right edge, zero weights outside Pillow's window — so the
+// kernels run a compile-time tap count with no per-pixel branches. Zero weights add exactly 0.
 struct Coeffs {
   int ksize = 0;
   std::vector<int> start;
   std::vector<int> count;
   std::vector<std::int32_t> k;  // out_size × ksize, zero beyond count
+  bool padded = false;
+  std::vector<int> pstart;
+  std::vector<std::int32_t> pk;  // out_size × ksize
 };
 
 std::shared_ptr<const Coeffs> compute_coeffs(int in_size, int out_size) {
@@ -85,6 +94,20 @@ std::shared_ptr<const Coeffs> compute_coeffs(int in_size, int out_size) {
     }
     c->start[xx] = xmin;
     c->count[xx] = n;
+  }
+  if (in_size >= c->ksize) {
+    c->padded = true;
+    c->pstart.resize(out_size);
+    c->pk.assign(static_cast<size_t>(out_size) * c->ksize, 0);
+    for (int xx = 0; xx < out_size; ++xx) {
+      const int s = std::min(c->start[xx], in_size - c->ksize);
+      const int shift = c->start[xx] - s;
+      c->pstart[xx] = s;
+      for (int t = 0; t < c->count[xx]; ++t) {
+        c->pk[static_cast<size_t>(xx) * c->ksize + shift + t] =
+            c->k[static_cast<size_t>(xx) * c->ksize + t];
+      }
+    }
   }
   return c;
 }
@@ -137,13 +160,24 @@ void interleave_rows(const std::uint8_t* const* rows, int w, std::uint8_t* il) {
   for (int r = 0; r < kBlockRows; ++r) std::memcpy(d + r * 3, rows[r] + x * 3, 3);
 }
 
-// One horizontal block: 8 interleaved source rows → 8 output rows of out_w RGB pixels.
+// The inverse: interleaved block → 8 rows (rows are written in x order, so the 4th byte of each
+// copy is overwritten by the next pixel; the last pixel copies 3 bytes).
+void deinterleave_rows(const std::uint8_t* il, int w, std::uint8_t* const* rows) {
+  for (int r = 0; r < kBlockRows; ++r) {
+    std::uint8_t* d = rows[r];
+    const std::uint8_t* s = il + r * 3;
+    int x = 0;
+    for (; x < w - 1; ++x) std::memcpy(d + x * 3, s + static_cast<size_t>(x) * kLanes, 4);
+    std::memcpy(d + x * 3, s + static_cast<size_t>(x) * kLanes, 3);
+  }
+}
+
+// Any tap count (tiny sources, large downscales): Pillow's own window per pixel.
 STOKER_SIMD_CLONES
-void horizontal_block(const std::uint8_t* __restrict il, const Coeffs& c, int out_w,
-                      std::uint8_t* const* out_rows) {
-  const int ksize = c.ksize;
+void horizontal_any(const std::uint8_t* __restrict il, const Coeffs& c, int out_w,
+                    std::uint8_t* __restrict il_out) {
   for (int x = 0; x < out_w; ++x) {
-    const std::int32_t* k = c.k.data() + static_cast<size_t>(x) * ksize;
+    const std::int32_t* k = c.k.data() + static_cast<size_t>(x) * c.ksize;
     const std::uint8_t* p = il + static_cast<size_t>(c.start[x]) * kLanes;
     const int n = c.count[x];
     std::int32_t acc[kLanes];
@@ -152,56 +186,70 @@ void horizontal_block(const std::uint8_t* __restrict il, const Coeffs& c, int ou
       const std::int32_t kt = k[t];
       for (int j = 0; j < kLanes; ++j) acc[j] += static_cast<std::int32_t>(p[j]) * kt;
     }
-    std::uint8_t px[kLanes];
-    for (int j = 0; j < kLanes; ++j) px[j] = clip8(acc[j]);
-    for (int r = 0; r < kBlockRows; ++r) std::memcpy(out_rows[r] + x * 3, px + r * 3, 3);
+    for (int j = 0; j < kLanes; ++j) il_out[static_cast<size_t>(x) * kLanes + j] = clip8(acc[j]);
   }
 }
 
-// One vertical output row: Σ_t rows[t][i] · k[t] over n = 3·width bytes.
+// Any tap count: accumulate 4 rows at a time into an int32 row buffer (stays in L1/L2).
 STOKER_SIMD_CLONES
-void vertical_row(const std::uint8_t* const* rows, const std::int32_t* k, int taps, int n,
-                  std::uint8_t* __restrict out) {
-  constexpr int kChunk = 64;
-  int i = 0;
-  for (; i + kChunk <= n; i += kChunk) {
-    std::int32_t acc[kChunk];
-    for (int j = 0; j < kChunk; ++j) acc[j] = kHalf;
-    for (int t = 0; t < taps; ++t) {
-      const std::uint8_t* s = rows[t] + i;
-      const std::int32_t kt = k[t];
-      for (int j = 0; j < kChunk; ++j) acc[j] += static_cast<std::int32_t>(s[j]) * kt;
+void vertical_any(const std::uint8_t* const* rows, const std::int32_t* k, int taps, int n,
+                  std::int32_t* __restrict acc, std::uint8_t* __restrict out) {
+  for (int i = 0; i < n; ++i) acc[i] = kHalf;
+  int t = 0;
+  for (; t + 4 <= taps; t += 4) {
+    const std::uint8_t* __restrict r0 = rows[t];
+    const std::uint8_t* __restrict r1 = rows[t + 1];
+    const std::uint8_t* __restrict r2 = rows[t + 2];
+    const std::uint8_t* __restrict r3 = rows[t + 3];
+    const std::int32_t k0 = k[t], k1 = k[t + 1], k2 = k[t + 2], k3 = k[t + 3];
+    for (int i = 0; i < n; ++i) {
+      acc[i] += static_cast<std::int32_t>(r0[i]) * k0 + static_cast<std::int32_t>(r1[i]) * k1 +
+                static_cast<std::int32_t>(r2[i]) * k2 + static_cast<std::int32_t>(r3[i]) * k3;
     }
-    for (int j = 0; j < kChunk; ++j) out[i + j] = clip8(acc[j]);
   }
-  for (; i < n; ++i) {
-    std::int32_t acc = kHalf;
-    for (int t = 0; t < taps; ++t) acc += static_cast<std::int32_t>(rows[t][i]) * k[t];
-    out[i] = clip8(acc);
+  for (; t < taps; ++t) {
+    const std::uint8_t* __restrict r0 = rows[t];
+    const std::int32_t k0 = k[t];
+    for (int i = 0; i < n; ++i) acc[i] += static_cast<std::int32_t>(r0[i]) * k0;
   }
+  for (int i = 0; i < n; ++i) out[i] = clip8(acc[i]);
 }
 
-// Per-thread scratch: the intermediate image and the interleave buffer. Kept between calls so
-// the steady state does not page-fault a fresh 6 MB buffer per image; dropped when oversized.
+// Per-thread scratch, kept between calls so the steady state does not page-fault fresh
+// multi-megabyte buffers per image; dropped when oversized.
 struct Scratch {
-  std::vector<std::uint8_t> tmp;
-  std::vector<std::uint8_t> il;
+  std::vector<std::uint8_t> tmp;     // intermediate image (rows the vertical pass reads)
+  std::vector<std::uint8_t> il;      // interleaved source block
+  std::vector<std::uint8_t> il_out;  // interleaved output block
   std::vector<std::uint8_t> sink_row;
+  std::vector<std::int32_t> acc;     // vertical_any
   void trim() {
     constexpr size_t kKeep = size_t{64} << 20;
     if (tmp.capacity() > kKeep) std::vector<std::uint8_t>().swap(tmp);
   }
 };
 
-// Horizontal pass over source rows [first, last) into `dst_rows` (one pointer per row, relative
-// to `first`), calling `on_rows_done(rows_done)` after each block so the caller can run the
-// vertical pass on completed rows.
+// One axis's taps in the form the kernels want: fixed-count (padded) when available.
+struct AxisPlan {
+  const Coeffs* c;
+  bool fixed;
+  int start(int i) const { return fixed ? c->pstart[i] : c->start[i]; }
+  int taps(int i) const { return fixed ? c->ksize : c->count[i]; }
+  const std::int32_t* k(int i) const {
+    return (fixed ? c->pk.data() : c->k.data()) + static_cast<size_t>(i) * c->ksize;
+  }
+};
+
+// Horizontal pass over source rows [first, last) into `dst` (row 0 = source row `first`),
+// calling on_done(rows_done) after each block of 8 rows so the vertical pass can follow.
 template <typename OnDone>
 void horizontal_pass(const RgbImage& src, const Coeffs& hc, int out_w, int first, int last,
                      std::uint8_t* dst, Scratch* s, OnDone on_done) {
   const size_t out_stride = static_cast<size_t>(out_w) * 3;
   s->il.resize(static_cast<size_t>(src.width) * kLanes + 1);
-  s->sink_row.resize(out_stride);
+  s->il_out.resize(static_cast<size_t>(out_w) * kLanes + 1);
+  s->sink_row.resize(out_stride + 1);
+  const bool fixed = hc.padded && detail::has_fixed_kernel(hc.ksize);
   const std::uint8_t* in_rows[kBlockRows];
   std::uint8_t* out_rows[kBlockRows];
   for (int y0 = first; y0 < last; y0 += kBlockRows) {
@@ -213,9 +261,32 @@ void horizontal_pass(const RgbImage& src, const Coeffs& hc, int out_w, int first
                              : s->sink_row.data();
     }
     interleave_rows(in_rows, src.width, s->il.data());
-    horizontal_block(s->il.data(), hc, out_w, out_rows);
+    if (fixed) {
+      detail::horizontal_block_fixed(hc.ksize, s->il.data(), hc.pstart.data(), hc.pk.data(), out_w,
+                                     s->il_out.data());
+    } else {
+      horizontal_any(s->il.data(), hc, out_w, s->il_out.data());
+    }
+    deinterleave_rows(s->il_out.data(), out_w, out_rows);
     on_done(y0 + rows - first);
   }
+}
+
+void vertical_output_row(const AxisPlan& v, int y, const std::uint8_t* base, size_t stride,
+                         int row_offset, std::uint8_t* out, Scratch* s) {
+  const std::uint8_t* rows[64];
+  const int taps = v.taps(y);
+  const int n = static_cast<int>(stride);
+  if (taps <= 64) {
+    for (int t = 0; t < taps; ++t) rows[t] = base + (v.start(y) - row_offset + t) * stride;
+    if (v.fixed) return detail::vertical_row_fixed(taps, rows, v.k(y), n, out);
+    s->acc.resize(stride);
+    return vertical_any(rows, v.k(y), taps, n, s->acc.data(), out);
+  }
+  std::vector<const std::uint8_t*> many(taps);  // huge downscales only
+  for (int t = 0; t < taps; ++t) many[t] = base + (v.start(y) - row_offset + t) * stride;
+  s->acc.resize(stride);
+  vertical_any(many.data(), v.k(y), taps, n, s->acc.data(), out);
 }
 
 }  // namespace
@@ -237,38 +308,32 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
   const bool need_v = dst_h != src.height;
   thread_local Scratch scratch;
   const size_t out_stride = static_cast<size_t>(dst_w) * 3;
+  std::uint8_t* out = dst->pixels.data();
 
   if (!need_v) {  // horizontal only: every source row, straight into dst
     auto hc = coeff_cache().get(src.width, dst_w);
-    horizontal_pass(src, *hc, dst_w, 0, src.height, dst->pixels.data(), &scratch, [](int) {});
+    horizontal_pass(src, *hc, dst_w, 0, src.height, out, &scratch, [](int) {});
     return;
   }
   auto vc = coeff_cache().get(src.height, dst_h);
-  const int taps_max = vc->ksize;
-  std::vector<const std::uint8_t*> rows(taps_max);
+  const AxisPlan v{vc.get(), vc->padded && detail::has_fixed_kernel(vc->ksize)};
   if (!need_h) {  // vertical only, from the source rows
     for (int y = 0; y < dst_h; ++y) {
-      const int n = vc->count[y];
-      for (int t = 0; t < n; ++t) rows[t] = src.row(vc->start[y] + t);
-      vertical_row(rows.data(), vc->k.data() + static_cast<size_t>(y) * vc->ksize, n,
-                   static_cast<int>(out_stride), dst->pixels.data() + y * out_stride);
+      vertical_output_row(v, y, src.pixels.data(), out_stride, 0, out + y * out_stride, &scratch);
     }
     return;
   }
   auto hc = coeff_cache().get(src.width, dst_w);
   // Only the source rows the vertical pass reads are resampled horizontally.
-  const int first = vc->start[0];
-  const int last = vc->start[dst_h - 1] + vc->count[dst_h - 1];
+  const int first = v.start(0);
+  const int last = v.start(dst_h - 1) + v.taps(dst_h - 1);
   scratch.tmp.resize(static_cast<size_t>(last - first) * out_stride);
   std::uint8_t* tmp = scratch.tmp.data();
   int next_y = 0;
-  // start + count is non-decreasing in y, so output rows complete in order.
+  // start + taps is non-decreasing in y, so output rows complete in order.
   horizontal_pass(src, *hc, dst_w, first, last, tmp, &scratch, [&](int rows_done) {
-    while (next_y < dst_h && vc->start[next_y] + vc->count[next_y] - first <= rows_done) {
-      const int n = vc->count[next_y];
-      for (int t = 0; t < n; ++t) rows[t] = tmp + (vc->start[next_y] - first + t) * out_stride;
-      vertical_row(rows.data(), vc->k.data() + static_cast<size_t>(next_y) * vc->ksize, n,
-                   static_cast<int>(out_stride), dst->pixels.data() + next_y * out_stride);
+    while (next_y < dst_h && v.start(next_y) + v.taps(next_y) - first <= rows_done) {
+      vertical_output_row(v, next_y, tmp, out_stride, first, out + next_y * out_stride, &scratch);
       ++next_y;
     }
   });

@@ -1,0 +1,130 @@
+// Highway kernels for resample.cc; this file is compiled once per SIMD target through
+// hwy/foreach_target.h. Sums start at 2^21 (rounding), taps are Pillow's 22-bit fixed point,
+// and the result is (sum >> 22) saturated to 0..255: DemoteTo's saturation is Pillow's clip8.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "stoker/image/detail/resample_kernels.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "stoker/image/detail/resample_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace stoker::image::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int kShift = 22;
+constexpr std::int32_t kHalf = 1 << (kShift - 1);
+constexpr int kLanes = 24;  // 8 rows × RGB
+
+// At most 8 int32 lanes: 24 must be a multiple of the vector length (AVX-512 would give 16).
+using D32 = hn::CappedTag<std::int32_t, 8>;
+
+template <int N>
+HWY_INLINE void HorizontalT(const std::uint8_t* HWY_RESTRICT il, const int* start,
+                            const std::int32_t* k, int out_w, std::uint8_t* HWY_RESTRICT il_out) {
+  const D32 d;
+  const hn::Rebind<std::uint8_t, D32> d8;
+  constexpr size_t L = hn::MaxLanes(D32());
+  constexpr size_t C = kLanes / L;
+  static_assert(kLanes % L == 0, "lane count must divide 24");
+  const auto half = hn::Set(d, kHalf);
+  for (int x = 0; x < out_w; ++x) {
+    const std::uint8_t* p = il + static_cast<size_t>(start[x]) * kLanes;
+    const std::int32_t* kx = k + static_cast<size_t>(x) * N;
+    hn::Vec<D32> acc[C];
+    for (size_t c = 0; c < C; ++c) acc[c] = half;
+    for (int t = 0; t < N; ++t, p += kLanes) {
+      const auto kt = hn::Set(d, kx[t]);
+      for (size_t c = 0; c < C; ++c) {
+        acc[c] = hn::Add(acc[c], hn::Mul(hn::PromoteTo(d, hn::LoadU(d8, p + c * L)), kt));
+      }
+    }
+    std::uint8_t* o = il_out + static_cast<size_t>(x) * kLanes;
+    for (size_t c = 0; c < C; ++c) {
+      hn::StoreU(hn::DemoteTo(d8, hn::ShiftRight<kShift>(acc[c])), d8, o + c * L);
+    }
+  }
+}
+
+template <int N>
+HWY_INLINE void VerticalT(const std::uint8_t* const* rows, const std::int32_t* k, int n,
+                          std::uint8_t* HWY_RESTRICT out) {
+  const D32 d;
+  const hn::Rebind<std::uint8_t, D32> d8;
+  constexpr int L = static_cast<int>(hn::MaxLanes(D32()));
+  constexpr int kUnroll = 4;
+  const std::uint8_t* r[N];
+  hn::Vec<D32> kk[N];
+  for (int t = 0; t < N; ++t) r[t] = rows[t], kk[t] = hn::Set(d, k[t]);
+  const auto half = hn::Set(d, kHalf);
+  int i = 0;
+  for (; i + kUnroll * L <= n; i += kUnroll * L) {
+    hn::Vec<D32> acc[kUnroll];
+    for (int u = 0; u < kUnroll; ++u) acc[u] = half;
+    for (int t = 0; t < N; ++t) {
+      for (int u = 0; u < kUnroll; ++u) {
+        acc[u] = hn::Add(acc[u], hn::Mul(hn::PromoteTo(d, hn::LoadU(d8, r[t] + i + u * L)), kk[t]));
+      }
+    }
+    for (int u = 0; u < kUnroll; ++u) {
+      hn::StoreU(hn::DemoteTo(d8, hn::ShiftRight<kShift>(acc[u])), d8, out + i + u * L);
+    }
+  }
+  for (; i < n; ++i) {
+    std::int32_t acc = kHalf;
+    for (int t = 0; t < N; ++t) acc += static_cast<std::int32_t>(r[t][i]) * k[t];
+    const std::int32_t v = acc >> kShift;
+    out[i] = static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+  }
+}
+
+void HorizontalFixed(int taps, const std::uint8_t* il, const int* start, const std::int32_t* k,
+                     int out_w, std::uint8_t* il_out) {
+  switch (taps) {
+    case 5: return HorizontalT<5>(il, start, k, out_w, il_out);
+    case 7: return HorizontalT<7>(il, start, k, out_w, il_out);
+    case 9: return HorizontalT<9>(il, start, k, out_w, il_out);
+    case 11: return HorizontalT<11>(il, start, k, out_w, il_out);
+    case 13: return HorizontalT<13>(il, start, k, out_w, il_out);
+  }
+}
+
+void VerticalFixed(int taps, const std::uint8_t* const* rows, const std::int32_t* k, int n,
+                   std::uint8_t* out) {
+  switch (taps) {
+    case 5: return VerticalT<5>(rows, k, n, out);
+    case 7: return VerticalT<7>(rows, k, n, out);
+    case 9: return VerticalT<9>(rows, k, n, out);
+    case 11: return VerticalT<11>(rows, k, n, out);
+    case 13: return VerticalT<13>(rows, k, n, out);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace stoker::image::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace stoker::image::detail {
+
+HWY_EXPORT(HorizontalFixed);
+HWY_EXPORT(VerticalFixed);
+
+bool has_fixed_kernel(int taps) {
+  return taps == 5 || taps == 7 || taps == 9 || taps == 11 || taps == 13;
+}
+
+void horizontal_block_fixed(int taps, const std::uint8_t* il, const int* start,
+                            const std::int32_t* k, int out_w, std::uint8_t* il_out) {
+  HWY_DYNAMIC_DISPATCH(HorizontalFixed)(taps, il, start, k, out_w, il_out);
+}
+
+void vertical_row_fixed(int taps, const std::uint8_t* const* rows, const std::int32_t* k, int n,
+                        std::uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(VerticalFixed)(taps, rows, k, n, out);
+}
+
+}  // namespace stoker::image::detail
+#endif  // HWY_ONCE
