@@ -318,12 +318,13 @@ int Inspector::finish(const std::string& data_path) {
                 pixels_in / 1e6 / busy);
   }
   std::printf("  errors         %d\n", errors);
+  std::vector<std::pair<int, std::string>> listed;  // in file order
   for (const RecordError& e : record_errors_)
-    std::printf("    %s:%d: %s%s: %s\n", data_path.c_str(), e.line, e.id.empty() ? "" : (e.id + ": ").c_str(),
-                std::string(error_code_name(e.code)).c_str(), e.error.c_str());
+    listed.emplace_back(e.line, (e.id.empty() ? "" : e.id + ": ") + std::string(error_code_name(e.code)) + ": " + e.error);
   for (const ImageRow* r : failed)
-    std::printf("    %s:%d: %s: %s: %s\n", data_path.c_str(), r->line, r->path.c_str(),
-                std::string(error_code_name(r->code)).c_str(), r->error.c_str());
+    listed.emplace_back(r->line, r->path + ": " + std::string(error_code_name(r->code)) + ": " + r->error);
+  std::stable_sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [line, text] : listed) std::printf("    %s:%d: %s\n", data_path.c_str(), line, text.c_str());
   return errors ? 1 : 0;
 }
 

@@ -538,7 +538,8 @@ Result<SynthResult> generate_images_only(const ImagesOnlyConfig& config) {
 std::string summary_text(const SynthResult& r) {
   auto mb = [](std::int64_t b) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(b) / 1e6);
+    if (b < 1'000'000) std::snprintf(buf, sizeof buf, "%.1f kB", static_cast<double>(b) / 1e3);
+    else std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(b) / 1e6);
     return std::string(buf);
   };
   std::string s = "wrote " + std::to_string(r.records) + " records to " + r.data_path + " (";
