@@ -25,7 +25,7 @@ struct ImageHeader {
   int width = 0;
   int height = 0;
   // Source colour mode in Pillow's vocabulary: "RGB", "RGBA", "L", "LA", "P", "CMYK", "1", ...
-  std::string mode;
+  std::string mode = {};
   bool progressive = false;  // JPEG only
   int bit_depth = 8;         // PNG only
 };

@@ -26,7 +26,7 @@ struct PngOptions {
   PngColor color = PngColor::kRgb;
   int bit_depth = 8;  // 8 (16 for kRgb/kGray; 1/2/4 for kGray/kPalette)
   // For kRgba / kGrayAlpha: per-pixel alpha (width*height bytes); empty → a generated ramp.
-  std::vector<std::uint8_t> alpha;
+  std::vector<std::uint8_t> alpha = {};
   bool interlaced = false;    // Adam7
   bool palette_trns = false;  // kPalette: add a tRNS chunk (per-entry alpha)
 };

@@ -29,7 +29,7 @@ struct ImageProcessorConfig {
   bool do_resize = true;
   bool do_rescale = true;
   bool do_normalize = true;
-  DecodeLimits limits;
+  DecodeLimits limits = {};
 
   int factor() const { return patch_size * merge_size; }
   Status validate() const;
