@@ -1,8 +1,249 @@
-// Placeholder until its owner lands it.
+// `stoker render`: one conversation record → the model's chat template, token ids with SFT
+// labels side by side, and a summary of the mRoPE position ids. For looking at what the
+// trainer will see for one sample; everything shown is what the pipeline computes.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stoker/base/file.h"
+#include "stoker/batch/mrope.h"
+#include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/dataset/conversation.h"
+#include "stoker/image/processor.h"
+#include "stoker/model/model_config.h"
+#include "stoker/text/chat_template.h"
+#include "stoker/text/labels.h"
+#include "stoker/text/tokenizer.h"
 
 namespace stoker::cli {
+namespace {
 
-int run_render(int argc, char** argv) { return report("render", unimplemented("not built yet")); }
+constexpr char kHelp[] = R"(usage: stoker render --model M [--tokenizer DIR] [options] conversation.json
+
+Renders one record (a JSON file holding one OpenAI-messages, ShareGPT or LLaVA record) with the
+model's chat template, then prints its token ids and SFT labels aligned (vision pad runs folded
+into one line), then the mRoPE position ids (3 rows) in summary.
+
+Images are read for their header only (relative paths are resolved against the JSON file's
+folder) and planned with the model's image processor to get their grids. Videos use a fixed grid.
+
+options:
+  --model M            qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder
+  --tokenizer DIR      folder with tokenizer.json (default: the model folder; presets have none)
+  --no-images          don't read images; use --image-grid for each
+  --image-grid T,H,W   grid for --no-images (default 1,8,8: 16 tokens at merge 2)
+  --video-grid T,H,W   grid for every video (default 2,8,8)
+  --video-fps F        Qwen3-VL timestamps / Qwen2.5-VL seconds per grid assume frames sampled
+                       at F fps (default 2)
+  --last-turn-only     supervise only the last assistant turn
+  --think MODE         Qwen3-VL: none (HF Instruct template, default) | answer | prompt
+  --max-length N       apply the overflow policy at N tokens
+  --truncate           overflow policy: drop trailing whole turns (default: drop the sample)
+  --text-only          print the rendered template only
+)";
+
+Result<text::VisionGrid> parse_grid(const std::string& s) {
+  std::stringstream in(s);
+  std::string item;
+  std::vector<int> v;
+  while (std::getline(in, item, ',')) {
+    try {
+      v.push_back(std::stoi(item));
+    } catch (...) {
+      return invalid_argument("grid '" + s + "': expected T,H,W");
+    }
+  }
+  if (v.size() != 3) return invalid_argument("grid '" + s + "': expected T,H,W");
+  return text::VisionGrid{v[0], v[1], v[2], {}};
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '"') out += "\\\"";
+    else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+struct Setup {
+  model::ModelConfig model;
+  text::TemplateKind kind;
+  std::unique_ptr<text::Tokenizer> tokenizer;
+};
+
+Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& conv,
+                                                  const model::ModelConfig& model,
+                                                  const std::filesystem::path& base,
+                                                  const Args& args) {
+  std::vector<text::VisionGrid> grids;
+  if (args.has("no-images")) {
+    STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid(args.get("image-grid", "1,8,8")));
+    grids.assign(conv.count(dataset::Part::Kind::kImage), g);
+    return grids;
+  }
+  STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(model.image));
+  for (const auto& m : conv.messages) {
+    for (const auto& p : m.parts) {
+      if (p.kind != dataset::Part::Kind::kImage) continue;
+      std::filesystem::path path(p.value);
+      if (path.is_relative()) path = base / path;
+      Result<std::vector<std::uint8_t>> bytes = read_file(path.string());
+      if (!bytes.ok()) {
+        return std::move(bytes.error().with_context(
+            "image " + std::to_string(grids.size()) + " (" + p.value + "; --no-images to skip)"));
+      }
+      Result<image::ImagePlan> plan = proc.plan(*bytes);
+      if (!plan.ok()) return std::move(plan.error().with_context("image " + p.value));
+      grids.push_back({plan->grid_t, plan->grid_h, plan->grid_w, {}});
+    }
+  }
+  return grids;
+}
+
+void print_tokens(const text::TokenizedSample& s, const text::Tokenizer& tok,
+                  const batch::RopeIndex& rope, const std::vector<text::VisionGrid>& images,
+                  const std::vector<text::VisionGrid>& videos) {
+  std::printf("%6s %7s %7s %5s %5s %5s  %s\n", "pos", "id", "label", "t", "h", "w", "token");
+  std::size_t v = 0;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(s.input_ids.size()); ++i) {
+    if (v < s.vision.size() && s.vision[v].begin == i) {
+      const text::VisionSpan& span = s.vision[v];
+      const text::VisionGrid& g = span.video ? videos[span.media_index] : images[span.media_index];
+      std::int64_t last = i + span.count - 1;
+      std::printf("%6lld %7d %7s  t %lld..%lld  h %lld..%lld  w %lld..%lld  %s x%lld (%s %d, grid "
+                  "%dx%dx%d%s)\n",
+                  static_cast<long long>(i), s.input_ids[i], "-100",
+                  static_cast<long long>(rope.at(0, i)), static_cast<long long>(rope.at(0, last)),
+                  static_cast<long long>(rope.at(1, i)), static_cast<long long>(rope.at(1, last)),
+                  static_cast<long long>(rope.at(2, i)), static_cast<long long>(rope.at(2, last)),
+                  span.video ? "<|video_pad|>" : "<|image_pad|>",
+                  static_cast<long long>(span.count), span.video ? "video" : "image",
+                  span.media_index, g.grid_t, g.grid_h, g.grid_w,
+                  span.video && !g.group_seconds.empty()
+                      ? (", group " + std::to_string(span.group)).c_str() : "");
+      i = last;
+      ++v;
+      continue;
+    }
+    text::TokenId id = s.input_ids[i];
+    std::string label = s.labels[i] == text::kIgnoreIndex ? "-100" : std::to_string(s.labels[i]);
+    std::printf("%6lld %7d %7s %5lld %5lld %5lld  %s\n", static_cast<long long>(i), id,
+                label.c_str(), static_cast<long long>(rope.at(0, i)),
+                static_cast<long long>(rope.at(1, i)), static_cast<long long>(rope.at(2, i)),
+                quoted(tok.decode({&id, 1})).c_str());
+  }
+}
+
+int render(const Args& args) {
+  const auto& pos = args.positional();
+  if (pos.size() != 1) return report("render", invalid_argument("expected one conversation.json"));
+  Result<std::string> json = read_text_file(pos[0]);
+  if (!json.ok()) return report("render", json.error());
+  Result<dataset::Conversation> conv = dataset::parse_record(*json);
+  if (!conv.ok()) return report("render", std::move(conv.error().with_context(pos[0])));
+  if (Status st = dataset::validate_for_sft(*conv); !st.ok()) {
+    std::fprintf(stderr, "warning: not a valid SFT sample: %s\n", st.error().to_string().c_str());
+  }
+  Result<model::ModelConfig> model = model::load_model(args.get("model"));
+  if (!model.ok()) return report("render", model.error());
+  Result<text::TemplateKind> kind = text::template_for_model(model::family_name(model->family));
+  if (!kind.ok()) return report("render", kind.error());
+
+  text::ChatTemplateOptions topt;
+  topt.last_turn_only = args.has("last-turn-only");
+  std::string think = args.get("think", "none");
+  if (think == "answer") topt.think = text::ThinkMode::kEmptyThinkInAnswer;
+  else if (think == "prompt") topt.think = text::ThinkMode::kEmptyThinkInPrompt;
+  else if (think != "none") return report("render", invalid_argument("--think none|answer|prompt"));
+
+  Result<text::RenderedChat> chat = text::render_chat(*conv, *kind, topt);
+  if (!chat.ok()) return report("render", chat.error());
+  std::printf("== %s template, model %s ==\n%s\n", std::string(text::template_name(*kind)).c_str(),
+              model->name.c_str(), chat->text().c_str());
+  if (args.has("text-only")) return 0;
+
+  std::string tok_dir = args.get("tokenizer", model->folder);
+  if (tok_dir.empty()) {
+    return report("render", invalid_argument("model preset '" + model->name +
+                                             "' has no tokenizer files: pass --tokenizer DIR"));
+  }
+  Result<std::unique_ptr<text::Tokenizer>> tok = text::Tokenizer::load(tok_dir);
+  if (!tok.ok()) return report("render", tok.error());
+
+  std::filesystem::path base = std::filesystem::path(pos[0]).parent_path();
+  Result<std::vector<text::VisionGrid>> images = image_grids(*conv, *model, base, args);
+  if (!images.ok()) return report("render", images.error());
+  Result<text::VisionGrid> vgrid = parse_grid(args.get("video-grid", "2,8,8"));
+  if (!vgrid.ok()) return report("render", vgrid.error());
+  Result<double> fps = args.get_double("video-fps", 2.0);
+  if (!fps.ok()) return report("render", fps.error());
+  // Frames sampled at `fps` from the start: frame i of the sample is source frame i at that
+  // rate, so timestamps are i / fps, and one grid step spans temporal_patch_size / fps seconds.
+  std::vector<std::int64_t> frames(2 * vgrid->grid_t);
+  for (std::size_t i = 0; i < frames.size(); ++i) frames[i] = static_cast<std::int64_t>(i);
+  if (model->family == model::ModelFamily::kQwen3VL) {
+    vgrid->group_seconds = text::video_group_seconds(frames, *fps, 2);
+  }
+  std::vector<text::VisionGrid> videos(conv->count(dataset::Part::Kind::kVideo), *vgrid);
+
+  text::SampleOptions sopt;
+  sopt.merge_size = model->image.merge_size;
+  Result<long long> max_len = args.get_int("max-length", 0);
+  if (!max_len.ok()) return report("render", max_len.error());
+  sopt.max_length = *max_len;
+  sopt.overflow = args.has("truncate") ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
+  Result<text::TokenizedSample> s =
+      text::build_sample(*conv, *kind, topt, **tok, *images, videos, sopt);
+  if (!s.ok()) return report("render", s.error());
+
+  std::vector<batch::GridTHW> igrids, vgrids;
+  for (int i = 0; i < s->num_images; ++i) {
+    igrids.push_back({(*images)[i].grid_t, (*images)[i].grid_h, (*images)[i].grid_w});
+  }
+  for (int i = 0; i < s->num_videos; ++i) vgrids.push_back({videos[i].grid_t, videos[i].grid_h, videos[i].grid_w});
+  std::vector<double> spg(s->num_videos, 2.0 / *fps);
+  Result<batch::RopeIndex> rope = batch::get_rope_index(
+      s->input_ids, igrids, vgrids, batch::RopeConfig::from_model(*model), spg);
+  if (!rope.ok()) return report("render", rope.error());
+
+  std::printf("\n== %zu tokens, %lld supervised, %d image(s), %d video(s)%s ==\n",
+              s->input_ids.size(), static_cast<long long>(s->supervised_tokens()), s->num_images,
+              s->num_videos, s->truncated ? ", TRUNCATED to whole turns" : "");
+  print_tokens(*s, **tok, *rope, *images, videos);
+  std::int64_t max_pos = 0;
+  for (std::int64_t p : rope->positions) max_pos = std::max(max_pos, p);
+  std::printf("\n== mRoPE: 3 x %lld position ids, max %lld, rope_delta %lld ==\n",
+              static_cast<long long>(rope->length), static_cast<long long>(max_pos),
+              static_cast<long long>(rope->rope_delta));
+  return 0;
+}
+
+}  // namespace
+
+int run_render(int argc, char** argv) {
+  auto args = Args::parse(argc, argv,
+                          {"model", "tokenizer", "image-grid", "video-grid", "video-fps", "think",
+                           "max-length"},
+                          {"no-images", "last-turn-only", "truncate", "text-only", "help"});
+  if (!args.ok()) return report("render", args.error());
+  if (args->has("help") || !args->has("model")) {
+    std::fputs(kHelp, args->has("help") ? stdout : stderr);
+    return args->has("help") ? 0 : 2;
+  }
+  return render(*args);
+}
 
 }  // namespace stoker::cli
