@@ -60,10 +60,16 @@ int run_tokenize(int argc, char** argv) {
       out += std::to_string(id) + "\t" + json_string((*tok)->decode({&id, 1})) + "\n";
   } else if (args->has("json")) {
     out = "[";
-    for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(ids[i]);
+    }
     out += "]\n";
   } else {
-    for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (i) out += ' ';
+      out += std::to_string(ids[i]);
+    }
     out += "\n";
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -86,7 +86,12 @@ class Generator {
       case 6: return range_chars(0x05D0, 0x05EA, 2, 7);                                            // Hebrew
       case 7: return range_chars(0x0905, 0x0939, 1, 4) + u8(0x093F + pick(12)) + u8(0x094D);      // Devanagari
       case 8: return range_chars(0x0E01, 0x0E2E, 2, 10) + u8(0x0E31 + pick(10));                  // Thai
-      case 9: return range_chars(0x4E00, 0x9FFF, 1, 12);                                           // CJK
+      case 9:                                                                                      // CJK
+        switch (pick(6)) {
+          case 0: return range_chars(0x20000, 0x2A6DF, 1, 6);  // Extension B
+          case 1: return range_chars(0x31350, 0x323AF, 1, 4) + range_chars(0x2EBF0, 0x2EE5D, 0, 3);  // Ext H, I
+          default: return range_chars(0x4E00, 0x9FFF, 1, 12);
+        }
       case 10: return range_chars(0xAC00, 0xD7A3, 1, 6);                                           // Hangul
       case 11: return range_chars(0x3041, 0x30FF, 1, 6);                                           // kana
       case 12: { std::string e; for (int i = pick(4); i >= 0; --i) e += pick_of(kEmoji); return e; }
@@ -150,7 +155,10 @@ bool run_oracle(const std::string& mode, const std::string& node_path, const std
 
 std::string show(const std::vector<TokenId>& ids) {
   std::string s = "[";
-  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
   return s + "]";
 }
 

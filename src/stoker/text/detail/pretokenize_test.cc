@@ -69,7 +69,7 @@ TEST(PretokenizeTest, ClassTablesMatchOnigurumaRegexForAllCodePoints) {
                        ONIG_SYNTAX_RUBY, &einfo),
               ONIG_NORMAL);
     for (char32_t cp = 1; cp <= 0x10FFFF; cp += (cp < 0x30000 ? 1 : 61)) {
-      if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+      if ((cp >= 0xD800 && cp <= 0xDFFF) || is_newer_unicode_letter_or_number(cp)) continue;
       const std::string s = u8(cp);
       const auto* str = reinterpret_cast<const OnigUChar*>(s.data());
       const bool regex = onig_search(re, str, str + s.size(), str, str + s.size(), nullptr,
@@ -78,6 +78,15 @@ TEST(PretokenizeTest, ClassTablesMatchOnigurumaRegexForAllCodePoints) {
     }
     onig_free(re);
   }
+}
+
+TEST(PretokenizeTest, KnowsLettersAndNumbersNewerThanTheInstalledOniguruma) {
+  const ClassTable& t = class_table();
+  EXPECT_TRUE(char_flags(t, 0x31350) & kLetter);  // CJK Extension H (Unicode 15.0)
+  EXPECT_TRUE(char_flags(t, 0x2EBF0) & kLetter);  // CJK Extension I (15.1)
+  EXPECT_TRUE(char_flags(t, 0x10D4A) & kLetter);  // Garay (16.0)
+  EXPECT_TRUE(char_flags(t, 0x16D70) & kNumber);  // Kirat Rai digits (16.0)
+  EXPECT_FALSE(char_flags(t, 0x11F00) & (kLetter | kNumber));  // Kawi sign (a mark)
 }
 
 TEST(PretokenizeTest, WhitespaceIsOnigurumasNotJavaScripts) {

@@ -13,6 +13,27 @@ namespace {
 
 constexpr char32_t kMaxCp = 0x10FFFF;
 
+// Letters and numbers assigned in Unicode 15.0, 15.1 and 16.0. Debian's Oniguruma (6.9.8) has
+// Unicode 14 tables; the Oniguruma bundled in HF tokenizers (6.9.10, via the onig crate) has 16.0
+// and classifies these as \p{L} / \p{N}. Without them a Split piece breaks differently around,
+// e.g., CJK Extension H/I ideographs. (Whitespace did not change.) Checked by the parity test.
+constexpr CpRange kNewLetters[] = {
+    {0x1C89, 0x1C8A}, {0xA7CB, 0xA7CD}, {0xA7DA, 0xA7DC}, {0x105C0, 0x105F3}, {0x10D4A, 0x10D65},
+    {0x10D6F, 0x10D85}, {0x10EC2, 0x10EC4}, {0x1123F, 0x11240}, {0x11380, 0x11389},
+    {0x1138B, 0x1138B}, {0x1138E, 0x1138E}, {0x11390, 0x113B5}, {0x113B7, 0x113B7},
+    {0x113D1, 0x113D1}, {0x113D3, 0x113D3}, {0x11BC0, 0x11BE0}, {0x11F02, 0x11F02},
+    {0x11F04, 0x11F10}, {0x11F12, 0x11F33}, {0x1342F, 0x1342F}, {0x13441, 0x13446},
+    {0x13460, 0x143FA}, {0x16100, 0x1611D}, {0x16D40, 0x16D6C}, {0x18CFF, 0x18CFF},
+    {0x1B132, 0x1B132}, {0x1B155, 0x1B155}, {0x1DF25, 0x1DF2A}, {0x1E030, 0x1E06D},
+    {0x1E4D0, 0x1E4EB}, {0x1E5D0, 0x1E5ED}, {0x1E5F0, 0x1E5F0}, {0x2B739, 0x2B739},
+    {0x2EBF0, 0x2EE5D}, {0x31350, 0x323AF},
+};
+constexpr CpRange kNewNumbers[] = {
+    {0x10D40, 0x10D49}, {0x116D0, 0x116E3}, {0x11BF0, 0x11BF9}, {0x11F50, 0x11F59},
+    {0x16130, 0x16139}, {0x16D70, 0x16D79}, {0x1CCF0, 0x1CCF9}, {0x1D2C0, 0x1D2D3},
+    {0x1E4F0, 0x1E4F9}, {0x1E5F1, 0x1E5FA},
+};
+
 int onig_ctype(const char* name) {
   auto* p = reinterpret_cast<const OnigUChar*>(name);
   return ONIGENC_PROPERTY_NAME_TO_CTYPE(ONIG_ENCODING_UTF8, const_cast<OnigUChar*>(p),
@@ -74,6 +95,19 @@ struct Tables {
       if (fresh) blocks.insert(blocks.end(), block.begin(), block.end());
       index[hi] = it->second;
     }
+    // Apply the Unicode 15-16 additions (blocks are shared, so copy-on-write the touched ones).
+    auto set = [&](const CpRange& r, std::uint8_t flag) {
+      for (char32_t cp = r.first; cp <= r.last; ++cp) {
+        const std::size_t hi = cp >> 8;
+        std::vector<std::uint8_t> b(blocks.begin() + index[hi] * 256, blocks.begin() + index[hi] * 256 + 256);
+        b[cp & 0xFF] = static_cast<std::uint8_t>((b[cp & 0xFF] & ~(kLetter | kNumber)) | flag);
+        auto [it, fresh] = seen.emplace(b, static_cast<std::uint16_t>(seen.size()));
+        if (fresh) blocks.insert(blocks.end(), b.begin(), b.end());
+        index[hi] = it->second;
+      }
+    };
+    for (const CpRange& r : kNewLetters) set(r, kLetter);
+    for (const CpRange& r : kNewNumbers) set(r, kNumber);
     table.index = index.data();
     table.blocks = blocks.data();
     for (char32_t cp = 0; cp < 128; ++cp)
@@ -82,6 +116,14 @@ struct Tables {
 };
 
 }  // namespace
+
+bool is_newer_unicode_letter_or_number(char32_t cp) {
+  for (const CpRange& r : kNewLetters)
+    if (cp >= r.first && cp <= r.last) return true;
+  for (const CpRange& r : kNewNumbers)
+    if (cp >= r.first && cp <= r.last) return true;
+  return false;
+}
 
 const ClassTable& class_table() {
   static const Tables* tables = new Tables();  // leaked on purpose: used until exit

@@ -26,6 +26,13 @@ struct ClassTable {
 
 const ClassTable& class_table();
 
+struct CpRange {
+  char32_t first, last;
+};
+// Code points the tables add on top of the installed Oniguruma's (see unicode.cc); tests that
+// compare with the installed Oniguruma skip them.
+bool is_newer_unicode_letter_or_number(char32_t cp);
+
 inline std::uint8_t char_flags(const ClassTable& t, char32_t cp) {
   if (cp < 128) return t.ascii[cp];
   return t.blocks[(static_cast<std::uint32_t>(t.index[cp >> 8]) << 8) | (cp & 0xFF)];
