@@ -113,19 +113,22 @@ function expand(text, qwen3) {
 
 const cpLen = (s) => Array.from(s).length;
 
-async function checkModel(name, templateFile, tokenizerDir, qwen3, seed) {
+// visionId: render with add_vision_id ("Picture N: "); the HF templates apply it to list content
+// only, so then only the OpenAI-form records are compared (ShareGPT strings would differ).
+async function checkModel(name, templateFile, tokenizerDir, qwen3, seed, visionId = false) {
   const template = new Template(fs.readFileSync(path.join(args.templates, templateFile), "utf8"));
-  const render = (messages) => template.render({ messages, add_generation_prompt: false });
+  const render = (messages) => template.render({ messages, add_generation_prompt: false, add_vision_id: visionId });
   const r = rng(seed);
   const convs = Array.from({ length: count }, () => makeConversation(r, qwen3));
   const lines = [];
   convs.forEach((messages, i) => {
     lines.push(JSON.stringify({ id: `${name}-${i}`, messages }));
-    lines.push(JSON.stringify(asShareGPT(`${name}-${i}-sharegpt`, messages)));
+    if (!visionId) lines.push(JSON.stringify(asShareGPT(`${name}-${i}-sharegpt`, messages)));
   });
   const toolArgs = ["--template", name, "--image-grid", IMAGE_GRID.join(","),
     "--video-grid", VIDEO_GRID.join(","), "--video-seconds", VIDEO_SECONDS.join(",")];
   if (withIds) toolArgs.push("--tokenizer", tokenizerDir);
+  if (visionId) toolArgs.push("--add-vision-id", "1");
   const run = spawnSync(args.tool, toolArgs, { input: lines.join("\n") + "\n", maxBuffer: 1 << 30, encoding: "utf8" });
   if (run.status !== 0) throw new Error(`${args.tool} failed: ${run.stderr}`);
   const outs = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
@@ -141,7 +144,8 @@ async function checkModel(name, templateFile, tokenizerDir, qwen3, seed) {
   for (let i = 0; i < convs.length; i++) {
     const messages = convs[i];
     const want = render(messages);
-    for (const out of [outs[2 * i], outs[2 * i + 1]]) {
+    const per = visionId ? 1 : 2;
+    for (const out of outs.slice(per * i, per * i + per)) {
       if (out.error) { fail(`${out.id}: stoker error ${out.error}`); continue; }
       if (out.text !== want) {
         fail(`${out.id}: text differs\n  jinja : ${JSON.stringify(want)}\n  stoker: ${JSON.stringify(out.text)}`);
@@ -176,7 +180,7 @@ async function checkModel(name, templateFile, tokenizerDir, qwen3, seed) {
       supervised += labels.filter((l) => l !== -100).length;
     }
   }
-  console.log(`${name}: ${2 * convs.length} records, text ${failures ? "MISMATCH" : "ok"}` +
+  console.log(`${name}${visionId ? " add_vision_id" : ""}: ${lines.length} records, text ${failures ? "MISMATCH" : "ok"}` +
     (tok ? `, ids+labels checked on ${checkedIds} (${supervised} supervised tokens)` : ""));
   return failures;
 }
@@ -185,6 +189,8 @@ const models = path.join(oracles, "@lenml");
 let failures = 0;
 failures += await checkModel("qwen2_5_vl", "qwen2_vl.jinja", path.join(models, "tokenizer-qwen2_5/models"), false, Number(args.seed ?? 1));
 failures += await checkModel("qwen3_vl", "qwen3_vl_instruct.jinja", path.join(models, "tokenizer-qwen3/models"), true, Number(args.seed ?? 1) + 1);
+failures += await checkModel("qwen2_5_vl", "qwen2_vl.jinja", path.join(models, "tokenizer-qwen2_5/models"), false, Number(args.seed ?? 1) + 2, true);
+failures += await checkModel("qwen3_vl", "qwen3_vl_instruct.jinja", path.join(models, "tokenizer-qwen3/models"), true, Number(args.seed ?? 1) + 3, true);
 if (failures) {
   console.error(`${failures} mismatch(es)`);
   process.exit(1);

@@ -3,7 +3,8 @@
 // builds the sample with fixed vision grids. Writes one JSON object per line:
 //   {"id": ..., "text": "<rendered>", "ids": [...], "labels": [...]}  or  {"id": ..., "error": "..."}
 // Flags: --template NAME, --tokenizer DIR, --image-grid T,H,W, --video-grid T,H,W,
-//        --video-seconds S1,S2,...  (Qwen3-VL timestamps per temporal group).
+//        --video-seconds S1,S2,...  (Qwen3-VL timestamps per temporal group),
+//        --add-vision-id 1  ("Picture N: " / "Video N: " before vision blocks).
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -69,6 +70,7 @@ text::VisionGrid grid(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string template_name = "qwen2_vl", tokenizer_dir;
+  text::ChatTemplateOptions options;
   text::VisionGrid image_grid{1, 4, 4, {}}, video_grid{2, 4, 4, {}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
     else if (flag == "--image-grid") image_grid = grid(value);
     else if (flag == "--video-grid") video_grid = grid(value);
     else if (flag == "--video-seconds") video_grid.group_seconds = numbers(value);
+    else if (flag == "--add-vision-id") options.add_vision_id = value == "1";
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -105,7 +108,7 @@ int main(int argc, char** argv) {
       continue;
     }
     std::string head = "{\"id\":" + json_string(conv->id);
-    Result<text::RenderedChat> chat = text::render_chat(*conv, *kind);
+    Result<text::RenderedChat> chat = text::render_chat(*conv, *kind, options);
     if (!chat.ok()) {
       std::cout << head << ",\"error\":" << json_string(chat.error().to_string()) << "}\n";
       continue;
@@ -115,7 +118,7 @@ int main(int argc, char** argv) {
       std::vector<text::VisionGrid> images(chat->num_images, image_grid);
       std::vector<text::VisionGrid> videos(chat->num_videos, video_grid);
       Result<text::TokenizedSample> s =
-          text::build_sample(*conv, *kind, {}, *tok, images, videos, {});
+          text::build_sample(*conv, *kind, options, *tok, images, videos, {});
       if (!s.ok()) {
         std::cout << ",\"error\":" << json_string(s.error().to_string());
       } else {
