@@ -25,11 +25,12 @@ EpochPermutation::EpochPermutation(std::uint64_t n, std::uint64_t seed, std::uin
                                    bool shuffle)
     : n_(n), shuffle_(shuffle && n > 1) {
   if (!shuffle_) return;
-  // Domain 2^(2k) >= n with k >= 1: a balanced Feistel network needs an even bit count. The
-  // domain is < 4n, so cycle-walking takes < 4 encryptions on average.
+  // Domain 2^b, b = bit width of n - 1, so 2^b < 2n and cycle-walking needs < 2 encryptions on
+  // average. b may be odd, so the halves are unbalanced (high_bits_ >= low_bits_) and swap widths
+  // every round.
   const int bits = std::bit_width(n - 1);
-  half_bits_ = (bits + 1) / 2;
-  half_mask_ = half_bits_ == 64 ? ~0ULL : (1ULL << half_bits_) - 1;
+  low_bits_ = bits / 2;
+  high_bits_ = bits - low_bits_;
   // (seed, epoch) -> round keys. mix64 is a bijection, so for one seed distinct epochs give
   // distinct key streams.
   std::uint64_t state = mix64(mix64(seed ^ 0x243f6a8885a308d3ULL) ^ epoch);
@@ -39,26 +40,41 @@ EpochPermutation::EpochPermutation(std::uint64_t n, std::uint64_t seed, std::uin
   }
 }
 
+namespace {
+
+constexpr std::uint64_t mask_of(int bits) { return bits >= 64 ? ~0ULL : (1ULL << bits) - 1; }
+
+}  // namespace
+
+// x = L || R with |L| = high_bits_, |R| = low_bits_. Round i: (L, R) -> (R, L ^ F_i(R)), the new
+// right half taking L's width; after an even number of rounds the widths are as they started.
 std::uint64_t EpochPermutation::encrypt(std::uint64_t x) const {
-  std::uint64_t left = x >> half_bits_;
-  std::uint64_t right = x & half_mask_;
+  int left_bits = high_bits_;
+  int right_bits = low_bits_;
+  std::uint64_t left = right_bits >= 64 ? 0 : x >> right_bits;
+  std::uint64_t right = x & mask_of(right_bits);
   for (int i = 0; i < kRounds; ++i) {
-    const std::uint64_t next_right = left ^ (mix64(right ^ keys_[i]) & half_mask_);
+    const std::uint64_t next_right = left ^ (mix64(right ^ keys_[i]) & mask_of(left_bits));
     left = right;
     right = next_right;
+    std::swap(left_bits, right_bits);
   }
-  return (left << half_bits_) | right;
+  return (left << right_bits) | right;
 }
 
 std::uint64_t EpochPermutation::decrypt(std::uint64_t x) const {
-  std::uint64_t left = x >> half_bits_;
-  std::uint64_t right = x & half_mask_;
+  int left_bits = high_bits_;  // kRounds is even: the output has the input's layout
+  int right_bits = low_bits_;
+  std::uint64_t left = right_bits >= 64 ? 0 : x >> right_bits;
+  std::uint64_t right = x & mask_of(right_bits);
   for (int i = kRounds - 1; i >= 0; --i) {
-    const std::uint64_t prev_right = left;
-    left = right ^ (mix64(left ^ keys_[i]) & half_mask_);
-    right = prev_right;
+    // Undo (L, R) -> (R, L ^ F(R)): the previous right half is today's left.
+    const std::uint64_t prev_left = right ^ (mix64(left ^ keys_[i]) & mask_of(right_bits));
+    right = left;
+    left = prev_left;
+    std::swap(left_bits, right_bits);
   }
-  return (left << half_bits_) | right;
+  return (left << right_bits) | right;
 }
 
 std::uint64_t EpochPermutation::at(std::uint64_t position) const {

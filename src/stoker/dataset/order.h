@@ -1,6 +1,6 @@
 // Sample order: which sample each rank reads at each step of an epoch.
 // EpochPermutation maps a global position of epoch e to a sample id with a keyed bijection of
-// [0, n) (6-round Feistel network on the next even power of two, cycle-walked into range): O(1)
+// [0, n) (6-round unbalanced Feistel network on the next power of two, cycle-walked into range): O(1)
 // per lookup, nothing materialised, identical on every platform. RankShard is one rank's strided
 // share of what remains of that order from a global start position, which is what makes resume
 // after a world-size change exact (DESIGN.md: state = (epoch, global position)).
@@ -29,14 +29,14 @@ class EpochPermutation {
   std::uint64_t position_of(std::uint64_t sample) const;
 
  private:
-  static constexpr int kRounds = 6;
+  static constexpr int kRounds = 6;  // even: the halves' widths are back in place at the end
   std::uint64_t encrypt(std::uint64_t x) const;
   std::uint64_t decrypt(std::uint64_t x) const;
 
   std::uint64_t n_;
   bool shuffle_;
-  int half_bits_ = 0;
-  std::uint64_t half_mask_ = 0;
+  int low_bits_ = 0;   // width of the right half at rounds 0, 2, 4 (the left half has high_bits_)
+  int high_bits_ = 0;  // low_bits_ + high_bits_ = bit width of n - 1
   std::uint64_t keys_[kRounds] = {};
 };
 

@@ -91,6 +91,11 @@ TEST(EpochPermutationTest, GoldenOrderIsStable) {
   EXPECT_EQ(materialise(EpochPermutation(10, 42, 0)),
             (std::vector<std::uint64_t>{7, 1, 0, 6, 8, 5, 3, 2, 9, 4}));
   EXPECT_EQ(EpochPermutation(1'000'000'007ULL, 1, 9).at(123456789), 913248649u);
+  // Odd bit widths take the unbalanced Feistel path.
+  const EpochPermutation odd(100, 42, 0);
+  const std::uint64_t first[] = {45, 51, 29, 85, 16, 46, 99, 14, 89, 65};
+  for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(odd.at(i), first[i]);
+  EXPECT_EQ(EpochPermutation(5'000'000'000ULL, 2, 5).at(42), 3387383820u);
 }
 
 TEST(EpochPermutationTest, NoShuffleIsIdentity) {
