@@ -170,4 +170,24 @@ Result<RopeIndex> get_rope_index(std::span<const std::int32_t> input_ids,
   return out;
 }
 
+Result<RopeIndex> get_rope_index(const text::TokenizedSample& sample,
+                                 std::span<const text::VisionGrid> images,
+                                 std::span<const text::VisionGrid> videos, const RopeConfig& config,
+                                 std::span<const double> second_per_grid_ts) {
+  if (static_cast<int>(images.size()) < sample.num_images ||
+      static_cast<int>(videos.size()) < sample.num_videos) {
+    return invalid_argument("the sample uses " + std::to_string(sample.num_images) +
+                            " image(s) and " + std::to_string(sample.num_videos) +
+                            " video(s) but grids were given for " + std::to_string(images.size()) +
+                            " and " + std::to_string(videos.size()));
+  }
+  std::vector<GridTHW> ig, vg;
+  for (int i = 0; i < sample.num_images; ++i) ig.push_back({images[i].grid_t, images[i].grid_h, images[i].grid_w});
+  for (int i = 0; i < sample.num_videos; ++i) vg.push_back({videos[i].grid_t, videos[i].grid_h, videos[i].grid_w});
+  std::span<const double> spg = second_per_grid_ts.subspan(
+      0, std::min<std::size_t>(second_per_grid_ts.size(), sample.num_videos));
+  std::span<const std::int32_t> ids(sample.input_ids.data(), sample.input_ids.size());
+  return get_rope_index(ids, ig, vg, config, spg);
+}
+
 }  // namespace stoker::batch

@@ -12,6 +12,7 @@
 
 #include "stoker/base/result.h"
 #include "stoker/model/model_config.h"
+#include "stoker/text/labels.h"
 
 namespace stoker::batch {
 
@@ -61,5 +62,12 @@ Result<RopeIndex> get_rope_index(std::span<const std::int32_t> input_ids,
                                  std::span<const GridTHW> video_grids, const RopeConfig& config,
                                  std::span<const double> second_per_grid_ts = {},
                                  std::span<const std::uint8_t> attention_mask = {});
+
+// The same for a sample from text::build_sample: uses the grids of the media the sample kept
+// (after truncation a prefix of `images` / `videos`).
+Result<RopeIndex> get_rope_index(const text::TokenizedSample& sample,
+                                 std::span<const text::VisionGrid> images,
+                                 std::span<const text::VisionGrid> videos, const RopeConfig& config,
+                                 std::span<const double> second_per_grid_ts = {});
 
 }  // namespace stoker::batch

@@ -133,5 +133,19 @@ TEST(MropeTest, MismatchesAreErrors) {
   EXPECT_FALSE(get_rope_index(ids, odd, {}, cfg(ModelFamily::kQwen2VL)).ok());
 }
 
+// A truncated sample keeps one of two images: only the first grid is used.
+TEST(MropeTest, FromTokenizedSampleUsesTheKeptMedia) {
+  text::TokenizedSample s;
+  s.input_ids = {T, VS, IP, IP, IP, IP, VE, T};
+  s.num_images = 1;
+  std::vector<text::VisionGrid> images = {{1, 4, 4, {}}, {1, 2, 2, {}}};
+  RopeIndex r = *get_rope_index(s, images, {}, cfg(ModelFamily::kQwen2VL));
+  // text [0,2) 0,1; image base 2: t 2222, h 2233, w 2323; next 4 → VE 4, T 5.
+  EXPECT_EQ(row(r, 1), (Row{0, 1, 2, 2, 3, 3, 4, 5}));
+  EXPECT_EQ(row(r, 2), (Row{0, 1, 2, 3, 2, 3, 4, 5}));
+  s.num_images = 3;
+  EXPECT_FALSE(get_rope_index(s, images, {}, cfg(ModelFamily::kQwen2VL)).ok());
+}
+
 }  // namespace
 }  // namespace stoker::batch

@@ -289,6 +289,8 @@ Result<TokenizedSample> build_sample(const Conversation& conv, TemplateKind kind
                                      std::span<const VisionGrid> videos,
                                      const SampleOptions& options) {
   auto named = [&](Error e) { return std::move(e.with_context(record_name(conv.id))); };
+  // validate_for_sft names the record itself.
+  STOKER_RETURN_IF_ERROR(dataset::validate_for_sft(conv));
   STOKER_ASSIGN_OR_RETURN(RenderedChat chat, render_chat(conv, kind, template_options));
   std::vector<std::int64_t> ends;
   const int n = static_cast<int>(conv.messages.size());

@@ -70,7 +70,7 @@ Result<TokenizedSample> tokenize_chat(const RenderedChat& chat, const Tokenizer&
                                       std::span<const VisionGrid> images,
                                       std::span<const VisionGrid> videos, int merge_size = 2);
 
-// Render + tokenise + max-length policy. Errors name the record.
+// validate_for_sft + render + tokenise + max-length policy. Errors name the record.
 Result<TokenizedSample> build_sample(const dataset::Conversation& conversation, TemplateKind kind,
                                      const ChatTemplateOptions& template_options,
                                      const Tokenizer& tokenizer,

@@ -220,6 +220,17 @@ TEST(LabelsTest, MissingGridOrBadGridIsAnError) {
   EXPECT_NE(r.error().to_string().find("1x3x3"), std::string::npos);
 }
 
+TEST(LabelsTest, InvalidConversationIsRefused) {
+  FakeTokenizer tok;
+  Conversation c;
+  c.id = "no-answer";
+  c.messages = {msg(Role::kUser, {txt("q")})};
+  Result<TokenizedSample> r = build_sample(c, TemplateKind::kQwen2VL, {}, tok, {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().to_string().find("record \"no-answer\": no assistant turn"),
+            std::string::npos) << r.error().to_string();
+}
+
 TEST(LabelsTest, OverflowDropReportsWhy) {
   FakeTokenizer tok;
   Result<TokenizedSample> r = build_sample(two_turns(), TemplateKind::kQwen2VL, {}, tok,
