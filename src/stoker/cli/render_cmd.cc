@@ -209,14 +209,9 @@ int render(const Args& args) {
       text::build_sample(*conv, *kind, topt, **tok, *images, videos, sopt);
   if (!s.ok()) return report("render", s.error());
 
-  std::vector<batch::GridTHW> igrids, vgrids;
-  for (int i = 0; i < s->num_images; ++i) {
-    igrids.push_back({(*images)[i].grid_t, (*images)[i].grid_h, (*images)[i].grid_w});
-  }
-  for (int i = 0; i < s->num_videos; ++i) vgrids.push_back({videos[i].grid_t, videos[i].grid_h, videos[i].grid_w});
-  std::vector<double> spg(s->num_videos, 2.0 / *fps);
-  Result<batch::RopeIndex> rope = batch::get_rope_index(
-      s->input_ids, igrids, vgrids, batch::RopeConfig::from_model(*model), spg);
+  std::vector<double> spg(s->num_videos, 2.0 / *fps);  // temporal_patch_size / fps
+  Result<batch::RopeIndex> rope =
+      batch::get_rope_index(*s, *images, videos, batch::RopeConfig::from_model(*model), spg);
   if (!rope.ok()) return report("render", rope.error());
 
   std::printf("\n== %zu tokens, %lld supervised, %d image(s), %d video(s)%s ==\n",
