@@ -140,6 +140,24 @@ TEST(ConversationTest, MalformedJsonIsAClearError) {
             std::string::npos);
 }
 
+// Every prefix of a valid record and single-byte corruptions of it: an error or a value,
+// never a crash (run under STOKER_SANITIZE for the memory side).
+TEST(ConversationTest, TruncatedAndCorruptedRecordsNeverCrash) {
+  const std::string rec = R"({"id": "z", "images": ["a.jpg"], "conversations": [
+    {"from": "human", "value": "<image>\nhi"}, {"from": "gpt", "value": "yo"}]})";
+  int errors = 0;
+  for (std::size_t n = 0; n < rec.size(); ++n) errors += !parse_record(rec.substr(0, n)).ok();
+  EXPECT_EQ(errors, static_cast<int>(rec.size()));  // no strict prefix is a whole object
+  for (std::size_t i = 0; i < rec.size(); ++i) {
+    for (char c : {'"', '{', ']', '\0', '\xff'}) {
+      std::string bad = rec;
+      bad[i] = c;
+      (void)parse_record(bad);
+    }
+  }
+  EXPECT_TRUE(parse_record(rec).ok());
+}
+
 Conversation roles(std::initializer_list<Role> rs) {
   Conversation c;
   c.id = "t";
