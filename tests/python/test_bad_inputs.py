@@ -94,6 +94,7 @@ def _check_failure(rec, path, codes, reason):
     assert rec.get("code") in codes, f"{path.name}: code {rec.get('code')} not in {codes}: {rec}"
     err = rec.get("error", "")
     assert err and re.search(reason, err, re.I), f"{path.name}: unclear reason {err!r}"
+    assert path.name in err, f"the error does not name the file: {err!r}"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
