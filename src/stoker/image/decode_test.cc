@@ -240,5 +240,38 @@ TEST(DecodeTest, PixelLimitIsCheckedFromTheHeader) {
   EXPECT_TRUE(decode_rgb(*small, {.max_pixels = 400}).ok());
 }
 
+TEST(DecodeTest, CorruptedFilesNeverCrash) {
+  // Random byte flips and cuts in valid files: every outcome must be a value (pixels or an error
+  // with a data-related code), never a crash, leak or out-of-bounds access (run under ASan too).
+  const RgbImage src = make_image(48, 32, /*smooth=*/false);
+  const std::vector<std::vector<std::uint8_t>> files = {
+      *encode_jpeg(src, {}), *encode_jpeg(src, {.progressive = true}),
+      *encode_jpeg(src, {.cmyk = true}), *encode_png(src, {}),
+      *encode_png(src, {.color = PngColor::kPalette, .bit_depth = 4, .interlaced = true}),
+      *encode_webp(src, {}), *encode_webp(src, {.lossless = true, .with_alpha = true})};
+  std::uint32_t seed = 12345;
+  auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
+  const DecodeLimits limits{.max_pixels = 1 << 22};
+  RgbImage out;
+  int errors = 0;
+  for (const auto& file : files) {
+    for (int i = 0; i < 120; ++i) {
+      std::vector<std::uint8_t> bad = file;
+      const int flips = 1 + next() % 6;
+      for (int f = 0; f < flips; ++f) bad[next() % bad.size()] ^= std::uint8_t(1 + next() % 255);
+      if (i % 4 == 0) bad.resize(next() % bad.size());
+      const Status st = decode_rgb(bad, limits, &out);
+      if (!st.ok()) {
+        ++errors;
+        const ErrorCode c = st.error().code();
+        EXPECT_TRUE(c == ErrorCode::kDataLoss || c == ErrorCode::kInvalidArgument ||
+                    c == ErrorCode::kResourceExhausted)
+            << st.error().to_string();
+      }
+    }
+  }
+  EXPECT_GT(errors, 0);
+}
+
 }  // namespace
 }  // namespace stoker::image

@@ -30,21 +30,22 @@ inline std::uint16_t to_bf16(float f) {
 // x86-64 baseline, so this needs no dispatch; other CPUs take memcpy.
 inline void emit(void* dst, const void* src, size_t bytes) {
 #if defined(__SSE2__)
-  const auto addr = reinterpret_cast<std::uintptr_t>(dst);
-  if (((addr | bytes) & 15) == 0) {
-    auto* d = static_cast<__m128i*>(dst);
-    const auto* s = static_cast<const __m128i*>(src);
-    for (size_t i = 0; i < bytes / 16; ++i) _mm_stream_si128(d + i, _mm_loadu_si128(s + i));
-    return;
-  }
+  auto addr = reinterpret_cast<std::uintptr_t>(dst);
   if (((addr | bytes) & 7) == 0) {
-    auto* d = static_cast<long long*>(dst);
-    const auto* s = static_cast<const long long*>(src);
-    for (size_t i = 0; i < bytes / 8; ++i) {
+    auto* d = static_cast<std::uint8_t*>(dst);
+    const auto* s = static_cast<const std::uint8_t*>(src);
+    auto stream8 = [&] {
       long long v;
-      std::memcpy(&v, s + i, sizeof(v));
-      _mm_stream_si64(d + i, v);
+      std::memcpy(&v, s, sizeof(v));
+      _mm_stream_si64(reinterpret_cast<long long*>(d), v);
+      d += 8, s += 8, bytes -= 8;
+    };
+    if ((addr & 15) != 0 && bytes >= 8) stream8();  // 8-byte head to reach 16-byte alignment
+    for (; bytes >= 16; d += 16, s += 16, bytes -= 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
     }
+    if (bytes == 8) stream8();
     return;
   }
 #endif
@@ -71,9 +72,9 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, in
   std::vector<float> fbuf(3 * plane);
   std::vector<T> tbuf(sizeof(T) == sizeof(float) ? 0 : 3 * plane);
   float* vals[3] = {fbuf.data(), fbuf.data() + plane, fbuf.data() + 2 * plane};
-  const float* l0 = lut[0].data();
-  const float* l1 = lut[1].data();
-  const float* l2 = lut[2].data();
+  const float* __restrict l = lut[0].data();  // the 3 tables are contiguous: l[c·256 + x]
+  static_assert(sizeof(lut) == 3 * 256 * sizeof(float), "lut must be contiguous");
+  float* __restrict v = fbuf.data();
   T* row = out;
   for (int hb = 0; hb < grid_h / merge; ++hb) {
     for (int wb = 0; wb < grid_w / merge; ++wb) {
@@ -82,14 +83,12 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, in
           const int y0 = (hb * merge + mh) * P;
           const int x0 = (wb * merge + mw) * P;
           for (int py = 0; py < P; ++py) {
-            const std::uint8_t* s = img.row(y0 + py) + static_cast<size_t>(x0) * 3;
-            float* v0 = vals[0] + py * P;
-            float* v1 = vals[1] + py * P;
-            float* v2 = vals[2] + py * P;
+            const std::uint8_t* __restrict s = img.row(y0 + py) + static_cast<size_t>(x0) * 3;
+            float* __restrict vp = v + py * P;
             for (int px = 0; px < P; ++px) {
-              v0[px] = l0[s[3 * px + 0]];
-              v1[px] = l1[s[3 * px + 1]];
-              v2[px] = l2[s[3 * px + 2]];
+              vp[px] = l[s[3 * px + 0]];
+              vp[plane + px] = l[256 + s[3 * px + 1]];
+              vp[2 * plane + px] = l[512 + s[3 * px + 2]];
             }
           }
           for (int c = 0; c < 3; ++c) {

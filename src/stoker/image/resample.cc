@@ -2,8 +2,8 @@
 // see README.md "Resampling" for the arithmetic that must match bit for bit).
 //
 // Speed structure (same arithmetic, different loop order — integer sums are order-independent):
-//  * horizontal pass: 8 source rows are interleaved per pixel ([x][row][channel], 24 bytes), so
-//    one output pixel of all 8 rows is a 24-lane multiply-accumulate of contiguous bytes;
+//  * horizontal pass: 16 source rows are interleaved per pixel ([x][row][channel], 48 bytes), so
+//    one output pixel of all 16 rows is a 48-lane multiply-accumulate of contiguous bytes;
 //  * vertical pass: an output row is a weighted sum of whole source rows, 64 lanes at a time;
 //  * the two passes are fused by row blocks: right after a block of 8 intermediate rows is
 //    produced, every output row whose source rows are complete is computed, while those rows are
@@ -35,7 +35,7 @@ namespace {
 
 constexpr int kPrecisionBits = 22;                        // 32 − 8 − 2, as Pillow
 constexpr std::int32_t kHalf = 1 << (kPrecisionBits - 1);  // rounding bias of every sum
-constexpr int kBlockRows = 8;                             // rows per horizontal block
+constexpr int kBlockRows = detail::kResampleBlockRows;     // rows per horizontal block
 constexpr int kLanes = kBlockRows * 3;                    // interleaved bytes per pixel column
 
 // Keys's cubic convolution kernel with a = −0.5 (Pillow's bicubic_filter), in double.
@@ -147,9 +147,9 @@ inline std::uint8_t clip8(std::int32_t acc) {
   return static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
-// [x][row][channel] ← 8 rows of RGB. The 4-byte copies overlap: each writes one byte of the next
+// [x][row][channel] ← kBlockRows rows of RGB. The 4-byte copies overlap: each writes one byte of the next
 // slot, which the next copy (or the next column) overwrites; the last column copies 3 bytes so no
-// source row is over-read. `il` must have 1 spare byte past w·24.
+// source row is over-read. `il` must have 1 spare byte past w·kLanes.
 void interleave_rows(const std::uint8_t* const* rows, int w, std::uint8_t* il) {
   int x = 0;
   for (; x < w - 1; ++x) {
@@ -160,7 +160,7 @@ void interleave_rows(const std::uint8_t* const* rows, int w, std::uint8_t* il) {
   for (int r = 0; r < kBlockRows; ++r) std::memcpy(d + r * 3, rows[r] + x * 3, 3);
 }
 
-// The inverse: interleaved block → 8 rows (rows are written in x order, so the 4th byte of each
+// The inverse: interleaved block → kBlockRows rows (rows are written in x order, so the 4th byte of each
 // copy is overwritten by the next pixel; the last pixel copies 3 bytes).
 void deinterleave_rows(const std::uint8_t* il, int w, std::uint8_t* const* rows) {
   for (int r = 0; r < kBlockRows; ++r) {
@@ -241,7 +241,7 @@ struct AxisPlan {
 };
 
 // Horizontal pass over source rows [first, last) into `dst` (row 0 = source row `first`),
-// calling on_done(rows_done) after each block of 8 rows so the vertical pass can follow.
+// calling on_done(rows_done) after each block of rows so the vertical pass can follow.
 template <typename OnDone>
 void horizontal_pass(const RgbImage& src, const Coeffs& hc, int out_w, int first, int last,
                      std::uint8_t* dst, Scratch* s, OnDone on_done) {
@@ -263,11 +263,11 @@ void horizontal_pass(const RgbImage& src, const Coeffs& hc, int out_w, int first
     interleave_rows(in_rows, src.width, s->il.data());
     if (fixed) {
       detail::horizontal_block_fixed(hc.ksize, s->il.data(), hc.pstart.data(), hc.pk.data(), out_w,
-                                     s->il_out.data());
+                                     out_rows);
     } else {
       horizontal_any(s->il.data(), hc, out_w, s->il_out.data());
+      deinterleave_rows(s->il_out.data(), out_w, out_rows);
     }
-    deinterleave_rows(s->il_out.data(), out_w, out_rows);
     on_done(y0 + rows - first);
   }
 }

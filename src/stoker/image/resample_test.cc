@@ -11,6 +11,8 @@
 #include <random>
 #include <thread>
 
+#include <hwy/targets.h>
+
 namespace stoker::image {
 namespace {
 
@@ -158,6 +160,24 @@ TEST(ResampleTest, EqualsReferenceOnManySizes) {
   for (int i = 0; i < 40; ++i) {
     check(1 + rng() % 120, 1 + rng() % 120, 1 + rng() % 160, 1 + rng() % 160);
   }
+}
+
+TEST(ResampleTest, EverySimdTargetGivesTheSameBytes) {
+  // Highway dispatches at run time; force each compiled-and-supported target (e.g. AVX-512,
+  // AVX2, SSE4, scalar) in turn so all of them are checked on this machine.
+  std::mt19937 rng(11);
+  const RgbImage src = random_image(150, 97, &rng);
+  const int sizes[][2] = {{157, 101}, {75, 48}, {60, 40}, {50, 33}, {57, 200}};
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const auto& sz : sizes) {
+      RgbImage out;
+      resize_bicubic_exact(src, sz[0], sz[1], &out);
+      ASSERT_EQ(out.pixels, reference_resize(src, sz[0], sz[1]).pixels)
+          << hwy::TargetName(target) << " " << sz[0] << "x" << sz[1];
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);  // back to the real CPU
 }
 
 TEST(ResampleTest, SameSizeIsACopyAndConstantsStayConstant) {

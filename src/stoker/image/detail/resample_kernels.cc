@@ -7,6 +7,8 @@
 
 #include <hwy/highway.h>
 
+#include <cstring>
+
 #include "stoker/image/detail/resample_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -16,20 +18,22 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr int kShift = 22;
 constexpr std::int32_t kHalf = 1 << (kShift - 1);
-constexpr int kLanes = 24;  // 8 rows × RGB
+constexpr int kRows = 16;            // rows per block (resample.cc kBlockRows)
+constexpr int kLanes = kRows * 3;  // interleaved bytes per pixel column
 
-// At most 8 int32 lanes: 24 must be a multiple of the vector length (AVX-512 would give 16).
-using D32 = hn::CappedTag<std::int32_t, 8>;
+// At most 16 int32 lanes: 48 must be a multiple of the vector length.
+using D32 = hn::CappedTag<std::int32_t, 16>;
 
 template <int N>
 HWY_INLINE void HorizontalT(const std::uint8_t* HWY_RESTRICT il, const int* start,
-                            const std::int32_t* k, int out_w, std::uint8_t* HWY_RESTRICT il_out) {
+                            const std::int32_t* k, int out_w, std::uint8_t* const* out_rows) {
   const D32 d;
   const hn::Rebind<std::uint8_t, D32> d8;
   constexpr size_t L = hn::MaxLanes(D32());
   constexpr size_t C = kLanes / L;
-  static_assert(kLanes % L == 0, "lane count must divide 24");
+  static_assert(kLanes % L == 0, "lane count must divide 48");
   const auto half = hn::Set(d, kHalf);
+  HWY_ALIGN std::uint8_t px[kLanes + 8];
   for (int x = 0; x < out_w; ++x) {
     const std::uint8_t* p = il + static_cast<size_t>(start[x]) * kLanes;
     const std::int32_t* kx = k + static_cast<size_t>(x) * N;
@@ -41,9 +45,16 @@ HWY_INLINE void HorizontalT(const std::uint8_t* HWY_RESTRICT il, const int* star
         acc[c] = hn::Add(acc[c], hn::Mul(hn::PromoteTo(d, hn::LoadU(d8, p + c * L)), kt));
       }
     }
-    std::uint8_t* o = il_out + static_cast<size_t>(x) * kLanes;
     for (size_t c = 0; c < C; ++c) {
-      hn::StoreU(hn::DemoteTo(d8, hn::ShiftRight<kShift>(acc[c])), d8, o + c * L);
+      hn::StoreU(hn::DemoteTo(d8, hn::ShiftRight<kShift>(acc[c])), d8, px + c * L);
+    }
+    // Straight into the 16 destination rows. Rows are written in x order, so the 4th byte of
+    // each copy is overwritten by the next pixel; the last pixel copies exactly 3 bytes.
+    const size_t off = static_cast<size_t>(x) * 3;
+    if (x + 1 < out_w) {
+      for (int r = 0; r < kRows; ++r) std::memcpy(out_rows[r] + off, px + r * 3, 4);
+    } else {
+      for (int r = 0; r < kRows; ++r) std::memcpy(out_rows[r] + off, px + r * 3, 3);
     }
   }
 }
@@ -51,17 +62,19 @@ HWY_INLINE void HorizontalT(const std::uint8_t* HWY_RESTRICT il, const int* star
 template <int N>
 HWY_INLINE void VerticalT(const std::uint8_t* const* rows, const std::int32_t* k, int n,
                           std::uint8_t* HWY_RESTRICT out) {
-  const D32 d;
-  const hn::Rebind<std::uint8_t, D32> d8;
-  constexpr int L = static_cast<int>(hn::MaxLanes(D32()));
+  // Full-width vectors here (16 lanes on AVX-512): rows are contiguous, no 24-lane constraint.
+  using DV = hn::ScalableTag<std::int32_t>;
+  const DV d;
+  const hn::Rebind<std::uint8_t, DV> d8;
+  const int L = static_cast<int>(hn::Lanes(d));
   constexpr int kUnroll = 4;
   const std::uint8_t* r[N];
-  hn::Vec<D32> kk[N];
+  hn::Vec<DV> kk[N];
   for (int t = 0; t < N; ++t) r[t] = rows[t], kk[t] = hn::Set(d, k[t]);
   const auto half = hn::Set(d, kHalf);
   int i = 0;
   for (; i + kUnroll * L <= n; i += kUnroll * L) {
-    hn::Vec<D32> acc[kUnroll];
+    hn::Vec<DV> acc[kUnroll];
     for (int u = 0; u < kUnroll; ++u) acc[u] = half;
     for (int t = 0; t < N; ++t) {
       for (int u = 0; u < kUnroll; ++u) {
@@ -81,13 +94,13 @@ HWY_INLINE void VerticalT(const std::uint8_t* const* rows, const std::int32_t* k
 }
 
 void HorizontalFixed(int taps, const std::uint8_t* il, const int* start, const std::int32_t* k,
-                     int out_w, std::uint8_t* il_out) {
+                     int out_w, std::uint8_t* const* out_rows) {
   switch (taps) {
-    case 5: return HorizontalT<5>(il, start, k, out_w, il_out);
-    case 7: return HorizontalT<7>(il, start, k, out_w, il_out);
-    case 9: return HorizontalT<9>(il, start, k, out_w, il_out);
-    case 11: return HorizontalT<11>(il, start, k, out_w, il_out);
-    case 13: return HorizontalT<13>(il, start, k, out_w, il_out);
+    case 5: return HorizontalT<5>(il, start, k, out_w, out_rows);
+    case 7: return HorizontalT<7>(il, start, k, out_w, out_rows);
+    case 9: return HorizontalT<9>(il, start, k, out_w, out_rows);
+    case 11: return HorizontalT<11>(il, start, k, out_w, out_rows);
+    case 13: return HorizontalT<13>(il, start, k, out_w, out_rows);
   }
 }
 
@@ -117,8 +130,8 @@ bool has_fixed_kernel(int taps) {
 }
 
 void horizontal_block_fixed(int taps, const std::uint8_t* il, const int* start,
-                            const std::int32_t* k, int out_w, std::uint8_t* il_out) {
-  HWY_DYNAMIC_DISPATCH(HorizontalFixed)(taps, il, start, k, out_w, il_out);
+                            const std::int32_t* k, int out_w, std::uint8_t* const* out_rows) {
+  HWY_DYNAMIC_DISPATCH(HorizontalFixed)(taps, il, start, k, out_w, out_rows);
 }
 
 void vertical_row_fixed(int taps, const std::uint8_t* const* rows, const std::int32_t* k, int n,
