@@ -1,0 +1,58 @@
+// Arena: the memory batches are assembled in and handed to consumers from. One mapping, optionally
+// backed by a memfd (shared memory: another process maps the same fd and reads batches in place,
+// zero-copy). Blocks are carved first-fit from a free list and returned by release(); allocate()
+// blocks while the arena is full (backpressure: memory stays bounded by `bytes`), and fails with
+// ResourceExhausted for a request larger than the whole arena. Blocks are 4 KiB aligned.
+// Thread-safe. Owns the mapping and fd; move-only through unique_ptr.
+// Errors: ResourceExhausted, Cancelled (stop requested while waiting), Internal (mmap/memfd).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "stoker/base/result.h"
+
+namespace stoker::batch {
+
+struct ArenaOptions {
+  std::size_t bytes = std::size_t{1} << 30;
+  bool shared = true;           // memfd (0600, never visible in the filesystem) vs anonymous
+  std::string name = "stoker-arena";
+
+  Status validate() const;
+};
+
+struct Block {
+  std::uint64_t offset = 0;  // from the arena base; what crosses a process boundary
+  std::uint64_t size = 0;
+};
+
+class Arena {
+ public:
+  static Result<std::unique_ptr<Arena>> create(const ArenaOptions& options);
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  Result<Block> allocate(std::uint64_t bytes, std::stop_token stop = {});
+  void release(Block block);
+
+  std::uint8_t* base() const { return base_; }
+  std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t in_use() const;
+  std::uint64_t peak_in_use() const;
+  int fd() const { return fd_; }  // -1 unless shared
+
+ private:
+  Arena(std::uint8_t* base, std::uint64_t capacity, int fd);
+  struct State;
+  std::unique_ptr<State> state_;
+  std::uint8_t* base_ = nullptr;
+  std::uint64_t capacity_ = 0;
+  int fd_ = -1;
+};
+
+}  // namespace stoker::batch

@@ -1,0 +1,136 @@
+// Loader: the engine. Streams ready training batches for one rank from JSONL datasets:
+// plan (seeded per-epoch order, this rank's share) → read record (manifest index, pread) → fetch
+// media (many in flight, byte budget) → prepare on the CPU pool (parse, validate, probe, plan,
+// decode + resize, render + tokenize + labels + mRoPE: everything that can fail) → emit
+// (normalise + patchify straight into the batch's arena block: cannot fail) → assemble → a
+// prefetch ring of `prefetch` ready batches. Completion is out of order; delivery is in sample
+// order, so bytes never depend on thread count or timing. A failed sample is skipped, counted,
+// reported (JSONL) and replaced by the next one, deterministically; past the failure budget (or
+// at the first error with `strict`) next() returns the error. A producer error reaches the
+// consumer at its next call. next() is for one consumer thread; stats() and state() are
+// thread-safe. Errors: InvalidArgument (config), those of the data (budget exceeded), Cancelled.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoker/base/result.h"
+#include "stoker/batch/arena.h"
+#include "stoker/batch/batch.h"
+#include "stoker/dataset/order.h"
+#include "stoker/image/processor.h"
+
+namespace stoker::pipeline {
+
+// The seed's ladder (DESIGN.md; `stoker bench ladder`): how much of the engine runs ahead.
+enum class Mode {
+  kSerial,      // on demand in next(): one sample after another, on the caller's thread
+  kConcurrent,  // on demand in next(): the batch's samples fetched/transformed in parallel
+  kPrefetch,    // background producers keep `prefetch` batches ready (the default)
+};
+
+enum class Padding { kLongest, kFixed };
+
+struct ErrorPolicy {
+  bool strict = false;             // stop at the first failed sample
+  std::int64_t max_errors = -1;    // stop when more samples than this failed (-1: no limit)
+  double max_error_rate = 0.10;    // stop when failed/seen exceeds this after min_seen samples
+  std::int64_t min_seen = 100;
+  std::string report_path;         // JSONL error report; empty: none written
+};
+
+struct LoaderConfig {
+  std::vector<std::string> data;  // JSONL manifests
+  std::string model = "qwen2.5-vl";  // preset or HF model folder
+  std::string tokenizer;             // folder with tokenizer.json; empty: the model folder
+  int batch_size = 8;
+  std::int64_t max_length = 8192;
+  Padding padding = Padding::kLongest;
+  image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
+  std::uint64_t seed = 0;
+  std::int64_t epochs = 1;          // -1: forever
+  dataset::RankFlags rank;          // explicit rank/world; unset fields come from the launcher env
+  Mode mode = Mode::kPrefetch;
+  int threads = 0;                  // CPU pool size; 0: hardware concurrency
+  int prefetch = 4;                 // ready batches kept ahead (kPrefetch)
+  std::int64_t fetch_bytes_in_flight = std::int64_t{256} << 20;
+  batch::ArenaOptions arena;
+  ErrorPolicy errors;
+  // Test hook: called before each media read with (record id, media index); may sleep to
+  // simulate I/O jitter. Must be thread-safe. Never affects output bytes.
+  std::function<void(std::uint64_t, int)> io_delay_hook;
+
+  Status validate() const;
+};
+
+// Resumable by position, not payload: restart delivers exactly the samples not yet delivered.
+struct LoaderState {
+  std::uint64_t epoch = 0;
+  std::uint64_t position = 0;     // samples of this epoch's global order consumed by all ranks
+  std::uint64_t errors = 0;       // error-log cursor
+  std::string serialize() const;  // a few bytes, text
+  static Result<LoaderState> parse(std::string_view text);
+};
+
+struct StageStats {
+  std::string name;       // read, fetch, prepare, emit, assemble
+  double busy_s = 0;      // summed over threads
+  std::int64_t items = 0;
+};
+
+struct LoaderStats {
+  std::int64_t batches = 0, samples = 0, failed = 0;
+  double wait_s = 0;      // consumer time blocked inside next()
+  double elapsed_s = 0;   // since the first next()
+  double wait_ratio() const { return elapsed_s > 0 ? wait_s / elapsed_s : 0; }
+  double first_batch_s = 0;
+  std::vector<StageStats> stages;
+  std::uint64_t arena_peak_bytes = 0;
+};
+
+// A delivered batch. Memory stays valid until the Batch is destroyed (or release() is called),
+// which returns its block to the arena.
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&&) noexcept;
+  Batch& operator=(Batch&&) noexcept;
+  ~Batch();
+
+  const batch::BatchLayout& layout() const { return layout_; }
+  const std::uint8_t* data(const batch::TensorView& t) const { return base_ + t.offset; }
+  template <typename T>
+  const T* as(const std::string& name) const;
+  void release();
+
+ private:
+  friend class Loader;
+  batch::BatchLayout layout_;
+  const std::uint8_t* base_ = nullptr;
+  std::function<void(batch::Block)> release_;
+};
+
+class Loader {
+ public:
+  static Result<std::unique_ptr<Loader>> create(const LoaderConfig& config);
+  ~Loader();
+
+  // Blocks until the next batch is ready. nullopt at the end of the last epoch.
+  Result<std::optional<Batch>> next();
+
+  LoaderState state() const;           // position after the last delivered batch
+  Status resume(const LoaderState& s);  // before the first next()
+  LoaderStats stats() const;
+  const batch::Arena& arena() const;
+
+ private:
+  struct Impl;
+  explicit Loader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stoker::pipeline
