@@ -74,7 +74,9 @@ class RankShard {
   std::uint64_t sample(std::uint64_t k) const;
   // Global position of item k in the padded order; >= num_samples only for pad items.
   std::uint64_t global_position(std::uint64_t k) const;
-  // The resume state once every rank consumed `steps` items (steps <= size()).
+  // The resume state once every rank consumed `steps` items (steps <= size()); capped at
+  // num_samples. Under kDrop the end of the epoch is < num_samples (the dropped tail): record a
+  // finished epoch as (epoch + 1, position 0), not as this number.
   std::uint64_t resume_position(std::uint64_t steps) const;
 
   int rank() const { return rank_; }

@@ -142,7 +142,11 @@ TEST(FutureTest, CancelShutdownCompletesQueuedFutures) {
   for (int i = 0; i < 50; ++i) queued.push_back(run_async<int>(pool, [] { return Result<int>(1); }));
   started.wait();
   std::thread closer([&] { pool.shutdown(ShutdownMode::kCancel); });
-  for (auto& f : queued) EXPECT_EQ(f.get().error().code(), ErrorCode::kCancelled);
+  for (auto& f : queued) {
+    // A deadline, not get(): a pool that ran instead of dropping would hang here behind the gate.
+    ASSERT_TRUE(f.wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    EXPECT_EQ(f.get().error().code(), ErrorCode::kCancelled);
+  }
   gate.release();
   closer.join();
   EXPECT_TRUE(blocker.get().ok());
