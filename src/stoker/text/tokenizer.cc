@@ -59,10 +59,7 @@ class AddedMatcher {
 
 // Rust's char::is_whitespace is Unicode White_Space, the same set as Oniguruma's \s.
 bool is_space_cp(char32_t cp) { return detail::char_flags(detail::class_table(), cp) & detail::kSpace; }
-bool is_word_cp(char32_t cp) {
-  return cp == '_' ||
-         (detail::char_flags(detail::class_table(), cp) & (detail::kLetter | detail::kNumber));
-}
+bool is_word_cp(char32_t cp) { return detail::is_word_char(cp); }
 char32_t last_cp(std::string_view s) {
   std::size_t i = s.size() - 1;
   while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;

@@ -162,31 +162,100 @@ std::string show(const std::vector<TokenId>& ids) {
   return s + "]";
 }
 
-}  // namespace
+struct Options {
+  std::string model, oracle, node_path, work;
+  int count = 12000;
+  std::uint64_t seed = 20261130;
+};
 
-int main(int argc, char** argv) {
-  const std::string model = arg(argc, argv, "model"), oracle = arg(argc, argv, "oracle"),
-                    node_path = arg(argc, argv, "node-path"), work = arg(argc, argv, "work", "/tmp");
-  const int count = std::atoi(arg(argc, argv, "count", "12000").c_str());
-  const std::uint64_t seed = std::strtoull(arg(argc, argv, "seed", "20261130").c_str(), nullptr, 10);
-  auto tok = Tokenizer::load(model);
+// Variants of the real file that exercise the paths Qwen's own settings leave unused; both sides
+// load the same modified copy. "flags": lstrip/rstrip/single_word/normalized on some added tokens;
+// "regex": another Split pattern (\p{N}{1,3}, Oniguruma fallback); "gpt2": ByteLevel(use_regex)
+// alone; "nonorm": no normalizer.
+stoker::Result<std::string> prepare(const Options& o, const std::string& variant) {
+  if (variant == "qwen") return o.model;
+  auto raw = stoker::read_text_file(o.model + "/tokenizer.json");
+  if (!raw.ok()) return raw.error();
+  nlohmann::json j = nlohmann::json::parse(*raw, nullptr, false);
+  if (j.is_discarded()) return stoker::invalid_argument("bad tokenizer.json");
+  if (variant == "flags") {
+    for (auto& t : j["added_tokens"]) {
+      const std::string c = t["content"];
+      if (c == "<|im_start|>" || c == "</think>" || c == "<|box_start|>") t["lstrip"] = true;
+      if (c == "<|im_end|>" || c == "</think>" || c == "<|box_end|>") t["rstrip"] = true;
+      if (c == "<think>" || c == "<|quad_start|>") t["single_word"] = true;
+      if (c == "<tool_call>" || c == "<|fim_prefix|>") t["normalized"] = true;
+    }
+  } else if (variant == "regex") {
+    j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] =
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  } else if (variant == "gpt2") {
+    j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false},
+                          {"trim_offsets", false}, {"use_regex", true}};
+  } else if (variant == "nonorm") {
+    j["normalizer"] = nullptr;
+  } else {
+    return stoker::invalid_argument("unknown variant " + variant);
+  }
+  const std::string dir = o.work + "/model_" + variant;
+  std::system(("mkdir -p " + shell_quote(dir)).c_str());
+  if (auto s = stoker::write_text_file(dir + "/tokenizer.json", j.dump()); !s.ok()) return s.error();
+  return dir;
+}
+
+bool has_newer_unicode(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    char32_t cp;
+    p += stoker::text::detail::decode_utf8(p, &cp);
+    if (stoker::text::detail::is_newer_unicode_letter_or_number(cp)) return true;
+  }
+  return false;
+}
+
+// Encodes the generated strings with stoker and with the reference; then decode() of reference ids
+// and of random id runs. Returns the number of disagreements.
+int check(const Options& o, const std::string& variant, int count) {
+  auto folder = prepare(o, variant);
+  if (!folder.ok()) {
+    std::fprintf(stderr, "tokenizer_parity: %s\n", folder.error().to_string().c_str());
+    return 1;
+  }
+  auto tok = Tokenizer::load(*folder);
   if (!tok.ok()) {
     std::fprintf(stderr, "tokenizer_parity: %s\n", tok.error().to_string().c_str());
     return 1;
   }
+  const std::string tok_json = *folder + "/tokenizer.json";
   // Every added token, read from the file itself so both models' lists are covered.
   std::vector<std::string> added;
-  auto raw = stoker::read_text_file(model + "/tokenizer.json");
-  for (const auto& t : nlohmann::json::parse(*raw)["added_tokens"]) added.push_back(t["content"]);
+  const nlohmann::json file = nlohmann::json::parse(*stoker::read_text_file(tok_json));
+  for (const auto& t : file["added_tokens"]) added.push_back(t["content"]);
+  if (added.empty()) {
+    std::fprintf(stderr, "tokenizer_parity: no added tokens in %s\n", tok_json.c_str());
+    return 1;
+  }
 
-  Generator gen(seed, added);
+  Generator gen(o.seed, added);
   std::vector<std::string> strings;
-  for (const std::string& a : added) strings.push_back("x" + a + " y" + a + a + "\n" + a);
-  while (static_cast<int>(strings.size()) < count) strings.push_back(gen.string());
-  std::system(("mkdir -p " + shell_quote(work)).c_str());
-  const std::string in = work + "/strings.json", out = work + "/ids.json";
+  for (const std::string& a : added) strings.push_back("x" + a + " y" + a + a + "\n" + a + " \n" + a + " z");
+  int skipped = 0;
+  while (static_cast<int>(strings.size()) < count) {
+    std::string s = gen.string();
+    // The Oniguruma fallback runs on the installed Oniguruma, whose tables stop at Unicode 14.
+    if (variant == "regex" || variant == "gpt2") {
+      if (has_newer_unicode(s)) {
+        ++skipped;
+        continue;
+      }
+    }
+    strings.push_back(std::move(s));
+  }
+  const std::string in = o.work + "/strings_" + variant + ".json", out = o.work + "/ids_" + variant + ".json";
   if (!stoker::write_text_file(in, nlohmann::json(strings).dump()).ok() ||
-      !run_oracle("encode", node_path, oracle, model + "/tokenizer.json", in, out)) {
+      !run_oracle("encode", o.node_path, o.oracle, tok_json, in, out)) {
     std::fprintf(stderr, "tokenizer_parity: running the reference failed\n");
     return 1;
   }
@@ -198,25 +267,26 @@ int main(int argc, char** argv) {
     const std::vector<TokenId> got = (*tok)->encode(strings[i]);
     tokens += want.size();
     if (got != want && bad++ < 10) {
-      std::fprintf(stderr, "MISMATCH #%zu %s\n  rust:   %s\n  stoker: %s\n", i,
+      std::fprintf(stderr, "MISMATCH [%s] #%zu %s\n  rust:   %s\n  stoker: %s\n", variant.c_str(), i,
                    nlohmann::json(strings[i]).dump().c_str(), show(want).c_str(), show(got).c_str());
     }
   }
-  std::printf("encode: %zu/%zu strings identical (%zu tokens)\n", strings.size() - bad,
-              strings.size(), tokens);
+  std::printf("[%s] encode: %zu/%zu strings identical (%zu tokens)", variant.c_str(),
+              strings.size() - bad, strings.size(), tokens);
+  if (skipped) std::printf(", %d strings with Unicode 15+ letters skipped (fallback regex)", skipped);
+  std::printf("\n");
 
-  // decode(): the reference ids of the first strings, and random id runs.
   std::vector<std::vector<TokenId>> runs;
-  std::mt19937_64 rng(seed + 1);
+  std::mt19937_64 rng(o.seed + 1);
   for (std::size_t i = 0; i < 1000 && i < strings.size(); ++i) runs.push_back(expected[i]);
   for (int i = 0; i < 1000; ++i) {
     std::vector<TokenId> r(1 + rng() % 8);
     for (auto& id : r) id = static_cast<TokenId>(rng() % (*tok)->vocab_size());
     runs.push_back(r);
   }
-  const std::string din = work + "/runs.json", dout = work + "/decoded.json";
+  const std::string din = o.work + "/runs_" + variant + ".json", dout = o.work + "/decoded_" + variant + ".json";
   if (!stoker::write_text_file(din, nlohmann::json(runs).dump()).ok() ||
-      !run_oracle("decode", node_path, oracle, model + "/tokenizer.json", din, dout)) {
+      !run_oracle("decode", o.node_path, o.oracle, tok_json, din, dout)) {
     std::fprintf(stderr, "tokenizer_parity: running the reference decoder failed\n");
     return 1;
   }
@@ -225,10 +295,30 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::string want = decoded[i].get<std::string>(), got = (*tok)->decode(runs[i]);
     if (got != want && dbad++ < 10)
-      std::fprintf(stderr, "DECODE MISMATCH %s\n  rust:   %s\n  stoker: %s\n", show(runs[i]).c_str(),
-                   nlohmann::json(want).dump().c_str(),
+      std::fprintf(stderr, "DECODE MISMATCH [%s] %s\n  rust:   %s\n  stoker: %s\n", variant.c_str(),
+                   show(runs[i]).c_str(), nlohmann::json(want).dump().c_str(),
                    nlohmann::json(got).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
-  std::printf("decode: %zu/%zu id runs identical\n", runs.size() - dbad, runs.size());
-  return bad == 0 && dbad == 0 ? 0 : 1;
+  std::printf("[%s] decode: %zu/%zu id runs identical\n", variant.c_str(), runs.size() - dbad, runs.size());
+  return bad + dbad;
+}
+
+}  // namespace
+
+// tokenizer_parity --model DIR --oracle tokenizer_oracle.js --node-path NODE_MODULES
+//                  [--count N] [--seed S] [--work DIR] [--variants qwen,flags,regex,gpt2,nonorm]
+int main(int argc, char** argv) {
+  Options o;
+  o.model = arg(argc, argv, "model");
+  o.oracle = arg(argc, argv, "oracle");
+  o.node_path = arg(argc, argv, "node-path");
+  o.work = arg(argc, argv, "work", "/tmp/stoker-tokenizer-parity");
+  o.count = std::atoi(arg(argc, argv, "count", "12000").c_str());
+  o.seed = std::strtoull(arg(argc, argv, "seed", "20261130").c_str(), nullptr, 10);
+  std::system(("mkdir -p " + shell_quote(o.work)).c_str());
+  int bad = 0;
+  std::string variants = arg(argc, argv, "variants", "qwen") + ",";
+  for (std::size_t b = 0, e; (e = variants.find(',', b)) != std::string::npos; b = e + 1)
+    if (e > b) bad += check(o, variants.substr(b, e - b), o.count);
+  return bad == 0 ? 0 : 1;
 }

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace stoker::text::detail {
@@ -78,7 +78,7 @@ struct Tables {
     const int ct_l = onig_ctype("L");
     const int ct_n = onig_ctype("N");
     std::vector<bool> unstable = nfc_unstable();
-    std::map<std::vector<std::uint8_t>, std::uint16_t> seen;
+    std::unordered_map<std::string, std::uint16_t> seen;  // block bytes → block number
     index.resize((kMaxCp + 1) >> 8);
     std::vector<std::uint8_t> block(256);
     for (char32_t hi = 0; hi < index.size(); ++hi) {
@@ -91,7 +91,8 @@ struct Tables {
         if (!unstable[cp]) f |= kNfcStable;
         block[lo] = f;
       }
-      auto [it, fresh] = seen.emplace(block, static_cast<std::uint16_t>(seen.size()));
+      auto [it, fresh] = seen.emplace(std::string(block.begin(), block.end()),
+                                      static_cast<std::uint16_t>(seen.size()));
       if (fresh) blocks.insert(blocks.end(), block.begin(), block.end());
       index[hi] = it->second;
     }
@@ -101,7 +102,8 @@ struct Tables {
         const std::size_t hi = cp >> 8;
         std::vector<std::uint8_t> b(blocks.begin() + index[hi] * 256, blocks.begin() + index[hi] * 256 + 256);
         b[cp & 0xFF] = static_cast<std::uint8_t>((b[cp & 0xFF] & ~(kLetter | kNumber)) | flag);
-        auto [it, fresh] = seen.emplace(b, static_cast<std::uint16_t>(seen.size()));
+        auto [it, fresh] = seen.emplace(std::string(b.begin(), b.end()),
+                                        static_cast<std::uint16_t>(seen.size()));
         if (fresh) blocks.insert(blocks.end(), b.begin(), b.end());
         index[hi] = it->second;
       }
@@ -186,6 +188,23 @@ std::size_t valid_len(std::string_view s, std::size_t i, std::size_t* bad) {
 }
 
 }  // namespace
+
+bool is_word_char(char32_t cp) {
+  if (cp == 0x200C || cp == 0x200D) return true;  // Join_Control
+  // Other_Alphabetic symbols: circled / squared / negative Latin letters.
+  if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) ||
+      (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189))
+    return true;
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_PC:
+      return true;
+    default:
+      return false;
+  }
+}
 
 bool is_valid_utf8(std::string_view s) {
   std::size_t i = 0, bad = 0;

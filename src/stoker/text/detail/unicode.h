@@ -53,6 +53,10 @@ inline int decode_utf8(const unsigned char* p, char32_t* cp) {
 
 void append_utf8(char32_t cp, std::string* out);
 
+// Perl/UTS#18 \w as Rust's regex_syntax::is_word_character has it (HF's single_word rule):
+// Alphabetic, marks, decimal digits, connector punctuation, joiners.
+bool is_word_char(char32_t cp);
+
 bool is_valid_utf8(std::string_view s);
 // Replaces each maximal invalid subsequence with U+FFFD (the Unicode "maximal subpart" practice,
 // as Rust's String::from_utf8_lossy and Python's errors="replace" do).
