@@ -9,7 +9,8 @@ Every file is read into memory first (stoker's side also times from bytes in mem
 pass times decode (Image.open + convert("RGB") + np.asarray) → resize (Pillow BICUBIC) →
 rescale+normalise (float64 → float32) → patchify per image. BLAS/OpenMP pools are held to one
 thread and the process is pinned to one core (the one stoker used), so both sides get one core.
-Prints one JSON object: images/s of the best pass, ms/image, and the per-stage split.
+Prints one JSON object: images/s and ms/image of the best pass by thread CPU time (robust to
+other processes sharing the core), the best wall-clock images/s, and the per-stage split.
 """
 
 from __future__ import annotations
@@ -80,27 +81,38 @@ def main() -> int:
     for data in blobs[:args.warmup]:
         one_image(data, spec, scratch)
 
+    # Best pass by this thread's CPU time (user + system): other processes time-slicing the
+    # shared core do not count against it. Wall time is reported too.
     best = None
+    best_wall = None
     rows = 0
     for _ in range(max(1, args.repeat)):
         stages = [0.0] * 4
         rows = 0
         t0 = time.perf_counter()
+        c0 = time.thread_time()
         for data in blobs:
             rows += one_image(data, spec, stages)
-        elapsed = time.perf_counter() - t0
-        if best is None or elapsed < best[0]:
-            best = (elapsed, stages)
-    elapsed, stages = best
+        cpu = time.thread_time() - c0
+        wall = time.perf_counter() - t0
+        if best is None or cpu < best[0]:
+            best = (cpu, stages, wall)
+        best_wall = wall if best_wall is None else min(best_wall, wall)
+    elapsed, stages, wall = best
+    # Stages are timed by wall clock; scale them to the pass's CPU time.
+    scale = elapsed / wall if wall > 0 else 1.0
+    stages = [s * scale for s in stages]
     n = len(blobs)
     print(json.dumps({
         "impl": "pillow+numpy (HF slow processor)",
         "model": args.model,
         "images": n,
         "rows": rows,
-        "seconds": elapsed,
+        "cpu_seconds": elapsed,
         "images_per_s": n / elapsed,
         "ms_per_image": 1000 * elapsed / n,
+        "wall_seconds": best_wall,
+        "wall_images_per_s": n / best_wall,
         "stages_ms_per_image": {name: 1000 * s / n for name, s in
                                 zip(("decode", "resize", "normalize", "patchify"), stages)},
         "core": args.core,
