@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -315,6 +316,16 @@ int main(int argc, char** argv) {
   o.work = arg(argc, argv, "work", "/tmp/stoker-tokenizer-parity");
   o.count = std::atoi(arg(argc, argv, "count", "12000").c_str());
   o.seed = std::strtoull(arg(argc, argv, "seed", "20261130").c_str(), nullptr, 10);
+  // Missing oracles are a skip (ctest SKIP_RETURN_CODE 77), not a failure: say what is missing.
+  if (!std::filesystem::exists(o.model + "/tokenizer.json") ||
+      !std::filesystem::exists(o.node_path + "/tokenizers") ||
+      std::system("command -v node >/dev/null 2>&1") != 0) {
+    std::fprintf(stderr,
+                 "tokenizer_parity: SKIP: needs node on PATH and the npm oracles (npm ci in "
+                 "tools/oracles): %s, %s/tokenizers\n",
+                 o.model.c_str(), o.node_path.c_str());
+    return 77;
+  }
   std::system(("mkdir -p " + shell_quote(o.work)).c_str());
   int bad = 0;
   std::string variants = arg(argc, argv, "variants", "qwen") + ",";
