@@ -1,0 +1,140 @@
+// Arena: one mapping (memfd or anonymous), a first-fit free list ordered by offset with
+// coalescing on release, and a condition variable that blocks allocate() while nothing fits.
+#include "stoker/batch/arena.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace stoker::batch {
+namespace {
+
+constexpr std::uint64_t kAlign = 4096;
+
+std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+}  // namespace
+
+struct Arena::State {
+  std::mutex mu;
+  std::condition_variable_any freed;
+  std::map<std::uint64_t, std::uint64_t> free;  // offset → size, disjoint, never adjacent
+  std::uint64_t in_use = 0;
+  std::uint64_t peak = 0;
+};
+
+Status ArenaOptions::validate() const {
+  if (bytes < kAlign) return invalid_argument("arena: bytes must be at least 4096");
+  if (name.empty()) return invalid_argument("arena: empty name");
+  return ok_status();
+}
+
+Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
+  STOKER_RETURN_IF_ERROR(options.validate());
+  const std::uint64_t capacity = round_up(options.bytes);
+  int fd = -1;
+  void* base = MAP_FAILED;
+  if (options.shared) {
+    fd = memfd_create(options.name.c_str(), MFD_CLOEXEC);
+    if (fd < 0) return internal_error(errno_text("arena: memfd_create"));
+    if (ftruncate(fd, static_cast<off_t>(capacity)) != 0) {
+      Error e = internal_error(errno_text("arena: ftruncate"));
+      close(fd);
+      return e;
+    }
+    base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  } else {
+    base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  }
+  if (base == MAP_FAILED) {
+    Error e = internal_error(errno_text("arena: mmap"));
+    if (fd >= 0) close(fd);
+    return e;
+  }
+  return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(base), capacity, fd));
+}
+
+Arena::Arena(std::uint8_t* base, std::uint64_t capacity, int fd)
+    : state_(std::make_unique<State>()), base_(base), capacity_(capacity), fd_(fd) {
+  state_->free.emplace(0, capacity);
+}
+
+Arena::~Arena() {
+  munmap(base_, capacity_);
+  if (fd_ >= 0) close(fd_);
+}
+
+Result<Block> Arena::allocate(std::uint64_t bytes, std::stop_token stop) {
+  const std::uint64_t size = round_up(bytes == 0 ? 1 : bytes);
+  if (size > capacity_) {
+    return resource_exhausted("arena: a block of " + std::to_string(bytes) +
+                              " bytes is larger than the whole arena (" +
+                              std::to_string(capacity_) + " bytes); raise the arena size");
+  }
+  std::unique_lock lock(state_->mu);
+  Block block;
+  auto fits = [&] {
+    for (auto it = state_->free.begin(); it != state_->free.end(); ++it) {
+      if (it->second < size) continue;
+      block = {it->first, size};
+      if (it->second > size) state_->free.emplace(it->first + size, it->second - size);
+      state_->free.erase(it);
+      return true;
+    }
+    return false;
+  };
+  if (!state_->freed.wait(lock, stop, fits)) {
+    return cancelled("arena: stopped while waiting for " + std::to_string(size) + " bytes");
+  }
+  state_->in_use += size;
+  if (state_->in_use > state_->peak) state_->peak = state_->in_use;
+  return block;
+}
+
+void Arena::release(Block block) {
+  if (block.size == 0) return;
+  {
+    std::lock_guard lock(state_->mu);
+    auto& free = state_->free;
+    STOKER_CHECK(block.offset + block.size <= capacity_, "arena: release of a foreign block");
+    auto next = free.lower_bound(block.offset);
+    STOKER_CHECK(next == free.end() || next->first >= block.offset + block.size,
+                 "arena: double release or overlapping block");
+    std::uint64_t offset = block.offset, size = block.size;
+    if (next != free.begin()) {
+      auto prev = std::prev(next);
+      STOKER_CHECK(prev->first + prev->second <= offset, "arena: double release");
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        size += prev->second;
+        free.erase(prev);
+      }
+    }
+    if (next != free.end() && next->first == block.offset + block.size) {
+      size += next->second;
+      free.erase(next);
+    }
+    free.emplace(offset, size);
+    state_->in_use -= block.size;
+  }
+  state_->freed.notify_all();
+}
+
+std::uint64_t Arena::in_use() const {
+  std::lock_guard lock(state_->mu);
+  return state_->in_use;
+}
+
+std::uint64_t Arena::peak_in_use() const {
+  std::lock_guard lock(state_->mu);
+  return state_->peak;
+}
+
+}  // namespace stoker::batch

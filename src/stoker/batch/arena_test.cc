@@ -1,0 +1,97 @@
+#include "stoker/batch/arena.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace stoker::batch {
+namespace {
+
+std::unique_ptr<Arena> make(std::size_t bytes, bool shared = true) {
+  auto a = Arena::create({.bytes = bytes, .shared = shared, .name = "arena-test"});
+  EXPECT_TRUE(a.ok()) << a.error().to_string();
+  return std::move(a).value();
+}
+
+TEST(ArenaTest, FirstFitAlignedAndCoalesces) {
+  auto arena = make(64 << 10);
+  auto a = arena->allocate(100), b = arena->allocate(5000), c = arena->allocate(4096);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->offset, 0u);
+  EXPECT_EQ(a->size, 4096u);
+  EXPECT_EQ(b->offset, 4096u);
+  EXPECT_EQ(b->size, 8192u);
+  EXPECT_EQ(c->offset, 12288u);
+  EXPECT_EQ(arena->in_use(), 16384u);
+  arena->release(*a);
+  arena->release(*b);  // coalesces with a: a 12 KiB hole at 0
+  auto d = arena->allocate(12288);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->offset, 0u);
+  arena->release(*c);
+  arena->release(*d);
+  EXPECT_EQ(arena->in_use(), 0u);
+  EXPECT_EQ(arena->peak_in_use(), 16384u);
+  auto whole = arena->allocate(64 << 10);  // everything coalesced back into one range
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->offset, 0u);
+}
+
+TEST(ArenaTest, TooLargeIsResourceExhausted) {
+  auto arena = make(8192);
+  auto r = arena->allocate(8193);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kResourceExhausted);
+}
+
+TEST(ArenaTest, AllocateBlocksUntilRelease) {
+  auto arena = make(8192, false);
+  auto a = arena->allocate(8192);
+  ASSERT_TRUE(a.ok());
+  std::atomic<bool> got{false};
+  std::thread t([&] {
+    auto b = arena->allocate(4096);
+    EXPECT_TRUE(b.ok());
+    got = true;
+    arena->release(*b);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(got.load());
+  arena->release(*a);
+  t.join();
+  EXPECT_TRUE(got.load());
+}
+
+TEST(ArenaTest, StopTokenCancelsWait) {
+  auto arena = make(4096);
+  auto a = arena->allocate(4096);
+  ASSERT_TRUE(a.ok());
+  std::stop_source stop;
+  std::thread t([&] {
+    auto b = arena->allocate(4096, stop.get_token());
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.error().code(), ErrorCode::kCancelled);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stop.request_stop();
+  t.join();
+}
+
+TEST(ArenaTest, SharedFdMapsTheSameBytes) {
+  auto arena = make(8192, true);
+  ASSERT_GE(arena->fd(), 0);
+  auto a = arena->allocate(4096);
+  ASSERT_TRUE(a.ok());
+  arena->base()[a->offset + 7] = 42;
+  void* other = mmap(nullptr, 8192, PROT_READ, MAP_SHARED, arena->fd(), 0);
+  ASSERT_NE(other, MAP_FAILED);
+  EXPECT_EQ(static_cast<std::uint8_t*>(other)[a->offset + 7], 42);
+  munmap(other, 8192);
+  EXPECT_EQ(make(8192, false)->fd(), -1);
+}
+
+}  // namespace
+}  // namespace stoker::batch

@@ -1,0 +1,42 @@
+#include "stoker/batch/batch.h"
+
+namespace stoker::batch {
+
+int dtype_size(DType t) {
+  switch (t) {
+    case DType::kInt64:
+    case DType::kUInt64: return 8;
+    case DType::kFloat32:
+    case DType::kInt32: return 4;
+    case DType::kBFloat16: return 2;
+    case DType::kUInt8: return 1;
+  }
+  return 1;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kInt64: return "int64";
+    case DType::kUInt64: return "uint64";
+    case DType::kFloat32: return "float32";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kInt32: return "int32";
+    case DType::kUInt8: return "uint8";
+  }
+  return "?";
+}
+
+std::uint64_t TensorView::bytes() const {
+  std::uint64_t n = static_cast<std::uint64_t>(dtype_size(dtype));
+  for (std::int64_t d : shape) n *= static_cast<std::uint64_t>(d);
+  return n;
+}
+
+const TensorView* BatchLayout::find(const std::string& name) const {
+  for (const TensorView& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace stoker::batch

@@ -1,0 +1,48 @@
+#include "stoker/batch/collate.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace stoker::batch {
+namespace {
+
+TEST(CollateTest, PadsRightWithHfValues) {
+  BatchShape shape{.batch_size = 2, .length = 4, .images = 1, .pixel_rows = 4, .pixel_cols = 6};
+  std::vector<std::uint8_t> mem(layout_bytes(shape) + 128, 0xEE);
+  BatchLayout layout = make_layout(shape, {128, layout_bytes(shape)});
+  for (const TensorView& t : layout.tensors) EXPECT_EQ(t.offset % 64, 0u) << t.name;
+  std::vector<std::int32_t> ids0 = {1, 2, 3}, lab0 = {-100, 2, 3};
+  std::vector<std::int64_t> pos0 = {0, 1, 2, 0, 1, 2, 0, 1, 2};
+  std::vector<std::int32_t> ids1 = {9, 8, 7, 6}, lab1 = {9, 8, 7, 6};
+  std::vector<std::int64_t> pos1 = {0, 1, 2, 3, 0, 1, 2, 3, 0, 5, 6, 7};
+  collate_row(mem.data(), layout, 0, {ids0, lab0, pos0});
+  collate_row(mem.data(), layout, 1, {ids1, lab1, pos1});
+  std::vector<GridTHW> grids = {{1, 2, 2}};
+  write_grids(mem.data(), layout, grids);
+  std::vector<std::uint64_t> sids = {17, 4};
+  write_sample_ids(mem.data(), layout, sids);
+  auto i64 = [&](const char* name) {
+    return reinterpret_cast<const std::int64_t*>(mem.data() + layout.find(name)->offset);
+  };
+  EXPECT_EQ(std::vector<std::int64_t>(i64("input_ids"), i64("input_ids") + 8),
+            (std::vector<std::int64_t>{1, 2, 3, kPadTokenId, 9, 8, 7, 6}));
+  EXPECT_EQ(std::vector<std::int64_t>(i64("labels"), i64("labels") + 8),
+            (std::vector<std::int64_t>{-100, 2, 3, -100, 9, 8, 7, 6}));
+  EXPECT_EQ(std::vector<std::int64_t>(i64("attention_mask"), i64("attention_mask") + 8),
+            (std::vector<std::int64_t>{1, 1, 1, 0, 1, 1, 1, 1}));
+  // [3, B, L]: row r of sample b at (r * B + b) * L.
+  EXPECT_EQ(std::vector<std::int64_t>(i64("position_ids"), i64("position_ids") + 24),
+            (std::vector<std::int64_t>{0, 1, 2, 1, 0, 1, 2, 3,  //
+                                       0, 1, 2, 1, 0, 1, 2, 3,  //
+                                       0, 1, 2, 1, 0, 5, 6, 7}));
+  EXPECT_EQ(std::vector<std::int64_t>(i64("image_grid_thw"), i64("image_grid_thw") + 3),
+            (std::vector<std::int64_t>{1, 2, 2}));
+  EXPECT_EQ(i64("sample_ids")[0], 17);
+  EXPECT_EQ(pixel_row_address(mem.data(), layout, 1) - pixel_row_address(mem.data(), layout, 0),
+            6 * 4);
+  EXPECT_EQ(layout.find("pixel_values")->bytes(), 4u * 6 * 4);
+}
+
+}  // namespace
+}  // namespace stoker::batch
