@@ -132,15 +132,32 @@ tjhandle thread_decompressor() {
   return handle.get();
 }
 
-// libjpeg-turbo reports recoverable problems as warnings and still returns pixels. Pillow raises
-// "image file is truncated" when the data ends early, so a premature end is an error here; so is
-// any other corrupt-data warning (never a silently wrong sample). The one benign warning is junk
-// bytes before a marker (e.g. padding before EOI), which Pillow also ignores.
+// libjpeg-turbo reports recoverable problems as warnings and still returns every pixel. Pillow
+// raises "image file is truncated" when the data ends early, so a premature end is an error here,
+// and so is every warning about damaged entropy-coded data (bad Huffman code, lost restart
+// marker, premature end of a segment): Pillow would decode grey garbage there, and we never
+// return a silently wrong sample. Warnings about harmless oddities of valid files are accepted,
+// as Pillow accepts them.
+bool benign_jpeg_warning(const std::string& msg) {
+  static constexpr const char* kBenign[] = {
+      "extraneous bytes before marker",        // padding before a marker / EOI
+      "unknown JFIF revision number",          // JFIF 2.x files
+      "Unknown Adobe color transform code",    // treated as no transform
+      "Invalid SOS parameters for sequential",  // odd but decodable baseline scans
+      "Inconsistent progression sequence",     // odd but decodable progressive scans
+      "bad ICC marker",                        // colour profile is not used
+  };
+  for (const char* b : kBenign) {
+    if (msg.find(b) != std::string::npos) return true;
+  }
+  return false;
+}
+
 Status jpeg_failure(tjhandle tj, const char* what) {
   const std::string msg = tjGetErrorStr2(tj);
   const bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
-  if (warning && msg.find("extraneous bytes before marker") != std::string::npos) return ok_status();
-  if (msg.find("Premature end") != std::string::npos) {
+  if (warning && benign_jpeg_warning(msg)) return ok_status();
+  if (msg.find("Premature end of JPEG file") != std::string::npos) {
     return data_loss("truncated JPEG (image file is truncated): " + msg);
   }
   return data_loss(std::string(what) + (warning ? " (corrupt data): " : ": ") + msg);
@@ -157,7 +174,7 @@ Status decode_jpeg(std::span<const std::uint8_t> b, const ImageHeader& h, RgbIma
   int w = 0, hh = 0, subsamp = 0, cs = 0;
   if (tjDecompressHeader3(tj, b.data(), static_cast<unsigned long>(b.size()), &w, &hh, &subsamp,
                           &cs) != 0) {
-    return data_loss(std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj));
+    STOKER_RETURN_IF_ERROR(jpeg_failure(tj, "corrupt JPEG header"));
   }
   if (w != h.width || hh != h.height) return data_loss("corrupt JPEG: inconsistent frame size");
   // Flags 0 = libjpeg's defaults, which are Pillow's: ISLOW DCT, fancy upsampling.

@@ -206,6 +206,16 @@ TEST(DecodeTest, UnsupportedFormatsAreNamed) {
   }
 }
 
+TEST(DecodeTest, HarmlessJpegWarningsAreAccepted) {
+  // Junk before EOI makes libjpeg warn "N extraneous bytes before marker 0xd9"; the pixels are
+  // complete and Pillow decodes such files, so must we.
+  auto bytes = *encode_jpeg(make_image(40, 30), {});
+  const RgbImage clean = decode_ok(bytes);
+  ASSERT_EQ(bytes[bytes.size() - 2], 0xFF);
+  bytes.insert(bytes.end() - 2, {0x00, 0x11, 0x22, 0x33, 0x44});
+  EXPECT_EQ(decode_ok(bytes).pixels, clean.pixels);
+}
+
 TEST(DecodeTest, TruncatedFilesAreDataLoss) {
   const RgbImage src = make_image(80, 60, /*smooth=*/false);
   for (auto bytes : {*encode_jpeg(src, {}), *encode_jpeg(src, {.progressive = true}),
