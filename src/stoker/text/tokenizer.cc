@@ -442,12 +442,13 @@ Status load_added_tokens(element root, BpeTokenizer* t) {
     t->added_.push_back(std::move(a));
   }
   for (AddedToken& a : t->added_) {
-    if (a.normalized && t->nfc_) a.content = detail::nfc(a.content);
-    (a.normalized ? t->normalized_added_ : t->raw_added_).add(&a);
     auto [it, fresh] = t->token_ids_.emplace(a.content, a.id);
     if (fresh) ++t->vocab_size_;
     if (static_cast<std::size_t>(a.id) >= t->id_bytes_.size()) t->id_bytes_.resize(a.id + 1);
     t->id_bytes_[a.id] = decoded_bytes(a.content);
+    // normalized:true tokens are looked for in normalised text, so in their normalised form.
+    if (a.normalized && t->nfc_) a.content = detail::nfc(a.content);
+    (a.normalized ? t->normalized_added_ : t->raw_added_).add(&a);
   }
   return ok_status();
 }

@@ -136,8 +136,9 @@ Result<std::unique_ptr<RegexSplitter>> RegexSplitter::create(std::string_view pa
   OnigRegex regex = nullptr;
   OnigErrorInfo einfo;
   const auto* p = reinterpret_cast<const OnigUChar*>(pattern.data());
+  // The onig crate's Regex::new (what HF calls): no options, Oniguruma's default syntax.
   int r = onig_new(&regex, p, p + pattern.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-                   ONIG_SYNTAX_RUBY, &einfo);
+                   ONIG_SYNTAX_DEFAULT, &einfo);
   if (r != ONIG_NORMAL) {
     OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
     onig_error_code_to_str(msg, r, &einfo);

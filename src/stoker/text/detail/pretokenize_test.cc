@@ -66,7 +66,7 @@ TEST(PretokenizeTest, ClassTablesMatchOnigurumaRegexForAllCodePoints) {
     OnigErrorInfo einfo;
     const auto* pat = reinterpret_cast<const OnigUChar*>(p.pattern);
     ASSERT_EQ(onig_new(&re, pat, pat + std::strlen(p.pattern), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-                       ONIG_SYNTAX_RUBY, &einfo),
+                       ONIG_SYNTAX_DEFAULT, &einfo),
               ONIG_NORMAL);
     for (char32_t cp = 1; cp <= 0x10FFFF; cp += (cp < 0x30000 ? 1 : 61)) {
       if ((cp >= 0xD800 && cp <= 0xDFFF) || is_newer_unicode_letter_or_number(cp)) continue;
