@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "stoker/image/encode.h"
 #include "stoker/image/resample.h"
@@ -197,6 +198,39 @@ TEST(ProcessorTest, ProcessEqualsDecodeResizePatchify) {
     ASSERT_TRUE(proc->process(*bytes, *plan, PixelDType::kFloat32, again.data(), nullptr).ok());
     EXPECT_EQ(0, std::memcmp(out.data(), again.data(), out.size() * sizeof(float)));
   }
+}
+
+TEST(ProcessorTest, ConcurrentCallsGiveIdenticalOutput) {
+  // One processor shared by threads, each with its own scratch (per-thread TurboJPEG handles and
+  // resampler buffers underneath).
+  auto proc = ImageProcessor::create(qwen25());
+  const std::vector<std::vector<std::uint8_t>> files = {*encode_jpeg(make_image(330, 190), {}),
+                                                        *encode_png(make_image(200, 300), {})};
+  std::vector<ImagePlan> plans;
+  std::vector<std::vector<float>> expected;
+  for (const auto& f : files) {
+    plans.push_back(*proc->plan(f));
+    expected.emplace_back(plans.back().rows() * proc->columns());
+    ASSERT_TRUE(proc->process(f, plans.back(), PixelDType::kFloat32, expected.back().data(), nullptr)
+                    .ok());
+  }
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ImageScratch scratch;
+      for (int i = 0; i < 10; ++i) {
+        const size_t k = (t + i) % files.size();
+        std::vector<float> out(expected[k].size());
+        if (!proc->process(files[k], plans[k], PixelDType::kFloat32, out.data(), &scratch).ok() ||
+            out != expected[k]) {
+          ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int m : mismatches) EXPECT_EQ(m, 0);
 }
 
 TEST(ProcessorTest, ProcessErrors) {

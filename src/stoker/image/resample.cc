@@ -112,9 +112,10 @@ std::shared_ptr<const Coeffs> compute_coeffs(int in_size, int out_size) {
   return c;
 }
 
-// Process-wide cache keyed by (in, out). Bounded: when full it is emptied (tables are cheap to
-// rebuild, and real workloads reuse a few hundred sizes at most). Entries are shared_ptr so a
-// caller keeps its table alive across a concurrent eviction.
+// Process-wide cache keyed by (in, out). Bounded by entry count and bytes: when an insert would
+// exceed either, the cache is emptied (tables cost ~50 µs to rebuild, and datasets either reuse
+// a few sizes — all hits — or are so varied that no eviction policy would help). Entries are
+// shared_ptr so a caller keeps its table alive across a concurrent eviction.
 class CoeffCache {
  public:
   std::shared_ptr<const Coeffs> get(int in_size, int out_size) {
@@ -125,16 +126,22 @@ class CoeffCache {
       if (it != map_.end()) return it->second;
     }
     auto c = compute_coeffs(in_size, out_size);  // outside the lock
+    const size_t bytes = c->k.size() * sizeof(std::int32_t) * 2 + c->start.size() * sizeof(int) * 3;
     std::lock_guard<std::mutex> lock(mu_);
-    if (map_.size() >= kMaxEntries) map_.clear();
-    map_.emplace(key, c);
+    if (map_.size() >= kMaxEntries || bytes_ + bytes > kMaxBytes) {
+      map_.clear();
+      bytes_ = 0;
+    }
+    if (map_.emplace(key, c).second) bytes_ += bytes;
     return c;
   }
 
  private:
   static constexpr size_t kMaxEntries = 1024;
+  static constexpr size_t kMaxBytes = size_t{32} << 20;
   std::mutex mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<const Coeffs>> map_;
+  size_t bytes_ = 0;
 };
 
 CoeffCache& coeff_cache() {
