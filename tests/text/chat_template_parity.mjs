@@ -21,7 +21,14 @@ const args = Object.fromEntries(
   }, []));
 const oracles = path.resolve(args.oracles ?? "tools/oracles/node_modules");
 const require = createRequire(path.join(oracles, "_resolve.js"));
-const { Template } = await import(pathToFileURL(require.resolve("@huggingface/jinja")).href);
+let jinjaPath;
+try {
+  jinjaPath = require.resolve("@huggingface/jinja");
+} catch {
+  console.log(`skipped: @huggingface/jinja not installed under ${oracles} (run the setup script)`);
+  process.exit(77);  // ctest SKIP_RETURN_CODE
+}
+const { Template } = await import(pathToFileURL(jinjaPath).href);
 const count = Number(args.count ?? 150);
 const withIds = !args["no-ids"];
 

