@@ -1,0 +1,196 @@
+#include "stoker/shm/client.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "stoker/base/clock.h"
+#include "stoker/shm/detail/wire.h"
+#include "stoker/shm/socket_path.h"
+
+namespace stoker::shm {
+namespace detail {
+
+struct Connection {
+  int fd = -1;
+  const std::uint8_t* base = nullptr;
+  std::uint64_t arena_bytes = 0;
+  int server_pid = 0;
+  std::mutex send_mu;  // releases may come from any thread
+  std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(kMaxMessageBytes);
+
+  ~Connection() {
+    if (base != nullptr) ::munmap(const_cast<std::uint8_t*>(base), arena_bytes);
+    if (fd >= 0) ::close(fd);
+  }
+
+  void send_release(std::uint64_t id) {
+    std::string msg = encode_release(id);
+    std::lock_guard lock(send_mu);
+    // A server that is gone reclaims everything anyway: a failed release needs no handling.
+    ::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL);
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+Result<int> connect_with_retry(const std::string& path, std::int64_t timeout_ms) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path))
+    return invalid_argument("bad socket path '" + path + "'");
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  std::int64_t deadline = now_ns() + timeout_ms * 1'000'000;
+  for (;;) {
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return internal_error(errno_text("socket"));
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+    int err = errno;
+    ::close(fd);
+    if (err != ENOENT && err != ECONNREFUSED && err != EAGAIN) {
+      errno = err;
+      return err == EACCES ? permission_denied(errno_text("connecting to " + path))
+                           : unavailable(errno_text("connecting to " + path));
+    }
+    if (now_ns() >= deadline) {
+      errno = err;
+      return err == ENOENT
+                 ? not_found("no hand-off server at " + path + " (waited " +
+                             std::to_string(timeout_ms) + " ms)")
+                 : unavailable(errno_text("connecting to " + path));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Receives the hello and the arena fd that rides with it.
+Status receive_hello(detail::Connection& c) {
+  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * 4)> control{};
+  iovec iov{c.buf.data(), c.buf.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  ssize_t n = ::recvmsg(c.fd, &msg, MSG_CMSG_CLOEXEC);
+  if (n <= 0) return unavailable(n == 0 ? "server closed before the hello" : errno_text("hello"));
+  int arena_fd = -1;
+  for (cmsghdr* h = CMSG_FIRSTHDR(&msg); h != nullptr; h = CMSG_NXTHDR(&msg, h)) {
+    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+      if (arena_fd < 0) arena_fd = fd;
+      else ::close(fd);  // never leak what a confused peer sent
+    }
+  }
+  auto m = detail::decode({c.buf.data(), static_cast<std::size_t>(n)}, 0);
+  if (!m.ok() || m->type != detail::MsgType::kHello || arena_fd < 0 ||
+      (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+    if (arena_fd >= 0) ::close(arena_fd);
+    return m.ok() ? data_loss("hello without the arena fd") : m.error();
+  }
+  struct stat st {};
+  if (::fstat(arena_fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < m->hello.arena_bytes) {
+    ::close(arena_fd);
+    return data_loss("arena fd smaller than the announced " +
+                     std::to_string(m->hello.arena_bytes) + " bytes");
+  }
+  void* p = m->hello.arena_bytes == 0
+                ? nullptr
+                : ::mmap(nullptr, m->hello.arena_bytes, PROT_READ, MAP_SHARED, arena_fd, 0);
+  ::close(arena_fd);  // the mapping keeps the memory alive
+  if (p == MAP_FAILED) return internal_error(errno_text("mapping the arena"));
+  c.base = static_cast<const std::uint8_t*>(p);
+  c.arena_bytes = m->hello.arena_bytes;
+  c.server_pid = m->hello.server_pid;
+  return ok_status();
+}
+
+}  // namespace
+
+RemoteBatch::RemoteBatch(RemoteBatch&& o) noexcept { *this = std::move(o); }
+
+RemoteBatch& RemoteBatch::operator=(RemoteBatch&& o) noexcept {
+  if (this != &o) {
+    release();
+    layout_ = std::move(o.layout_);
+    base_ = o.base_;
+    id_ = o.id_;
+    handoff_ns_ = o.handoff_ns_;
+    wire_bytes_ = o.wire_bytes_;
+    conn_ = std::move(o.conn_);
+    o.base_ = nullptr;
+  }
+  return *this;
+}
+
+RemoteBatch::~RemoteBatch() { release(); }
+
+void RemoteBatch::release() {
+  if (!conn_) return;
+  conn_->send_release(id_);
+  conn_.reset();
+  base_ = nullptr;
+}
+
+BatchClient::BatchClient(std::shared_ptr<detail::Connection> conn) : conn_(std::move(conn)) {}
+BatchClient::~BatchClient() = default;
+
+Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& options) {
+  std::string path = options.socket_path;
+  if (path.empty()) {
+    STOKER_ASSIGN_OR_RETURN(path, default_socket_path("stoker"));
+  }
+  auto conn = std::make_shared<detail::Connection>();
+  STOKER_ASSIGN_OR_RETURN(conn->fd, connect_with_retry(path, options.connect_timeout_ms));
+  if (Status s = receive_hello(*conn); !s.ok())
+    return std::move(s).error().with_context("hand-off client " + path);
+  return std::unique_ptr<BatchClient>(new BatchClient(std::move(conn)));
+}
+
+Result<std::optional<RemoteBatch>> BatchClient::next() {
+  detail::Connection& c = *conn_;
+  ssize_t n;
+  do {
+    n = ::recv(c.fd, c.buf.data(), c.buf.size(), MSG_TRUNC);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) return unavailable("the hand-off server closed the connection");
+  if (n < 0) return unavailable(errno_text("receiving a batch"));
+  if (static_cast<std::size_t>(n) > c.buf.size()) return data_loss("oversized hand-off message");
+  stats_.socket_bytes += n;
+  STOKER_ASSIGN_OR_RETURN(detail::Message m,
+                          detail::decode({c.buf.data(), static_cast<std::size_t>(n)}, c.arena_bytes));
+  if (m.type == detail::MsgType::kEnd) return std::optional<RemoteBatch>();
+  if (m.type != detail::MsgType::kBatch)
+    return data_loss("unexpected message type " + std::to_string(static_cast<int>(m.type)));
+  RemoteBatch b;
+  b.layout_ = std::move(m.batch.layout);
+  b.base_ = c.base;
+  b.id_ = m.batch.id;
+  b.wire_bytes_ = n;
+  b.conn_ = conn_;
+  b.handoff_ns_ = now_ns() - m.batch.sent_ns;
+  ++stats_.batches;
+  return std::optional<RemoteBatch>(std::move(b));
+}
+
+const std::uint8_t* BatchClient::base() const { return conn_->base; }
+std::uint64_t BatchClient::arena_bytes() const { return conn_->arena_bytes; }
+int BatchClient::server_pid() const { return conn_->server_pid; }
+
+}  // namespace stoker::shm

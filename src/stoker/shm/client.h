@@ -1,0 +1,84 @@
+// BatchClient: the consumer side of the zero-copy hand-off (see server.h). connect() receives the
+// arena's memfd and maps it read-only; next() receives one batch descriptor (a few hundred bytes)
+// and returns a RemoteBatch whose tensor pointers lie inside that mapping — no pixel byte crosses
+// the socket. Dropping a RemoteBatch (or release()) sends the release that lets the server reuse
+// the block. A RemoteBatch may outlive its client (the mapping stays until the last one is gone).
+// Thread-safety: next() for one consumer thread; RemoteBatches may be released from any thread.
+// Errors: NotFound / Unavailable (no server at the path within connect_timeout_ms; the server
+// went away), DataLoss (malformed descriptor, block outside the arena), Internal (mmap).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "stoker/base/result.h"
+#include "stoker/batch/batch.h"
+
+namespace stoker::shm {
+
+struct ClientOptions {
+  std::string socket_path;              // empty: default_socket_path("stoker")
+  std::int64_t connect_timeout_ms = 5000;  // retry while the server is not up yet
+};
+
+struct ClientStats {
+  std::int64_t batches = 0;
+  std::int64_t socket_bytes = 0;  // everything read from the socket after the hello
+};
+
+namespace detail {
+struct Connection;
+}
+
+class RemoteBatch {
+ public:
+  RemoteBatch() = default;
+  RemoteBatch(RemoteBatch&&) noexcept;
+  RemoteBatch& operator=(RemoteBatch&&) noexcept;
+  ~RemoteBatch();  // release()
+
+  const batch::BatchLayout& layout() const { return layout_; }
+  const std::uint8_t* data(const batch::TensorView& t) const { return base_ + t.offset; }
+  template <typename T>
+  const T* as(const std::string& name) const {
+    const batch::TensorView* t = layout_.find(name);
+    return t ? reinterpret_cast<const T*>(data(*t)) : nullptr;
+  }
+  std::int64_t handoff_ns() const { return handoff_ns_; }  // server send → view ready here
+  std::int64_t wire_bytes() const { return wire_bytes_; }  // the descriptor's size
+  void release();
+
+ private:
+  friend class BatchClient;
+  batch::BatchLayout layout_;
+  const std::uint8_t* base_ = nullptr;
+  std::uint64_t id_ = 0;
+  std::int64_t handoff_ns_ = 0;
+  std::int64_t wire_bytes_ = 0;
+  std::shared_ptr<detail::Connection> conn_;
+};
+
+class BatchClient {
+ public:
+  static Result<std::unique_ptr<BatchClient>> connect(const ClientOptions& options);
+  ~BatchClient();
+  BatchClient(const BatchClient&) = delete;
+  BatchClient& operator=(const BatchClient&) = delete;
+
+  // Blocks for the next batch; nullopt once the server ended the stream.
+  Result<std::optional<RemoteBatch>> next();
+
+  const std::uint8_t* base() const;  // the read-only mapping of the server's arena
+  std::uint64_t arena_bytes() const;
+  int server_pid() const;
+  ClientStats stats() const { return stats_; }
+
+ private:
+  explicit BatchClient(std::shared_ptr<detail::Connection> conn);
+  std::shared_ptr<detail::Connection> conn_;
+  ClientStats stats_;
+};
+
+}  // namespace stoker::shm

@@ -1,0 +1,95 @@
+// BatchServer: the producer side of the zero-copy hand-off to other local processes. It listens
+// on a private Unix socket (SOCK_SEQPACKET, 0600, unlinked on destruction; a stale socket left
+// by a crashed server is detected by a refused connect and replaced; a live one is an error).
+// Each client gets the arena's memfd once (SCM_RIGHTS) and then, per batch, a descriptor of a few
+// hundred bytes (block, tensors, step, epoch); the client maps the arena read-only and reads the
+// batch in place. When the client drops its view it sends a release and the server calls the
+// batch's release (returning the block to the arena). A client that disconnects or dies has all
+// its outstanding batches released; the server keeps serving the others and new ones.
+// Threads: one internal I/O thread (accept, releases, hang-ups); send()/finish() may be called
+// from any one producer thread. Release callbacks run on the I/O thread, or in finish()/~.
+// Errors: InvalidArgument (options, layout outside the arena), Unavailable (a live server owns
+// the path; no client within idle_timeout), PermissionDenied, Cancelled (stop), Internal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "stoker/base/result.h"
+#include "stoker/batch/arena.h"
+#include "stoker/batch/batch.h"
+#include "stoker/pipeline/loader.h"
+
+namespace stoker::shm {
+
+struct ServerOptions {
+  std::string socket_path;  // empty: default_socket_path("stoker")
+  int window = 4;           // unreleased batches one client may hold before send() waits [1, 64]
+  // send() fails with Unavailable when no client has been connected for this long (-1: wait
+  // forever). Keeps a producer from hanging on a consumer that never came or is gone for good.
+  std::int64_t idle_timeout_ms = -1;
+
+  Status validate() const;
+};
+
+struct ServerStats {
+  std::int64_t clients_accepted = 0;
+  std::int64_t clients_lost = 0;        // disconnected or died with batches outstanding
+  std::int64_t clients_rejected = 0;    // another uid (SO_PEERCRED), failed hello
+  std::int64_t batches_sent = 0;
+  std::int64_t batches_released = 0;    // by a release message
+  std::int64_t batches_reclaimed = 0;   // freed because their client went away
+  std::int64_t descriptor_bytes = 0;    // everything written to client sockets after the hello
+  int clients_connected = 0;
+  std::int64_t outstanding = 0;         // sent, not yet released
+};
+
+class BatchServer {
+ public:
+  // arena_fd: the arena's memfd (not owned; must stay open while the server lives).
+  static Result<std::unique_ptr<BatchServer>> create(int arena_fd, std::uint64_t arena_bytes,
+                                                     const ServerOptions& options);
+  static Result<std::unique_ptr<BatchServer>> create(const batch::Arena& arena,
+                                                     const ServerOptions& options);
+  ~BatchServer();  // closes every client (their batches are released) and unlinks the socket
+  BatchServer(const BatchServer&) = delete;
+  BatchServer& operator=(const BatchServer&) = delete;
+
+  const std::string& socket_path() const;
+
+  // Hands `layout` to the connected client holding the fewest batches, waiting for a client and
+  // for window room. `release` runs exactly once: when the client releases the batch, when it
+  // goes away, or here if send() fails. A client lost while sending is skipped (the batch goes
+  // to the next one).
+  Status send(batch::BatchLayout layout, std::function<void()> release, std::stop_token stop = {});
+  // The same for a Loader's batch (held until the client releases it; Batch::release then runs
+  // on the I/O thread, which the Loader allows: its release returns the block to the arena).
+  Status send(pipeline::Batch batch, std::stop_token stop = {});
+
+  // Blocks until `n` clients are connected. DeadlineExceeded after `timeout`.
+  Status wait_for_clients(int n, std::chrono::milliseconds timeout);
+
+  // Sends `end` to every client, then waits until all sent batches are released (or their
+  // clients gone). DeadlineExceeded after `timeout` (the batches stay outstanding).
+  Status finish(std::chrono::milliseconds timeout);
+
+  ServerStats stats() const;
+
+ private:
+  struct Impl;
+  explicit BatchServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Inline so that code using only the layout overload need not link the pipeline.
+inline Status BatchServer::send(pipeline::Batch batch, std::stop_token stop) {
+  auto held = std::make_shared<pipeline::Batch>(std::move(batch));
+  batch::BatchLayout layout = held->layout();
+  return send(std::move(layout), [held] { held->release(); }, std::move(stop));
+}
+
+}  // namespace stoker::shm

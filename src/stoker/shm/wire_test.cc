@@ -1,0 +1,111 @@
+#include "stoker/shm/detail/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace stoker::shm::detail {
+namespace {
+
+batch::BatchLayout sample_layout() {
+  batch::BatchLayout l;
+  l.block = {8192, 65536};
+  l.step = 7;
+  l.epoch = 2;
+  l.tensors = {{"input_ids", batch::DType::kInt64, {2, 100}, 8192},
+               {"pixel_values", batch::DType::kBFloat16, {16, 1176}, 8192 + 1600},
+               {"sample_ids", batch::DType::kUInt64, {2}, 8192 + 1600 + 16 * 1176 * 2}};
+  return l;
+}
+
+std::span<const std::uint8_t> bytes_of(const std::string& s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+TEST(WireTest, BatchRoundTrips) {
+  BatchMsg in{.id = 42, .sent_ns = 123456789, .layout = sample_layout()};
+  auto enc = encode_batch(in);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_LT(enc->size(), 256u) << "a descriptor is a few hundred bytes at most";
+  auto m = decode(bytes_of(*enc), 1 << 20);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  ASSERT_EQ(m->type, MsgType::kBatch);
+  EXPECT_EQ(m->batch.id, 42u);
+  EXPECT_EQ(m->batch.sent_ns, 123456789);
+  const batch::BatchLayout& out = m->batch.layout;
+  EXPECT_EQ(out.step, 7u);
+  EXPECT_EQ(out.epoch, 2u);
+  EXPECT_EQ(out.block.offset, 8192u);
+  EXPECT_EQ(out.block.size, 65536u);
+  ASSERT_EQ(out.tensors.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(out.tensors[i].name, in.layout.tensors[i].name);
+    EXPECT_EQ(out.tensors[i].dtype, in.layout.tensors[i].dtype);
+    EXPECT_EQ(out.tensors[i].shape, in.layout.tensors[i].shape);
+    EXPECT_EQ(out.tensors[i].offset, in.layout.tensors[i].offset);
+  }
+}
+
+TEST(WireTest, SmallMessagesRoundTrip) {
+  auto h = decode(bytes_of(encode_hello({.arena_bytes = 1 << 30, .server_pid = 99})), 0);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->hello.arena_bytes, 1u << 30);
+  EXPECT_EQ(h->hello.server_pid, 99);
+  auto r = decode(bytes_of(encode_release(77)), 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->release_id, 77u);
+  auto e = decode(bytes_of(encode_end()), 0);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->type, MsgType::kEnd);
+}
+
+TEST(WireTest, EveryTruncationIsDataLoss) {
+  auto enc = encode_batch({.id = 1, .sent_ns = 0, .layout = sample_layout()});
+  ASSERT_TRUE(enc.ok());
+  for (std::size_t n = 0; n < enc->size(); ++n) {
+    auto m = decode(bytes_of(enc->substr(0, n)), 1 << 20);
+    ASSERT_FALSE(m.ok()) << n;
+    EXPECT_EQ(m.error().code(), ErrorCode::kDataLoss);
+  }
+  auto m = decode(bytes_of(*enc + "x"), 1 << 20);
+  EXPECT_FALSE(m.ok()) << "trailing bytes";
+}
+
+TEST(WireTest, RejectsBlocksAndTensorsOutsideBounds) {
+  auto enc = encode_batch({.id = 1, .sent_ns = 0, .layout = sample_layout()});
+  ASSERT_TRUE(enc.ok());
+  EXPECT_FALSE(decode(bytes_of(*enc), 65536).ok()) << "block ends past a 64 KiB arena";
+
+  batch::BatchLayout l = sample_layout();
+  l.tensors[1].shape = {1 << 20, 1176};  // runs past the block
+  EXPECT_FALSE(validate_layout(l, 1 << 30).ok());
+  l = sample_layout();
+  l.tensors[0].offset = 4096;  // before the block
+  EXPECT_FALSE(validate_layout(l, 1 << 30).ok());
+  l = sample_layout();
+  l.tensors[0].shape = {std::int64_t{1} << 40, std::int64_t{1} << 40};  // overflows 64 bits
+  EXPECT_FALSE(validate_layout(l, 1 << 30).ok());
+  l = sample_layout();
+  l.tensors[0].shape = {-1, 2};
+  EXPECT_FALSE(validate_layout(l, 1 << 30).ok());
+  l = sample_layout();
+  l.block.offset = ~std::uint64_t{0} - 10;  // offset + size wraps
+  EXPECT_FALSE(validate_layout(l, 1 << 30).ok());
+}
+
+TEST(WireTest, RejectsForeignBytes) {
+  std::string junk = "GET / HTTP/1.1\r\n\r\n";
+  EXPECT_EQ(decode(bytes_of(junk), 0).error().code(), ErrorCode::kDataLoss);
+  std::string bad_type = encode_end();
+  bad_type[6] = 99;
+  EXPECT_FALSE(decode(bytes_of(bad_type), 0).ok());
+  // An unknown dtype code inside a batch message.
+  auto enc = encode_batch({.id = 1, .sent_ns = 0, .layout = sample_layout()});
+  std::string s = *enc;
+  std::size_t first_tensor = 8 + 8 * 6 + 4;
+  s[first_tensor] = 77;
+  EXPECT_FALSE(decode(bytes_of(s), 1 << 20).ok());
+}
+
+}  // namespace
+}  // namespace stoker::shm::detail
