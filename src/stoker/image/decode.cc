@@ -127,10 +127,21 @@ using TjHandle = std::unique_ptr<void, TjDeleter>;
 
 // One decompressor per thread: tjInitDecompress allocates ~100 KB of state; reusing it keeps the
 // steady state allocation-free. Destroyed at thread exit.
-tjhandle thread_decompressor() {
-  thread_local TjHandle handle(tjInitDecompress());
-  return handle.get();
+TjHandle& thread_handle() {
+  thread_local TjHandle handle;
+  return handle;
 }
+
+tjhandle thread_decompressor() {
+  TjHandle& h = thread_handle();
+  if (!h) h.reset(tjInitDecompress());
+  return h.get();
+}
+
+// A handle that failed mid-stream can keep state that breaks the next, valid file (seen with
+// libjpeg-turbo 2.1.5: "Bogus Huffman table definition" on a good JPEG after a corrupt one), so
+// any failure drops it; the next call starts from a fresh one.
+void drop_thread_decompressor() { thread_handle().reset(); }
 
 // libjpeg-turbo reports recoverable problems as warnings and still returns every pixel. Pillow
 // raises "image file is truncated" when the data ends early, so a premature end is an error here,
@@ -157,6 +168,7 @@ Status jpeg_failure(tjhandle tj, const char* what) {
   const std::string msg = tjGetErrorStr2(tj);
   const bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
   if (warning && benign_jpeg_warning(msg)) return ok_status();
+  drop_thread_decompressor();  // `tj` is invalid from here on
   if (msg.find("Premature end of JPEG file") != std::string::npos) {
     return data_loss("truncated JPEG (image file is truncated): " + msg);
   }

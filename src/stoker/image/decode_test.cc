@@ -206,6 +206,24 @@ TEST(DecodeTest, UnsupportedFormatsAreNamed) {
   }
 }
 
+TEST(DecodeTest, ValidJpegAfterCorruptOneOnTheSameThread) {
+  // Regression: the per-thread TurboJPEG handle kept state from a failed decode and rejected the
+  // next, valid file ("Bogus Huffman table definition").
+  const RgbImage src = make_image(48, 32, /*smooth=*/false);
+  const auto good = *encode_jpeg(src, {});
+  const RgbImage expected = decode_ok(good);
+  std::uint32_t seed = 99;
+  for (int i = 0; i < 200; ++i) {
+    std::vector<std::uint8_t> bad = good;
+    seed = seed * 1664525u + 1013904223u;
+    bad[seed % bad.size()] ^= std::uint8_t(1 + (seed >> 24) % 255);
+    (void)decode_rgb(bad, {.max_pixels = 1 << 22});
+    auto again = decode_rgb(good);
+    ASSERT_TRUE(again.ok()) << "after mutation " << i << ": " << again.error().to_string();
+    ASSERT_EQ(again->pixels, expected.pixels);
+  }
+}
+
 TEST(DecodeTest, HarmlessJpegWarningsAreAccepted) {
   // Junk before EOI makes libjpeg warn "N extraneous bytes before marker 0xd9"; the pixels are
   // complete and Pillow decodes such files, so must we.

@@ -211,8 +211,9 @@ TEST(ProcessorTest, ConcurrentCallsGiveIdenticalOutput) {
   for (const auto& f : files) {
     plans.push_back(*proc->plan(f));
     expected.emplace_back(plans.back().rows() * proc->columns());
-    ASSERT_TRUE(proc->process(f, plans.back(), PixelDType::kFloat32, expected.back().data(), nullptr)
-                    .ok());
+    const Status st =
+        proc->process(f, plans.back(), PixelDType::kFloat32, expected.back().data(), nullptr);
+    ASSERT_TRUE(st.ok()) << st.error().to_string();
   }
   std::vector<int> mismatches(4, 0);
   std::vector<std::thread> threads;
