@@ -159,6 +159,21 @@ TEST(DecodeTest, WebpLosslessIsExactAndLossyIsClose) {
   }
 }
 
+TEST(DecodeTest, EncodersAreDeterministic) {
+  const RgbImage src = make_image(37, 29, /*smooth=*/false);
+  EXPECT_EQ(*encode_jpeg(src, {.progressive = true}), *encode_jpeg(src, {.progressive = true}));
+  EXPECT_EQ(*encode_jpeg(src, {.cmyk = true}), *encode_jpeg(src, {.cmyk = true}));
+  EXPECT_EQ(*encode_png(src, {.color = PngColor::kPalette, .bit_depth = 8}),
+            *encode_png(src, {.color = PngColor::kPalette, .bit_depth = 8}));
+  EXPECT_EQ(*encode_webp(src, {.with_alpha = true}), *encode_webp(src, {.with_alpha = true}));
+  EXPECT_EQ(*encode_webp(src, {.lossless = true}), *encode_webp(src, {.lossless = true}));
+  EXPECT_FALSE(encode_jpeg(src, {.quality = 0}).ok());
+  EXPECT_FALSE(encode_png(src, {.color = PngColor::kRgba, .bit_depth = 4}).ok());
+  RgbImage broken = src;
+  broken.pixels.pop_back();
+  EXPECT_EQ(encode_png(broken, {}).error().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(DecodeTest, OutputBufferIsReused) {
   RgbImage out;
   auto big = encode_png(make_image(64, 64), {});
