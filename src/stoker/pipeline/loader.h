@@ -1,6 +1,6 @@
 // Loader: the engine. Streams ready training batches for one rank from JSONL datasets:
 // plan (seeded per-epoch order, this rank's share) → read record (manifest index, pread) → fetch
-// media (many in flight, byte budget) → prepare on the CPU pool (parse, validate, probe, plan,
+// media (I/O pool, byte budget) → prepare on the CPU pool (parse, validate, probe, plan,
 // decode + resize, render + tokenize + labels + mRoPE: everything that can fail) → emit
 // (normalise + patchify straight into the batch's arena block: cannot fail) → assemble → a
 // prefetch ring of `prefetch` ready batches. Completion is out of order; delivery is in sample
@@ -8,7 +8,9 @@
 // reported (JSONL) and replaced by the next one, deterministically; past the failure budget (or
 // at the first error with `strict`) next() returns the error. A producer error reaches the
 // consumer at its next call. next() is for one consumer thread; stats() and state() are
-// thread-safe. Errors: InvalidArgument (config), those of the data (budget exceeded), Cancelled.
+// thread-safe. A Batch may outlive its Loader (it keeps the arena alive).
+// Errors: InvalidArgument (config), NotFound (data, tokenizer), DataLoss/ResourceExhausted (failure
+// budget exceeded, naming the last failed sample), Cancelled. See pipeline/README.md.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,10 @@ struct LoaderConfig {
   Mode mode = Mode::kPrefetch;
   int threads = 0;                  // CPU pool size; 0: hardware concurrency
   int prefetch = 4;                 // ready batches kept ahead (kPrefetch)
+  int io_threads = 4;               // record reads + media fetches (blocking pread)
+  int window = 0;                   // samples in flight incl. finished-but-unconsumed; 0: auto
+                                    // (2·batch_size·(prefetch+1) for kPrefetch, batch_size for
+                                    // kConcurrent, 1 for kSerial)
   std::int64_t fetch_bytes_in_flight = std::int64_t{256} << 20;
   batch::ArenaOptions arena;
   ErrorPolicy errors;
@@ -71,7 +77,9 @@ struct LoaderConfig {
 struct LoaderState {
   std::uint64_t epoch = 0;
   std::uint64_t position = 0;     // samples of this epoch's global order consumed by all ranks
-  std::uint64_t errors = 0;       // error-log cursor
+                                  // (failed samples count as consumed: they are never retried)
+  std::uint64_t errors = 0;       // error-log cursor: failed samples reported so far (lines of
+                                  // the error report; a resumed run keeps that many lines)
   std::string serialize() const;  // a few bytes, text
   static Result<LoaderState> parse(std::string_view text);
 };
@@ -80,6 +88,8 @@ struct StageStats {
   std::string name;       // read, fetch, prepare, emit, assemble
   double busy_s = 0;      // summed over threads
   std::int64_t items = 0;
+  int threads = 1;        // threads that can work on this stage (busy_s / threads / elapsed =
+                          // its utilisation; the highest one is the bottleneck)
 };
 
 struct LoaderStats {
@@ -88,9 +98,13 @@ struct LoaderStats {
   double elapsed_s = 0;   // since the first next()
   double wait_ratio() const { return elapsed_s > 0 ? wait_s / elapsed_s : 0; }
   double first_batch_s = 0;
+  double arena_wait_s = 0;  // producer time blocked on a full arena (consumer holds batches)
   std::vector<StageStats> stages;
   std::uint64_t arena_peak_bytes = 0;
+  std::uint64_t fetch_peak_bytes = 0;  // media bytes in flight, peak
 };
+
+struct BatchAccess;
 
 // A delivered batch. Memory stays valid until the Batch is destroyed (or release() is called),
 // which returns its block to the arena.
@@ -103,15 +117,22 @@ class Batch {
 
   const batch::BatchLayout& layout() const { return layout_; }
   const std::uint8_t* data(const batch::TensorView& t) const { return base_ + t.offset; }
+  // The tensor's first element; nullptr if the layout has no such tensor.
   template <typename T>
-  const T* as(const std::string& name) const;
-  void release();
+  const T* as(const std::string& name) const {
+    const batch::TensorView* t = layout_.find(name);
+    return t == nullptr ? nullptr : reinterpret_cast<const T*>(base_ + t->offset);
+  }
+  std::int64_t size() const;  // samples (rows); the last batch of an epoch may be short
+  bool valid() const { return base_ != nullptr; }
+  void release();             // idempotent
 
  private:
   friend class Loader;
+  friend struct BatchAccess;  // the engine builds batches (loader.cc)
   batch::BatchLayout layout_;
   const std::uint8_t* base_ = nullptr;
-  std::function<void(batch::Block)> release_;
+  std::function<void(batch::Block)> release_;  // returns the block; keeps the arena alive
 };
 
 class Loader {
@@ -123,9 +144,12 @@ class Loader {
   Result<std::optional<Batch>> next();
 
   LoaderState state() const;           // position after the last delivered batch
-  Status resume(const LoaderState& s);  // before the first next()
+  // Before the first next(): continue from `s` (taken with any world size: the remaining global
+  // order is re-split over this loader's ranks). InvalidArgument after next() or for a bad state.
+  Status resume(const LoaderState& s);
   LoaderStats stats() const;
-  const batch::Arena& arena() const;
+  const batch::Arena& arena() const;   // fd()/base() for zero-copy consumers
+  const dataset::RankInfo& rank() const;
 
  private:
   struct Impl;

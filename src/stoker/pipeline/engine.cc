@@ -1,0 +1,322 @@
+#include "stoker/pipeline/engine.h"
+
+#include <algorithm>
+
+#include "stoker/base/clock.h"
+#include "stoker/batch/collate.h"
+
+namespace stoker::pipeline {
+
+struct BatchAccess {
+  static Batch make(const batch::BatchLayout& layout, std::shared_ptr<batch::Arena> arena) {
+    Batch b;
+    b.layout_ = layout;
+    b.base_ = arena->base();
+    b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
+    return b;
+  }
+};
+
+// ---- Schedule ----
+
+Result<Schedule> Schedule::make(std::uint64_t num_samples, const dataset::OrderConfig& order,
+                                const dataset::RankInfo& rank, std::int64_t epochs,
+                                const LoaderState& start) {
+  if (num_samples == 0) return invalid_argument("the dataset has no records");
+  Schedule s;
+  s.n_ = num_samples;
+  s.order_ = order;
+  s.rank_ = rank.rank;
+  s.world_ = rank.world_size;
+  s.epochs_ = epochs;
+  STOKER_RETURN_IF_ERROR(s.open_epoch(start.epoch, start.position));
+  return s;
+}
+
+Status Schedule::open_epoch(std::uint64_t epoch, std::uint64_t start) {
+  // Skip epochs with nothing left for this rank (a resume at the very end, a tiny dataset).
+  for (;;) {
+    if (epochs_ >= 0 && epoch >= static_cast<std::uint64_t>(epochs_)) {
+      done_ = true;
+      shard_.reset();
+      return ok_status();
+    }
+    STOKER_ASSIGN_OR_RETURN(dataset::RankShard shard,
+                            dataset::RankShard::make(n_, order_, epoch, start, rank_, world_));
+    epoch_ = epoch;
+    k_ = 0;
+    if (shard.size() > 0) {
+      shard_ = shard;
+      return ok_status();
+    }
+    ++epoch;
+    start = 0;
+  }
+}
+
+std::optional<Item> Schedule::next() {
+  if (done_) return std::nullopt;
+  Item item;
+  item.seq = seq_++;
+  item.epoch = epoch_;
+  item.k = k_;
+  item.sample = shard_->sample(k_);
+  item.last_of_epoch = k_ + 1 == shard_->size();
+  if (item.last_of_epoch) {
+    item.next_epoch = epoch_ + 1;
+    item.next_position = 0;
+    Status st = open_epoch(epoch_ + 1, 0);
+    STOKER_CHECK(st.ok(), "schedule: a later epoch cannot fail once the first was valid");
+  } else {
+    item.next_epoch = epoch_;
+    item.next_position = shard_->resume_position(k_ + 1);
+    ++k_;
+  }
+  return item;
+}
+
+// ---- Engine ----
+
+Engine::Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Arena> arena,
+               exec::ThreadPool* cpu, exec::ThreadPool* io, const EngineOptions& options)
+    : ctx_(ctx),
+      schedule_(std::move(schedule)),
+      arena_(std::move(arena)),
+      cpu_(cpu),
+      io_(io),
+      options_(options),
+      failed_(options.errors_before) {}
+
+Engine::~Engine() = default;
+
+double Engine::arena_wait_s() const { return arena_wait_ns_.load() * 1e-9; }
+
+void Engine::deliver(Prepared&& p) {
+  {
+    std::lock_guard lock(mu_);
+    done_.emplace(p.item.seq, std::move(p));
+  }
+  ready_cv_.notify_all();
+}
+
+void Engine::submit(const Item& item) {
+  if (cpu_ == nullptr || io_ == nullptr) {
+    deliver(prepare(ctx_, read_and_fetch(ctx_, item, {})));
+    return;
+  }
+  // A refused submit only happens at shutdown; take() is then woken by its stop token.
+  (void)io_->submit([this, item](std::stop_token stop) {
+    auto fetched = std::make_unique<Fetched>(read_and_fetch(ctx_, item, stop));
+    if (stop.stop_requested()) return;
+    (void)cpu_->submit([this, f = std::move(fetched)]() mutable {
+      deliver(prepare(ctx_, std::move(*f)));
+    });
+  });
+}
+
+void Engine::top_up() {
+  // Samples in flight = submitted but not yet taken (running, queued or waiting in the reorder
+  // buffer); bounded by the window, which bounds the memory of prepared samples.
+  while (!schedule_done_ && submitted_ - next_take_ < options_.window) {
+    std::optional<Item> item = schedule_.next();
+    if (!item) {
+      std::lock_guard lock(mu_);
+      schedule_done_ = true;
+      break;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++submitted_;
+    }
+    submit(*item);
+  }
+}
+
+std::optional<Prepared> Engine::take(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  if (next_take_ == submitted_ && schedule_done_) return std::nullopt;
+  bool ok = ready_cv_.wait(lock, stop, [&] { return done_.count(next_take_) > 0; });
+  if (!ok) return std::nullopt;
+  auto it = done_.find(next_take_);
+  Prepared p = std::move(it->second);
+  done_.erase(it);
+  ++next_take_;
+  return p;
+}
+
+std::optional<Error> Engine::count_failure(const SampleFailure& f) {
+  ++failed_;
+  const ErrorPolicy& policy = options_.errors;
+  std::string last = "last: sample " + std::to_string(f.sample) + " (" + f.file + ":" +
+                     std::to_string(f.line) + ") failed at " + f.stage + ": " + f.reason;
+  if (policy.strict) return data_loss("strict mode: stopping at the first failed sample; " + last);
+  if (policy.max_errors >= 0 && failed_ > static_cast<std::uint64_t>(policy.max_errors)) {
+    return data_loss("failure budget exceeded: " + std::to_string(failed_) +
+                     " failed samples > --max-errors " + std::to_string(policy.max_errors) + "; " +
+                     last);
+  }
+  std::uint64_t failed_here = failed_ - options_.errors_before;
+  if (seen_ >= static_cast<std::uint64_t>(std::max<std::int64_t>(policy.min_seen, 1)) &&
+      static_cast<double>(failed_here) > policy.max_error_rate * static_cast<double>(seen_)) {
+    return data_loss("failure budget exceeded: " + std::to_string(failed_here) + " of " +
+                     std::to_string(seen_) + " samples failed (rate above " +
+                     std::to_string(policy.max_error_rate) + "); " + last);
+  }
+  return std::nullopt;
+}
+
+ReadyBatch Engine::produce(std::stop_token stop) {
+  ReadyBatch out;
+  std::vector<Prepared> goods;
+  std::uint64_t epoch = 0;
+  for (;;) {
+    if (!carried_) {
+      top_up();
+      std::optional<Prepared> p = take(stop);
+      if (!p) {
+        if (stop.stop_requested()) {
+          out.fatal = cancelled("loader stopped");
+          return out;
+        }
+        break;  // the schedule is exhausted: flush what we have
+      }
+      carried_ = std::move(p);
+      top_up();  // keep the pools busy while this batch is assembled
+    }
+    // Batches never span epochs: the last one of an epoch may be short.
+    if (!goods.empty() && carried_->item.epoch != epoch) break;
+    Prepared cur = std::move(*carried_);
+    carried_.reset();
+    epoch = cur.item.epoch;
+    ++seen_;
+    out.state_after = LoaderState{cur.item.next_epoch, cur.item.next_position, 0};
+    if (cur.failure) {
+      out.failures.push_back(*cur.failure);
+      out.state_after->errors = failed_ + 1;
+      if (std::optional<Error> fatal = count_failure(*cur.failure)) {
+        out.fatal = std::move(fatal);
+        return out;
+      }
+      continue;
+    }
+    out.state_after->errors = failed_;
+    goods.push_back(std::move(cur));
+    if (goods.size() == static_cast<std::size_t>(options_.batch_size)) break;
+  }
+  if (goods.empty()) {
+    out.end = true;
+    return out;
+  }
+  Result<Batch> batch = emit(goods, epoch, stop);
+  if (!batch.ok()) {
+    out.fatal = std::move(batch).error();
+    return out;
+  }
+  out.batch = std::move(batch).value();
+  return out;
+}
+
+namespace {
+
+// Normalise + patchify the batch's images into their pixel rows. Work is claimed by index, so
+// pool helpers that start late (queued behind prepare tasks) find nothing and leave; the caller
+// does whatever is left and waits only for images already claimed.
+struct EmitJob {
+  const image::ImageProcessor* proc = nullptr;
+  image::PixelDType dtype = image::PixelDType::kFloat32;
+  std::vector<const image::RgbImage*> images;
+  std::vector<const image::ImagePlan*> plans;
+  std::vector<std::uint8_t*> dst;
+  StageCounters* counters = nullptr;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+
+  void work() {
+    for (;;) {
+      std::size_t i = next.fetch_add(1);
+      if (i >= images.size()) return;
+      std::int64_t t0 = now_ns();
+      proc->normalize_patchify(*images[i], *plans[i], dtype, dst[i]);
+      counters->add(kEmit, now_ns() - t0);
+      if (done.fetch_add(1) + 1 == images.size()) {
+        std::lock_guard lock(mu);
+        cv.notify_all();
+      }
+    }
+  }
+};
+
+}  // namespace
+
+Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
+                           std::stop_token stop) {
+  const image::ImageProcessor& proc = *ctx_.processor;
+  batch::BatchShape shape;
+  shape.batch_size = static_cast<std::int64_t>(goods.size());
+  for (const Prepared& p : goods) {
+    shape.length = std::max<std::int64_t>(shape.length, p.tokens.input_ids.size());
+    shape.images += static_cast<std::int64_t>(p.images.size());
+    shape.pixel_rows += p.pixel_rows;
+  }
+  if (options_.padding == Padding::kFixed && options_.max_length > 0) {
+    shape.length = options_.max_length;
+  }
+  shape.pixel_cols = proc.columns();
+  shape.pixel_dtype = options_.pixel_dtype == image::PixelDType::kFloat32
+                          ? batch::DType::kFloat32
+                          : batch::DType::kBFloat16;
+  const std::uint64_t bytes = batch::layout_bytes(shape);
+  std::int64_t t0 = now_ns();
+  Result<batch::Block> block = arena_->allocate(bytes, stop);
+  arena_wait_ns_.fetch_add(now_ns() - t0);
+  if (!block.ok()) return std::move(block.error().with_context("allocating a batch block"));
+  batch::BatchLayout layout = batch::make_layout(shape, *block);
+  layout.step = step_++;
+  layout.epoch = epoch;
+  std::uint8_t* base = arena_->base();
+  // Emitted batches are handed over as Batch objects right away, so that an early return below
+  // (none today) or a dropped ReadyBatch still returns the block.
+  Batch out = BatchAccess::make(layout, arena_);
+
+  auto job = std::make_shared<EmitJob>();
+  job->proc = &proc;
+  job->dtype = options_.pixel_dtype;
+  job->counters = &ctx_.counters;
+  std::int64_t row = 0;
+  for (const Prepared& p : goods) {
+    for (std::size_t i = 0; i < p.images.size(); ++i) {
+      job->images.push_back(&p.images[i]);
+      job->plans.push_back(&p.plans[i]);
+      job->dst.push_back(batch::pixel_row_address(base, layout, row));
+      row += p.plans[i].rows();
+    }
+  }
+  if (!job->images.empty()) {
+    if (cpu_ != nullptr) {
+      int helpers = std::min<int>(static_cast<int>(job->images.size()) - 1, cpu_->num_threads());
+      for (int h = 0; h < helpers; ++h) (void)cpu_->submit([job] { job->work(); });
+    }
+    job->work();
+    std::unique_lock lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == job->images.size(); });
+  }
+
+  std::int64_t t1 = now_ns();
+  std::vector<batch::GridTHW> grids;
+  std::vector<std::uint64_t> ids;
+  for (std::size_t r = 0; r < goods.size(); ++r) {
+    const Prepared& p = goods[r];
+    batch::collate_row(base, layout, static_cast<std::int64_t>(r),
+                       {p.tokens.input_ids, p.tokens.labels, p.positions}, options_.pad_id);
+    for (const image::ImagePlan& plan : p.plans) grids.push_back({plan.grid_t, plan.grid_h, plan.grid_w});
+    ids.push_back(p.item.sample);
+  }
+  batch::write_grids(base, layout, grids);
+  batch::write_sample_ids(base, layout, ids);
+  ctx_.counters.add(kAssemble, now_ns() - t1);
+  return out;
+}
+
+}  // namespace stoker::pipeline

@@ -1,0 +1,104 @@
+// The producer core behind every Loader mode. Schedule walks this rank's items over epochs
+// (RankShard per epoch, from a resume position). Engine keeps up to `window` items in flight —
+// read_and_fetch on the I/O pool, then prepare on the CPU pool, or both inline when there are no
+// pools (serial mode) — and collects their results in a reorder buffer keyed by sequence number;
+// produce() takes results strictly in order, skips and budgets failures, and once it has the
+// batch's samples allocates one arena block and emits into it. produce() is called by one thread
+// at a time (the consumer in serial/concurrent mode, the producer thread in prefetch mode).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <vector>
+
+#include "stoker/batch/arena.h"
+#include "stoker/dataset/order.h"
+#include "stoker/exec/thread_pool.h"
+#include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/prepare.h"
+
+namespace stoker::pipeline {
+
+class Schedule {
+ public:
+  static Result<Schedule> make(std::uint64_t num_samples, const dataset::OrderConfig& order,
+                               const dataset::RankInfo& rank, std::int64_t epochs,
+                               const LoaderState& start);
+  // The next item, with the state once it is consumed; nullopt after the last epoch.
+  std::optional<Item> next();
+
+ private:
+  Schedule() = default;
+  Status open_epoch(std::uint64_t epoch, std::uint64_t start);
+  std::uint64_t n_ = 0;
+  dataset::OrderConfig order_;
+  int rank_ = 0, world_ = 1;
+  std::int64_t epochs_ = 1;
+  std::uint64_t epoch_ = 0, k_ = 0, seq_ = 0;
+  std::optional<dataset::RankShard> shard_;
+  bool done_ = false;
+};
+
+// What one produce() call yields, in delivery order: a batch, or the end, or a fatal error; plus
+// the failures consumed on the way (to report at delivery) and the state after it.
+struct ReadyBatch {
+  std::optional<Batch> batch;
+  std::vector<SampleFailure> failures;
+  std::optional<LoaderState> state_after;
+  std::optional<Error> fatal;
+  bool end = false;
+};
+
+struct EngineOptions {
+  int batch_size = 8;
+  Padding padding = Padding::kLongest;
+  std::int64_t max_length = 0;
+  image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
+  std::size_t window = 1;
+  ErrorPolicy errors;
+  std::uint64_t errors_before = 0;  // failures already reported before a resume
+  std::int64_t pad_id = 151643;
+};
+
+class Engine {
+ public:
+  // `cpu` / `io` null: everything runs inline on the produce() caller (serial mode).
+  Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Arena> arena,
+         exec::ThreadPool* cpu, exec::ThreadPool* io, const EngineOptions& options);
+  ~Engine();  // the pools must be shut down first (tasks hold `this`)
+
+  ReadyBatch produce(std::stop_token stop);
+  double arena_wait_s() const;
+
+ private:
+  void top_up();
+  void submit(const Item& item);
+  void deliver(Prepared&& p);
+  std::optional<Prepared> take(std::stop_token stop);
+  std::optional<Error> count_failure(const SampleFailure& f);
+  Result<Batch> emit(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop);
+
+  const Context& ctx_;
+  Schedule schedule_;
+  std::shared_ptr<batch::Arena> arena_;
+  exec::ThreadPool* cpu_;
+  exec::ThreadPool* io_;
+  EngineOptions options_;
+
+  std::mutex mu_;
+  std::condition_variable_any ready_cv_;
+  std::map<std::uint64_t, Prepared> done_;  // the reorder buffer
+  std::uint64_t submitted_ = 0, next_take_ = 0;
+  bool schedule_done_ = false;
+
+  std::optional<Prepared> carried_;  // first item of the next epoch, taken while flushing
+  std::uint64_t failed_ = 0, seen_ = 0, step_ = 0;
+  std::atomic<std::int64_t> arena_wait_ns_{0};
+};
+
+}  // namespace stoker::pipeline

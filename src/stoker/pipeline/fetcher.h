@@ -1,0 +1,76 @@
+// Media fetching for the pipeline: a Fetcher reads one whole object by URI into memory, taking
+// its size from a shared ByteBudget first, so the bytes of media in flight stay bounded (the
+// lease is returned when the prepared sample no longer needs the encoded bytes). Only local files
+// today (pread); S3/HTTP fetchers plug in behind the same interface (io/ module, later).
+// resolve_media turns a record's media reference into a URI relative to its manifest.
+// ByteBudget and LocalFetcher are thread-safe. Errors: NotFound, PermissionDenied, DataLoss
+// (short read), Unimplemented (a scheme this fetcher does not serve), Cancelled (stop while
+// waiting for budget).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "stoker/base/result.h"
+
+namespace stoker::pipeline {
+
+class ByteBudget {
+ public:
+  explicit ByteBudget(std::int64_t limit) : limit_(limit) {}
+
+  // Holds `bytes` of the budget until destroyed. Move-only.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_) { o.budget_ = nullptr; }
+    Lease& operator=(Lease&& o) noexcept;
+    ~Lease() { reset(); }
+    void reset();
+
+   private:
+    friend class ByteBudget;
+    Lease(ByteBudget* b, std::int64_t n) : budget_(b), bytes_(n) {}
+    ByteBudget* budget_ = nullptr;
+    std::int64_t bytes_ = 0;
+  };
+
+  // Blocks until `bytes` fit. A request larger than the limit is granted when nothing else is in
+  // flight (one huge image must not deadlock the run).
+  Result<Lease> acquire(std::int64_t bytes, std::stop_token stop = {});
+  std::int64_t in_flight() const;
+  std::int64_t peak() const;
+
+ private:
+  void release(std::int64_t bytes);
+  const std::int64_t limit_;
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::int64_t in_flight_ = 0, peak_ = 0;
+};
+
+struct FetchedMedia {
+  std::vector<std::uint8_t> bytes;
+  ByteBudget::Lease lease;
+};
+
+class Fetcher {
+ public:
+  virtual ~Fetcher();
+  virtual Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
+                       FetchedMedia* out) const = 0;
+};
+
+// file:// URIs and plain paths; refuses s3:// and http(s):// with Unimplemented.
+std::unique_ptr<Fetcher> make_local_fetcher();
+
+// "file://x" → "x"; URIs with a scheme and absolute paths stay; a relative path is taken
+// relative to the directory of `manifest_path`.
+std::string resolve_media(const std::string& ref, const std::string& manifest_path);
+
+}  // namespace stoker::pipeline

@@ -1,0 +1,326 @@
+#include "stoker/pipeline/loader.h"
+
+#include <charconv>
+#include <mutex>
+#include <thread>
+
+#include "stoker/base/clock.h"
+#include "stoker/exec/bounded_queue.h"
+#include "stoker/exec/thread_pool.h"
+#include "stoker/pipeline/engine.h"
+#include "stoker/pipeline/error_report.h"
+#include "stoker/pipeline/prepare.h"
+
+namespace stoker::pipeline {
+
+// ---- config, state ----
+
+Status LoaderConfig::validate() const {
+  if (data.empty()) return invalid_argument("loader: no data files");
+  if (batch_size < 1) return invalid_argument("loader: batch_size must be at least 1");
+  if (max_length < 0) return invalid_argument("loader: max_length must be >= 0");
+  if (padding == Padding::kFixed && max_length == 0) {
+    return invalid_argument("loader: fixed padding needs max_length");
+  }
+  if (epochs == 0 || epochs < -1) return invalid_argument("loader: epochs must be >= 1 or -1");
+  if (threads < 0) return invalid_argument("loader: threads must be >= 0");
+  if (io_threads < 1) return invalid_argument("loader: io_threads must be >= 1");
+  if (prefetch < 1) return invalid_argument("loader: prefetch must be >= 1");
+  if (window < 0) return invalid_argument("loader: window must be >= 0");
+  if (fetch_bytes_in_flight < 1) return invalid_argument("loader: fetch_bytes_in_flight must be > 0");
+  if (errors.max_error_rate < 0 || errors.max_error_rate > 1) {
+    return invalid_argument("loader: max_error_rate must be in [0, 1]");
+  }
+  return arena.validate();
+}
+
+std::string LoaderState::serialize() const {
+  return "stoker-state v1 epoch=" + std::to_string(epoch) + " position=" +
+         std::to_string(position) + " errors=" + std::to_string(errors);
+}
+
+Result<LoaderState> LoaderState::parse(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  constexpr std::string_view kMagic = "stoker-state v1";
+  if (text.substr(0, kMagic.size()) != kMagic) {
+    return invalid_argument("loader state: expected 'stoker-state v1 ...', got '" +
+                            std::string(text.substr(0, 40)) + "'");
+  }
+  text.remove_prefix(kMagic.size());
+  LoaderState s;
+  bool seen[3] = {false, false, false};
+  while (!text.empty()) {
+    if (text.front() == ' ') {
+      text.remove_prefix(1);
+      continue;
+    }
+    std::size_t end = text.find(' ');
+    std::string_view field = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end);
+    std::size_t eq = field.find('=');
+    if (eq == std::string_view::npos) {
+      return invalid_argument("loader state: bad field '" + std::string(field) + "'");
+    }
+    std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+    std::uint64_t v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size()) {
+      return invalid_argument("loader state: bad number in '" + std::string(field) + "'");
+    }
+    int idx = key == "epoch" ? 0 : key == "position" ? 1 : key == "errors" ? 2 : -1;
+    if (idx < 0) continue;  // unknown fields: written by a newer version, ignored
+    (idx == 0 ? s.epoch : idx == 1 ? s.position : s.errors) = v;
+    seen[idx] = true;
+  }
+  if (!seen[0] || !seen[1]) return invalid_argument("loader state: needs epoch= and position=");
+  return s;
+}
+
+// ---- Batch ----
+
+Batch::Batch(Batch&& o) noexcept
+    : layout_(std::move(o.layout_)), base_(o.base_), release_(std::move(o.release_)) {
+  o.base_ = nullptr;
+  o.release_ = nullptr;
+}
+
+Batch& Batch::operator=(Batch&& o) noexcept {
+  if (this != &o) {
+    release();
+    layout_ = std::move(o.layout_);
+    base_ = o.base_;
+    release_ = std::move(o.release_);
+    o.base_ = nullptr;
+    o.release_ = nullptr;
+  }
+  return *this;
+}
+
+Batch::~Batch() { release(); }
+
+void Batch::release() {
+  if (release_) {
+    auto fn = std::move(release_);
+    release_ = nullptr;
+    fn(layout_.block);
+  }
+  base_ = nullptr;
+}
+
+std::int64_t Batch::size() const {
+  const batch::TensorView* t = layout_.find("sample_ids");
+  return t == nullptr ? 0 : t->shape[0];
+}
+
+// ---- Loader ----
+
+struct Loader::Impl {
+  LoaderConfig config;
+  dataset::RankInfo rank;
+  std::unique_ptr<Context> ctx;
+  std::shared_ptr<batch::Arena> arena;
+  std::unique_ptr<exec::ThreadPool> cpu, io;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<exec::BoundedQueue<ReadyBatch>> ring;
+  std::jthread producer;
+  ErrorReport report;
+  int cpu_threads = 1;
+
+  mutable std::mutex mu;  // guards the consumer-side fields below
+  bool started = false, ended = false;
+  std::optional<Error> fatal;
+  LoaderState start_state, state;
+  bool resumed = false;
+  std::int64_t batches = 0, samples = 0, failed = 0;
+  std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
+
+  ~Impl() {
+    if (producer.joinable()) {
+      producer.request_stop();
+      if (ring) ring->close();
+      producer.join();
+    }
+    if (ring) {
+      while (ring->try_pop()) {
+      }
+    }
+    if (io) io->shutdown(exec::ShutdownMode::kCancel);
+    if (cpu) cpu->shutdown(exec::ShutdownMode::kCancel);
+    engine.reset();
+  }
+
+  Status start();
+  ReadyBatch produce_one();
+};
+
+Status Loader::Impl::start() {
+  dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
+  STOKER_ASSIGN_OR_RETURN(Schedule schedule, Schedule::make(ctx->index->size(), order, rank,
+                                                            config.epochs, start_state));
+  if (!config.errors.report_path.empty()) {
+    STOKER_RETURN_IF_ERROR(report.open(config.errors.report_path,
+                                       resumed ? static_cast<std::int64_t>(start_state.errors) : -1));
+  }
+  EngineOptions eo;
+  eo.batch_size = config.batch_size;
+  eo.padding = config.padding;
+  eo.max_length = config.max_length;
+  eo.pixel_dtype = config.pixel_dtype;
+  eo.errors = config.errors;
+  eo.errors_before = start_state.errors;
+  if (std::optional<text::TokenId> pad = ctx->tokenizer->token_to_id("<|endoftext|>")) eo.pad_id = *pad;
+  std::size_t window = static_cast<std::size_t>(config.window);
+  if (window == 0) {
+    window = config.mode == Mode::kSerial       ? 1
+             : config.mode == Mode::kConcurrent ? static_cast<std::size_t>(config.batch_size)
+                                                : static_cast<std::size_t>(2 * config.batch_size *
+                                                                           (config.prefetch + 1));
+  }
+  eo.window = config.mode == Mode::kSerial ? 1 : window;
+  if (config.mode != Mode::kSerial) {
+    STOKER_ASSIGN_OR_RETURN(cpu, exec::ThreadPool::create({.num_threads = config.threads,
+                                                           .name = "stoker-cpu"}));
+    STOKER_ASSIGN_OR_RETURN(io, exec::ThreadPool::create({.num_threads = config.io_threads,
+                                                          .name = "stoker-io"}));
+    cpu_threads = cpu->num_threads();
+  }
+  engine = std::make_unique<Engine>(*ctx, std::move(schedule), arena, cpu.get(), io.get(), eo);
+  if (config.mode == Mode::kPrefetch) {
+    ring = std::make_unique<exec::BoundedQueue<ReadyBatch>>(static_cast<std::size_t>(config.prefetch));
+    producer = std::jthread([this](std::stop_token stop) {
+      for (;;) {
+        ReadyBatch rb = engine->produce(stop);
+        bool last = rb.end || rb.fatal.has_value();
+        if (!ring->push(std::move(rb), stop)) return;
+        if (last) return;
+      }
+    });
+  }
+  return ok_status();
+}
+
+ReadyBatch Loader::Impl::produce_one() {
+  if (config.mode != Mode::kPrefetch) return engine->produce({});
+  std::optional<ReadyBatch> rb = ring->pop();
+  if (!rb) {
+    ReadyBatch out;
+    out.fatal = cancelled("loader: the producer stopped");
+    return out;
+  }
+  return std::move(*rb);
+}
+
+Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Loader::~Loader() = default;
+
+Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
+  STOKER_RETURN_IF_ERROR(config.validate());
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
+  auto ctx = std::make_unique<Context>();
+  STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
+  STOKER_ASSIGN_OR_RETURN(ctx->template_kind,
+                          text::template_for_model(model::family_name(ctx->model.family)));
+  std::string tok_dir = config.tokenizer.empty() ? ctx->model.folder : config.tokenizer;
+  if (tok_dir.empty()) {
+    return invalid_argument("model preset '" + config.model +
+                            "' has no tokenizer files: set the tokenizer folder");
+  }
+  STOKER_ASSIGN_OR_RETURN(ctx->tokenizer, text::Tokenizer::load(tok_dir));
+  STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(ctx->model.image));
+  ctx->processor.emplace(std::move(proc));
+  ctx->rope = batch::RopeConfig::from_model(ctx->model);
+  STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(config.data));
+  ctx->fetcher = make_local_fetcher();
+  ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
+  ctx->max_length = config.max_length;
+  ctx->io_delay_hook = config.io_delay_hook;
+  impl->ctx = std::move(ctx);
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
+  impl->arena = std::move(arena);
+  return std::unique_ptr<Loader>(new Loader(std::move(impl)));
+}
+
+Status Loader::resume(const LoaderState& s) {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->started) return invalid_argument("loader: resume() must come before the first next()");
+  impl_->start_state = s;
+  impl_->state = s;
+  impl_->resumed = true;
+  return ok_status();
+}
+
+Result<std::optional<Batch>> Loader::next() {
+  Impl& m = *impl_;
+  const std::int64_t t0 = now_ns();
+  {
+    std::lock_guard lock(m.mu);
+    if (m.fatal) return *m.fatal;
+    if (m.ended) return std::optional<Batch>();
+    if (!m.started) {
+      m.started = true;
+      m.first_call_ns = t0;
+      if (Status st = m.start(); !st.ok()) {
+        m.fatal = st.error();
+        return std::move(st).error();
+      }
+    }
+  }
+  ReadyBatch rb = m.produce_one();
+  const std::int64_t t1 = now_ns();
+  Status written = m.report.write(rb.failures);
+  std::lock_guard lock(m.mu);
+  m.wait_ns += t1 - t0;
+  m.last_ns = t1;
+  m.failed += static_cast<std::int64_t>(rb.failures.size());
+  if (rb.state_after) m.state = *rb.state_after;
+  if (!written.ok()) rb.fatal = std::move(written).error();
+  if (rb.fatal) {
+    m.fatal = *rb.fatal;
+    return std::move(*rb.fatal);
+  }
+  if (rb.end) {
+    m.ended = true;
+    return std::optional<Batch>();
+  }
+  if (m.first_batch_ns < 0) m.first_batch_ns = t1 - m.first_call_ns;
+  ++m.batches;
+  m.samples += rb.batch->size();
+  return std::optional<Batch>(std::move(*rb.batch));
+}
+
+LoaderState Loader::state() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state;
+}
+
+LoaderStats Loader::stats() const {
+  const Impl& m = *impl_;
+  LoaderStats s;
+  {
+    std::lock_guard lock(m.mu);
+    s.batches = m.batches;
+    s.samples = m.samples;
+    s.failed = m.failed;
+    s.wait_s = m.wait_ns * 1e-9;
+    s.elapsed_s = m.started ? (now_ns() - m.first_call_ns) * 1e-9 : 0;
+    s.first_batch_s = m.first_batch_ns < 0 ? 0 : m.first_batch_ns * 1e-9;
+    if (m.engine) s.arena_wait_s = m.engine->arena_wait_s();
+  }
+  const bool serial = m.config.mode == Mode::kSerial;
+  const int io = serial ? 1 : m.config.io_threads, cpu = serial ? 1 : m.cpu_threads;
+  const int threads[kNumStages] = {io, io, cpu, serial ? 1 : cpu + 1, 1};
+  for (int i = 0; i < kNumStages; ++i) {
+    s.stages.push_back({stage_name(i), m.ctx->counters.busy_ns[i].load() * 1e-9,
+                        m.ctx->counters.items[i].load(), threads[i]});
+  }
+  s.arena_peak_bytes = m.arena->peak_in_use();
+  s.fetch_peak_bytes = static_cast<std::uint64_t>(m.ctx->budget->peak());
+  return s;
+}
+
+const batch::Arena& Loader::arena() const { return *impl_->arena; }
+const dataset::RankInfo& Loader::rank() const { return impl_->rank; }
+
+}  // namespace stoker::pipeline

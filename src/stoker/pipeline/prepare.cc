@@ -1,0 +1,152 @@
+#include "stoker/pipeline/prepare.h"
+
+#include "stoker/base/clock.h"
+#include "stoker/image/decode.h"
+#include "stoker/image/resample.h"
+
+namespace stoker::pipeline {
+namespace {
+
+SampleFailure failure(const Context& ctx, const Item& item, const char* stage, const Error& e) {
+  dataset::RecordLocation loc = ctx.index->location(item.sample);
+  return {item.sample, ctx.index->files()[loc.file].path, loc.line, stage,
+          std::string(error_code_name(e.code())), e.to_string()};
+}
+
+// Times one stage on this thread.
+class StageTimer {
+ public:
+  StageTimer(const Context& ctx, int stage) : ctx_(ctx), stage_(stage), start_(now_ns()) {}
+  ~StageTimer() { ctx_.counters.add(stage_, now_ns() - start_); }
+
+ private:
+  const Context& ctx_;
+  int stage_;
+  std::int64_t start_;
+};
+
+}  // namespace
+
+const char* stage_name(int stage) {
+  static const char* kNames[kNumStages] = {"read", "fetch", "prepare", "emit", "assemble"};
+  return stage >= 0 && stage < kNumStages ? kNames[stage] : "?";
+}
+
+Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop) {
+  Fetched out;
+  out.item = item;
+  std::vector<std::string> uris;
+  {
+    StageTimer timer(ctx, kRead);
+    std::string record;
+    if (Status st = ctx.index->read_record(item.sample, record); !st.ok()) {
+      out.failure = failure(ctx, item, "read", st.error());
+      return out;
+    }
+    Result<dataset::Conversation> conv = dataset::parse_record(record);
+    if (!conv.ok()) {
+      out.failure = failure(ctx, item, "parse", conv.error());
+      return out;
+    }
+    if (Status st = dataset::validate_for_sft(*conv); !st.ok()) {
+      out.failure = failure(ctx, item, "validate", st.error());
+      return out;
+    }
+    out.conversation = std::move(conv).value();
+    const std::string& manifest =
+        ctx.index->files()[ctx.index->location(item.sample).file].path;
+    for (const dataset::Message& m : out.conversation.messages) {
+      for (const dataset::Part& p : m.parts) {
+        if (p.kind == dataset::Part::Kind::kVideo) {
+          out.failure = failure(ctx, item, "fetch",
+                                unimplemented("video " + p.value + ": videos are not supported yet"));
+          return out;
+        }
+        if (p.kind == dataset::Part::Kind::kImage) uris.push_back(resolve_media(p.value, manifest));
+      }
+    }
+  }
+  StageTimer timer(ctx, kFetch);
+  out.media.resize(uris.size());
+  for (std::size_t i = 0; i < uris.size(); ++i) {
+    if (ctx.io_delay_hook) ctx.io_delay_hook(item.sample, static_cast<int>(i));
+    Status st = ctx.fetcher->fetch(uris[i], *ctx.budget, stop, &out.media[i]);
+    if (!st.ok()) {
+      out.media.clear();
+      out.failure = failure(ctx, item, "fetch",
+                            Error(st.error()).with_context("image " + std::to_string(i)));
+      return out;
+    }
+  }
+  return out;
+}
+
+Prepared prepare(const Context& ctx, Fetched&& in) {
+  StageTimer timer(ctx, kPrepare);
+  Prepared out;
+  out.item = in.item;
+  if (in.failure) {
+    out.failure = std::move(in.failure);
+    return out;
+  }
+  const image::ImageProcessor& proc = *ctx.processor;
+  std::vector<text::VisionGrid> grids;
+  out.plans.reserve(in.media.size());
+  for (std::size_t i = 0; i < in.media.size(); ++i) {
+    Result<image::ImagePlan> plan = proc.plan(in.media[i].bytes);
+    if (!plan.ok()) {
+      out.failure = failure(ctx, in.item, "decode",
+                            Error(plan.error()).with_context("image " + std::to_string(i)));
+      return out;
+    }
+    out.plans.push_back(*plan);
+    grids.push_back({plan->grid_t, plan->grid_h, plan->grid_w, {}});
+  }
+  text::SampleOptions options;
+  options.merge_size = ctx.model.image.merge_size;
+  options.max_length = ctx.max_length;
+  options.overflow = text::Overflow::kDrop;
+  Result<text::TokenizedSample> tokens = text::build_sample(
+      in.conversation, ctx.template_kind, {}, *ctx.tokenizer, grids, {}, options);
+  if (!tokens.ok()) {
+    out.failure = failure(ctx, in.item, "tokenize", tokens.error());
+    return out;
+  }
+  out.tokens = std::move(tokens).value();
+  Result<batch::RopeIndex> rope = batch::get_rope_index(out.tokens, grids, {}, ctx.rope);
+  if (!rope.ok()) {
+    out.failure = failure(ctx, in.item, "rope", rope.error());
+    return out;
+  }
+  out.positions = std::move(rope->positions);
+  // Decode + resize only the images the sample keeps (all of them under the drop policy).
+  const int kept = out.tokens.num_images;
+  out.plans.resize(kept);
+  out.images.resize(kept);
+  image::RgbImage decoded;
+  for (int i = 0; i < kept; ++i) {
+    const image::ImagePlan& plan = out.plans[i];
+    Status st = image::decode_rgb(in.media[i].bytes, proc.config().limits, &decoded);
+    if (st.ok() && (decoded.width != plan.src_width || decoded.height != plan.src_height)) {
+      st = data_loss("decoded size " + std::to_string(decoded.width) + "x" +
+                     std::to_string(decoded.height) + " differs from the header's " +
+                     std::to_string(plan.src_width) + "x" + std::to_string(plan.src_height));
+    }
+    if (!st.ok()) {
+      out.failure = failure(ctx, in.item, "decode",
+                            Error(st.error()).with_context("image " + std::to_string(i)));
+      out.images.clear();
+      return out;
+    }
+    in.media[i] = FetchedMedia();  // the encoded bytes are done with: return their budget
+    if (plan.width == decoded.width && plan.height == decoded.height) {
+      std::swap(out.images[i], decoded);
+    } else {
+      image::resize_bicubic_exact(decoded, plan.width, plan.height, &out.images[i]);
+    }
+    out.pixel_rows += plan.rows();
+  }
+  return out;
+}
+
+}  // namespace stoker::pipeline

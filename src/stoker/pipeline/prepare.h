@@ -1,0 +1,89 @@
+// The fallible half of the per-sample work, shared by every Loader mode: read_and_fetch (record
+// pread → parse → validate → resolve media → fetch bytes) and prepare (probe + plan each image →
+// decode + resize into the sample's own uint8 images → template + tokenize + labels with the
+// max-length policy → mRoPE positions). A failure is a value (SampleFailure naming the stage),
+// never an error of the run. After prepare the sample's sizes are known exactly (tokens, pixel
+// rows), so the batch block can be allocated and the infallible emit (emit_images) can normalise
+// + patchify straight into it. Context is immutable and shared by all threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "stoker/batch/mrope.h"
+#include "stoker/dataset/conversation.h"
+#include "stoker/dataset/manifest.h"
+#include "stoker/image/processor.h"
+#include "stoker/model/model_config.h"
+#include "stoker/pipeline/error_report.h"
+#include "stoker/pipeline/fetcher.h"
+#include "stoker/text/chat_template.h"
+#include "stoker/text/labels.h"
+#include "stoker/text/tokenizer.h"
+
+namespace stoker::pipeline {
+
+enum Stage { kRead, kFetch, kPrepare, kEmit, kAssemble, kNumStages };
+const char* stage_name(int stage);
+
+struct StageCounters {
+  std::atomic<std::int64_t> busy_ns[kNumStages] = {};
+  std::atomic<std::int64_t> items[kNumStages] = {};
+  void add(int stage, std::int64_t ns, std::int64_t n = 1) {
+    busy_ns[stage].fetch_add(ns, std::memory_order_relaxed);
+    items[stage].fetch_add(n, std::memory_order_relaxed);
+  }
+};
+
+struct Context {
+  model::ModelConfig model;
+  text::TemplateKind template_kind = text::TemplateKind::kQwen2VL;
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  std::optional<image::ImageProcessor> processor;
+  batch::RopeConfig rope;
+  std::unique_ptr<dataset::ManifestIndex> index;
+  std::unique_ptr<Fetcher> fetcher;
+  std::unique_ptr<ByteBudget> budget;
+  std::int64_t max_length = 0;
+  std::function<void(std::uint64_t, int)> io_delay_hook;
+  mutable StageCounters counters;
+};
+
+// One position of this rank's stream.
+struct Item {
+  std::uint64_t seq = 0;     // 0, 1, 2, ... over the whole stream (all epochs)
+  std::uint64_t epoch = 0;
+  std::uint64_t k = 0;       // index in this rank's shard of the epoch
+  std::uint64_t sample = 0;  // global record id
+  bool last_of_epoch = false;
+  // The loader state once this item is consumed: (epoch + 1, 0) after an epoch's last item.
+  std::uint64_t next_epoch = 0, next_position = 0;
+};
+
+struct Fetched {
+  Item item;
+  std::optional<SampleFailure> failure;
+  dataset::Conversation conversation;
+  std::vector<FetchedMedia> media;  // one per image part, in order
+};
+
+struct Prepared {
+  Item item;
+  std::optional<SampleFailure> failure;
+  std::vector<image::ImagePlan> plans;     // images the sample keeps
+  std::vector<image::RgbImage> images;     // resized, uint8 (emit normalises them)
+  text::TokenizedSample tokens;
+  std::vector<std::int64_t> positions;     // 3 × tokens.input_ids.size()
+  std::int64_t pixel_rows = 0;
+};
+
+Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop);
+Prepared prepare(const Context& ctx, Fetched&& fetched);
+
+}  // namespace stoker::pipeline
