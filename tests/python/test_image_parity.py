@@ -26,6 +26,9 @@ import stoker_cli
 # ≥ 200 images across all formats; the synth size cap keeps 4K-class images from dominating
 # the runtime (each resized pixel costs 24 bytes of float32 pixel_values per model).
 N_RECORDS = int(os.environ.get("STOKER_PARITY_N", "150"))
+# The full run must cover ≥ 200 images and every kind; the sanitizer tree runs a small set
+# (STOKER_PARITY_MIN_IMAGES lowered) only to put every decoder and the resampler under ASan.
+MIN_IMAGES = int(os.environ.get("STOKER_PARITY_MIN_IMAGES", "200"))
 SEED = 20261130
 CHUNK = 24  # files per `stoker preprocess` call; dumps are checked and deleted per chunk
 
@@ -64,7 +67,9 @@ SYNTH_EXTRA_ARGS = ["--max-side", os.environ.get("STOKER_PARITY_MAX_SIDE", "1024
 
 def test_dataset_covers_every_format(dataset):
     _, files, kinds = dataset
-    assert len(files) >= 200, f"only {len(files)} images"
+    assert len(files) >= MIN_IMAGES, f"only {len(files)} images"
+    if MIN_IMAGES < 200:
+        pytest.skip("small set (sanitizer run): kind coverage is checked by the full run")
     missing = [k for k in REQUIRED_KINDS if not any(v.startswith(k) for v in kinds.values())]
     assert not missing, f"synthetic set lacks {missing}; has {sorted(set(kinds.values()))}"
 
@@ -248,7 +253,7 @@ def test_pixel_parity(stoker_bin, dataset, model, dtype):
     REPORT.extend(f"  {k:32s} {v:4d} ok" + (f", {rejected[k]} rejected" if k in rejected else "")
                   for k, v in sorted(checked.items()))
     assert not failures, f"{len(failures)} parity failures:\n" + "\n".join(failures[:25])
-    assert total >= 150, f"only {total} images compared"
+    assert total >= 0.9 * MIN_IMAGES, f"only {total} images compared"
 
 
 # (width, height) sizes that exercise each smart_resize rule: half-way ties (Python rounds half
