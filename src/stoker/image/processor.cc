@@ -63,9 +63,12 @@ inline void emit_fence() {
 // lookup table) into a small per-channel block, then written as 3·T contiguous P·P spans, strictly
 // in address order. Source reads stay inside one band of P·m image rows (in L2).
 // kP > 0 fixes the patch size at compile time (14 and 16: the inner loops unroll).
+// Only merge-row bands [hb_begin, hb_end) are written (each band = P·m image rows = (gw/m)·m² rows
+// of output), so a caller can patchify bands as the resampler finishes them.
 template <typename T, int kP>
 void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, int grid_w,
-              const std::array<std::array<float, 256>, 3>& lut, T* out) {
+              int hb_begin, int hb_end, const std::array<std::array<float, 256>, 3>& lut,
+              T* out) {
   const int P = kP > 0 ? kP : patch;
   const size_t plane = static_cast<size_t>(P) * P;
   const size_t cols = 3 * tps * plane;
@@ -75,8 +78,8 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, in
   const float* __restrict l = lut[0].data();  // the 3 tables are contiguous: l[c·256 + x]
   static_assert(sizeof(lut) == 3 * 256 * sizeof(float), "lut must be contiguous");
   float* __restrict v = fbuf.data();
-  T* row = out;
-  for (int hb = 0; hb < grid_h / merge; ++hb) {
+  T* row = out + static_cast<size_t>(hb_begin) * (grid_w / merge) * merge * merge * cols;
+  for (int hb = hb_begin; hb < hb_end; ++hb) {
     for (int wb = 0; wb < grid_w / merge; ++wb) {
       for (int mh = 0; mh < merge; ++mh) {
         for (int mw = 0; mw < merge; ++mw, row += cols) {
@@ -111,11 +114,15 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, in
 
 template <typename T>
 void patchify_any(const RgbImage& img, int patch, int tps, int merge, int grid_h, int grid_w,
-                  const std::array<std::array<float, 256>, 3>& lut, T* out) {
+                  int hb_begin, int hb_end, const std::array<std::array<float, 256>, 3>& lut,
+                  T* out) {
   switch (patch) {
-    case 14: return patchify<T, 14>(img, patch, tps, merge, grid_h, grid_w, lut, out);
-    case 16: return patchify<T, 16>(img, patch, tps, merge, grid_h, grid_w, lut, out);
-    default: return patchify<T, 0>(img, patch, tps, merge, grid_h, grid_w, lut, out);
+    case 14:
+      return patchify<T, 14>(img, patch, tps, merge, grid_h, grid_w, hb_begin, hb_end, lut, out);
+    case 16:
+      return patchify<T, 16>(img, patch, tps, merge, grid_h, grid_w, hb_begin, hb_end, lut, out);
+    default:
+      return patchify<T, 0>(img, patch, tps, merge, grid_h, grid_w, hb_begin, hb_end, lut, out);
   }
 }
 
@@ -227,10 +234,21 @@ Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImageP
   }
   const RgbImage* img = &decoded;
   if (plan.width != decoded.width || plan.height != decoded.height) {
-    resize_bicubic_exact(decoded, plan.width, plan.height, &scratch->resized);
+    // Patchify each band of P·m rows as soon as the resampler has finished it, while those rows
+    // are still in cache, instead of re-reading the whole resized image afterwards.
+    const int band_rows = P * m;
+    int bands_done = 0;
+    resize_bicubic_exact(decoded, plan.width, plan.height, &scratch->resized, [&](int rows) {
+      const int ready = rows / band_rows;
+      if (ready > bands_done) {
+        write_bands(scratch->resized, plan, dtype, bands_done, ready, out);
+        bands_done = ready;
+      }
+    });
     img = &scratch->resized;
+  } else {
+    normalize_patchify(*img, plan, dtype, out);
   }
-  normalize_patchify(*img, plan, dtype, out);
   if (resized_out != nullptr) *resized_out = *img;
   return ok_status();
 }
@@ -243,11 +261,17 @@ void ImageProcessor::normalize_patchify(const RgbImage& resized, const ImagePlan
                    plan.grid_h * config_.patch_size == plan.height &&
                    plan.grid_w % config_.merge_size == 0 && plan.grid_h % config_.merge_size == 0,
                "normalize_patchify: plan grid does not tile the image");
+  write_bands(resized, plan, dtype, 0, plan.grid_h / config_.merge_size, out);
+}
+
+void ImageProcessor::write_bands(const RgbImage& img, const ImagePlan& plan, PixelDType dtype,
+                                 int hb_begin, int hb_end, void* out) const {
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
   if (dtype == PixelDType::kFloat32) {
-    patchify_any(resized, P, T, m, plan.grid_h, plan.grid_w, lut_, static_cast<float*>(out));
+    patchify_any(img, P, T, m, plan.grid_h, plan.grid_w, hb_begin, hb_end, lut_,
+                 static_cast<float*>(out));
   } else {
-    patchify_any(resized, P, T, m, plan.grid_h, plan.grid_w, lut_,
+    patchify_any(img, P, T, m, plan.grid_h, plan.grid_w, hb_begin, hb_end, lut_,
                  static_cast<std::uint16_t*>(out));
   }
 }

@@ -74,6 +74,9 @@ class ImageProcessor {
 
  private:
   explicit ImageProcessor(const ImageProcessorConfig& config);
+  // Writes the output rows of merge-row bands [hb_begin, hb_end) (normalize_patchify = all).
+  void write_bands(const RgbImage& img, const ImagePlan& plan, PixelDType dtype, int hb_begin,
+                   int hb_end, void* out) const;
   ImageProcessorConfig config_;
   // Per-channel lookup: uint8 value → normalised float, computed with the slow processor's
   // exact arithmetic (float64 rescale, float32 normalise), so the hot loop is a table lookup.

@@ -299,6 +299,14 @@ void vertical_output_row(const AxisPlan& v, int y, const std::uint8_t* base, siz
 }  // namespace
 
 void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* dst) {
+  resize_bicubic_exact(src, dst_w, dst_h, dst, RowsReady());
+}
+
+void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* dst,
+                          const RowsReady& rows_ready) {
+  auto ready = [&rows_ready](int rows) {
+    if (rows_ready) rows_ready(rows);
+  };
   STOKER_CHECK(src.width > 0 && src.height > 0 && dst_w > 0 && dst_h > 0,
                "resize_bicubic_exact: empty size");
   STOKER_CHECK(src.pixels.size() == static_cast<size_t>(src.width) * src.height * 3,
@@ -309,6 +317,7 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
   dst->pixels.resize(static_cast<size_t>(dst_w) * dst_h * 3);
   if (dst_w == src.width && dst_h == src.height) {  // Pillow returns a copy
     std::memcpy(dst->pixels.data(), src.pixels.data(), src.pixels.size());
+    ready(dst_h);
     return;
   }
   const bool need_h = dst_w != src.width;
@@ -319,7 +328,7 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
 
   if (!need_v) {  // horizontal only: every source row, straight into dst
     auto hc = coeff_cache().get(src.width, dst_w);
-    horizontal_pass(src, *hc, dst_w, 0, src.height, out, &scratch, [](int) {});
+    horizontal_pass(src, *hc, dst_w, 0, src.height, out, &scratch, ready);
     return;
   }
   auto vc = coeff_cache().get(src.height, dst_h);
@@ -327,6 +336,7 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
   if (!need_h) {  // vertical only, from the source rows
     for (int y = 0; y < dst_h; ++y) {
       vertical_output_row(v, y, src.pixels.data(), out_stride, 0, out + y * out_stride, &scratch);
+      if ((y + 1) % kBlockRows == 0 || y + 1 == dst_h) ready(y + 1);
     }
     return;
   }
@@ -343,6 +353,7 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
       vertical_output_row(v, next_y, tmp, out_stride, first, out + next_y * out_stride, &scratch);
       ++next_y;
     }
+    ready(next_y);
   });
   STOKER_CHECK(next_y == dst_h, "resize_bicubic_exact: vertical pass incomplete");
   scratch.trim();

@@ -180,6 +180,28 @@ TEST(ResampleTest, EverySimdTargetGivesTheSameBytes) {
   hwy::SetSupportedTargetsForTest(0);  // back to the real CPU
 }
 
+TEST(ResampleTest, RowsReadyReportsFinalRowsInOrder) {
+  std::mt19937 rng(5);
+  const RgbImage src = random_image(90, 70, &rng);
+  for (const auto& sz : {std::pair{95, 73}, std::pair{40, 30}, std::pair{90, 150},
+                         std::pair{200, 70}, std::pair{90, 70}}) {
+    RgbImage out;
+    std::vector<std::uint8_t> seen;  // rows copied at the moment they were reported ready
+    int last = 0;
+    bool monotonic = true;
+    resize_bicubic_exact(src, sz.first, sz.second, &out, [&](int rows) {
+      monotonic = monotonic && rows >= last && rows <= sz.second;
+      seen.insert(seen.end(), out.row(0) + size_t(last) * 3 * sz.first,
+                  out.row(0) + size_t(rows) * 3 * sz.first);
+      last = rows;
+    });
+    EXPECT_TRUE(monotonic);
+    EXPECT_EQ(last, sz.second);
+    EXPECT_EQ(seen, reference_resize(src, sz.first, sz.second).pixels)
+        << sz.first << "x" << sz.second;
+  }
+}
+
 TEST(ResampleTest, SameSizeIsACopyAndConstantsStayConstant) {
   std::mt19937 rng(1);
   const RgbImage src = random_image(33, 21, &rng);
