@@ -108,7 +108,9 @@ TEST(LoaderDeterminismTest, BatchContentsAreConsistent) {
   const std::int64_t* mask = batch.as<std::int64_t>("attention_mask");
   std::int64_t image_pads = 0;
   for (std::int64_t i = 0; i < B * L; ++i) {
-    if (mask[i] == 0) EXPECT_EQ(ids[i], 151643);
+    if (mask[i] == 0) {
+      EXPECT_EQ(ids[i], 151643);
+    }
     if (ids[i] == 151655) ++image_pads;
   }
   const batch::TensorView* grid = layout.find("image_grid_thw");

