@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <random>
 #include <thread>
 
 #include "stoker/text/detail/bpe.h"
@@ -219,6 +220,20 @@ TEST(TokenizerTest, DecodeRoundTripsAndReplacesBrokenUtf8) {
 TEST(TokenizerTest, InvalidUtf8IsReplacedLikeALossyConversion) {
   REQUIRE_REAL(t, "qwen3");
   EXPECT_EQ(t->encode("ab\xFF" "cd\xE2\x82"), t->encode("ab\uFFFD" "cd\uFFFD"));
+}
+
+TEST(TokenizerTest, RandomBytesNeverCrashAndRoundTripThroughTheLossyString) {
+  REQUIRE_REAL(t, "qwen3");
+  std::mt19937 rng(5);
+  const std::string alphabet = "ab '\n\t\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80\x80\xBF\xC0\xED\xA0\xF4\x90\xFF\xCC\x81";
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string s;
+    for (int i = static_cast<int>(rng() % 24); i >= 0; --i) s += alphabet[rng() % alphabet.size()];
+    const std::string lossy = detail::to_valid_utf8_lossy(s);
+    const auto ids = t->encode(s);
+    ASSERT_EQ(ids, t->encode(lossy));
+    ASSERT_EQ(t->decode(ids), detail::nfc(lossy));
+  }
 }
 
 TEST(TokenizerTest, NfcIsAppliedOutsideAddedTokens) {
