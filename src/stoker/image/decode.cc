@@ -104,7 +104,7 @@ Result<ImageHeader> probe_jpeg(std::span<const std::uint8_t> b) {
       if (m == 0xC3 || m == 0xC7 || m == 0xCB || m == 0xCF) {
         return invalid_argument("unsupported JPEG: lossless (SOF" + std::to_string(m - 0xC0) + ")");
       }
-      if (m >= 0xC9) return invalid_argument("unsupported JPEG: arithmetic coding");
+      // Arithmetic-coded (SOF9/10) JPEGs pass: libjpeg-turbo decodes them, as Pillow does.
       if (h.bit_depth != 8) {
         return invalid_argument("unsupported JPEG: " + std::to_string(h.bit_depth) +
                                 "-bit samples");

@@ -3,9 +3,9 @@
 #include "stoker/image/processor.h"
 
 #include <cmath>
-#include <vector>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "stoker/image/resample.h"
 
