@@ -9,6 +9,7 @@ namespace stoker::cli {
 
 int run_bench_image(int argc, char** argv);
 int run_bench_tokenizer(int argc, char** argv);
+int run_bench_ladder(int argc, char** argv);
 
 int run_bench(int argc, char** argv) {
   struct Entry {
@@ -20,6 +21,8 @@ int run_bench(int argc, char** argv) {
       {"image", "decode→resize→normalise→patchify: stoker vs Pillow+numpy (HF slow processor)",
        run_bench_image},
       {"tokenizer", "tokens/s: stoker vs Hugging Face's Rust tokenizers", run_bench_tokenizer},
+      {"ladder", "trainer wait: serial vs concurrent vs prefetch vs zero-copy (shm) loader",
+       run_bench_ladder},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)
