@@ -176,15 +176,15 @@ class BpeTokenizer final : public Tokenizer {
   }
 
   void encode_words(std::string_view s, std::vector<TokenId>* out) const {
-    thread_local std::vector<std::uint32_t> ends;
+    thread_local std::vector<std::size_t> ends;
     ends.clear();
     if (regex_) {
       regex_->split(s, &ends);
     } else {
       detail::split_qwen(s, &ends);
     }
-    std::uint32_t begin = 0;
-    for (std::uint32_t end : ends) {
+    std::size_t begin = 0;
+    for (std::size_t end : ends) {
       bpe_->encode_word(s.substr(begin, end - begin), out);
       begin = end;
     }

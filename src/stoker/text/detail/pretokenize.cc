@@ -18,10 +18,10 @@ class Scanner {
   Scanner(std::string_view s)
       : t_(class_table()),
         p_(reinterpret_cast<const unsigned char*>(s.data())),
-        n_(static_cast<std::uint32_t>(s.size())) {}
+        n_(static_cast<std::size_t>(s.size())) {}
 
-  std::uint32_t size() const { return n_; }
-  Char at(std::uint32_t i) const {
+  std::size_t size() const { return n_; }
+  Char at(std::size_t i) const {
     Char c;
     c.len = decode_utf8(p_ + i, &c.cp);
     c.flags = char_flags(t_, c.cp);
@@ -29,7 +29,7 @@ class Scanner {
   }
   // End of the run of characters starting at i whose flags satisfy pred.
   template <typename Pred>
-  std::uint32_t run(std::uint32_t i, Pred pred) const {
+  std::size_t run(std::size_t i, Pred pred) const {
     while (i < n_) {
       const unsigned char b = p_[i];
       if (b < 0x80) {
@@ -39,7 +39,7 @@ class Scanner {
       }
       Char c = at(i);
       if (!pred(c.cp, c.flags)) break;
-      i += static_cast<std::uint32_t>(c.len);
+      i += static_cast<std::size_t>(c.len);
     }
     return i;
   }
@@ -47,7 +47,7 @@ class Scanner {
  private:
   const ClassTable& t_;
   const unsigned char* p_;
-  std::uint32_t n_;
+  std::size_t n_;
 };
 
 inline bool is_crlf(char32_t cp) { return cp == '\r' || cp == '\n'; }
@@ -61,32 +61,32 @@ inline bool fold_eq(char32_t cp, char lower) {
 }
 
 // (?i:'s|'t|'re|'ve|'m|'ll|'d) at i (text[i] == '\''); returns the match end or 0.
-std::uint32_t match_contraction(const Scanner& s, std::uint32_t i) {
-  std::uint32_t k = i + 1;
+std::size_t match_contraction(const Scanner& s, std::size_t i) {
+  std::size_t k = i + 1;
   if (k >= s.size()) return 0;
   const Char a = s.at(k);
-  const std::uint32_t k2 = k + static_cast<std::uint32_t>(a.len);
+  const std::size_t k2 = k + static_cast<std::size_t>(a.len);
   if (fold_eq(a.cp, 's') || fold_eq(a.cp, 't') || fold_eq(a.cp, 'm') || fold_eq(a.cp, 'd'))
     return k2;
   if (k2 >= s.size()) return 0;
   const Char b = s.at(k2);
-  const std::uint32_t k3 = k2 + static_cast<std::uint32_t>(b.len);
+  const std::size_t k3 = k2 + static_cast<std::size_t>(b.len);
   if ((fold_eq(a.cp, 'r') || fold_eq(a.cp, 'v')) && fold_eq(b.cp, 'e')) return k3;
   if (fold_eq(a.cp, 'l') && fold_eq(b.cp, 'l')) return k3;
   return 0;
 }
 
-std::uint32_t match_at(const Scanner& s, std::uint32_t i) {
-  const std::uint32_t n = s.size();
+std::size_t match_at(const Scanner& s, std::size_t i) {
+  const std::size_t n = s.size();
   const Char c = s.at(i);
-  const std::uint32_t next = i + static_cast<std::uint32_t>(c.len);
+  const std::size_t next = i + static_cast<std::size_t>(c.len);
   auto letters = [](char32_t, std::uint8_t f) { return (f & kLetter) != 0; };
   auto others = [](char32_t, std::uint8_t f) { return is_other(f); };
   auto crlf = [](char32_t cp, std::uint8_t) { return is_crlf(cp); };
   auto spaces = [](char32_t, std::uint8_t f) { return (f & kSpace) != 0; };
   // 1. (?i:'s|'t|'re|'ve|'m|'ll|'d)
   if (c.cp == '\'') {
-    if (std::uint32_t e = match_contraction(s, i)) return e;
+    if (std::size_t e = match_contraction(s, i)) return e;
   }
   // 2. [^\r\n\p{L}\p{N}]?\p{L}+
   if (c.flags & kLetter) return s.run(next, letters);
@@ -99,9 +99,9 @@ std::uint32_t match_at(const Scanner& s, std::uint32_t i) {
     return s.run(s.run(next, others), crlf);
   if (is_other(c.flags)) return s.run(s.run(next, others), crlf);
   // Only whitespace is left. 5. \s*[\r\n]+ : the run up to its last CR/LF.
-  std::uint32_t last_crlf = 0, last_start = i;
+  std::size_t last_crlf = 0, last_start = i;
   bool has_crlf = false;
-  std::uint32_t j = i;
+  std::size_t j = i;
   while (j < n) {
     const Char w = s.at(j);
     if (!(w.flags & kSpace)) break;
@@ -110,7 +110,7 @@ std::uint32_t match_at(const Scanner& s, std::uint32_t i) {
       last_crlf = j;
     }
     last_start = j;
-    j += static_cast<std::uint32_t>(w.len);
+    j += static_cast<std::size_t>(w.len);
   }
   (void)spaces;
   if (has_crlf) return last_crlf + 1;
@@ -122,9 +122,9 @@ std::uint32_t match_at(const Scanner& s, std::uint32_t i) {
 
 }  // namespace
 
-void split_qwen(std::string_view text, std::vector<std::uint32_t>* ends) {
+void split_qwen(std::string_view text, std::vector<std::size_t>* ends) {
   Scanner s(text);
-  std::uint32_t i = 0;
+  std::size_t i = 0;
   while (i < s.size()) {
     i = match_at(s, i);
     ends->push_back(i);
@@ -150,28 +150,28 @@ Result<std::unique_ptr<RegexSplitter>> RegexSplitter::create(std::string_view pa
 
 RegexSplitter::~RegexSplitter() { onig_free(static_cast<OnigRegex>(regex_)); }
 
-void RegexSplitter::split(std::string_view text, std::vector<std::uint32_t>* ends) const {
+void RegexSplitter::split(std::string_view text, std::vector<std::size_t>* ends) const {
   auto* regex = static_cast<OnigRegex>(regex_);
   const auto* str = reinterpret_cast<const OnigUChar*>(text.data());
   const auto* end = str + text.size();
   OnigRegion* region = onig_region_new();
-  std::uint32_t pos = 0, last = 0;
+  std::size_t pos = 0, last = 0;
   while (pos <= text.size()) {
     const int r = onig_search(regex, str, end, str + pos, end, region, ONIG_OPTION_NONE);
     if (r < 0) break;
-    const auto b = static_cast<std::uint32_t>(region->beg[0]);
-    const auto e = static_cast<std::uint32_t>(region->end[0]);
+    const auto b = static_cast<std::size_t>(region->beg[0]);
+    const auto e = static_cast<std::size_t>(region->end[0]);
     if (e == b) {  // empty match: not a piece; step over one character
       if (b >= text.size()) break;
       char32_t cp;
-      pos = b + static_cast<std::uint32_t>(decode_utf8(str + b, &cp));
+      pos = b + static_cast<std::size_t>(decode_utf8(str + b, &cp));
       continue;
     }
     if (b > last) ends->push_back(b);  // the gap before the match is its own piece
     ends->push_back(e);
     last = pos = e;
   }
-  if (last < text.size()) ends->push_back(static_cast<std::uint32_t>(text.size()));
+  if (last < text.size()) ends->push_back(static_cast<std::size_t>(text.size()));
   onig_region_free(region, 1);
 }
 

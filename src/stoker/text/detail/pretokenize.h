@@ -26,7 +26,7 @@ inline constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // Appends the end offset of each piece of `text` to `ends` (pieces are [prev end, end)).
-void split_qwen(std::string_view text, std::vector<std::uint32_t>* ends);
+void split_qwen(std::string_view text, std::vector<std::size_t>* ends);
 
 class RegexSplitter {
  public:
@@ -36,7 +36,7 @@ class RegexSplitter {
   RegexSplitter(const RegexSplitter&) = delete;
   RegexSplitter& operator=(const RegexSplitter&) = delete;
 
-  void split(std::string_view text, std::vector<std::uint32_t>* ends) const;
+  void split(std::string_view text, std::vector<std::size_t>* ends) const;
 
  private:
   explicit RegexSplitter(void* regex) : regex_(regex) {}

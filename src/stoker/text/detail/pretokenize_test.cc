@@ -20,10 +20,10 @@ std::string u8(char32_t cp) {
   return s;
 }
 
-std::vector<std::string> pieces(std::string_view s, const std::vector<std::uint32_t>& ends) {
+std::vector<std::string> pieces(std::string_view s, const std::vector<std::size_t>& ends) {
   std::vector<std::string> out;
-  std::uint32_t b = 0;
-  for (std::uint32_t e : ends) {
+  std::size_t b = 0;
+  for (std::size_t e : ends) {
     out.emplace_back(s.substr(b, e - b));
     b = e;
   }
@@ -41,7 +41,7 @@ TEST(PretokenizeTest, QwenMatcherAgreesWithOnigurumaOnRandomStrings) {
       0x3000, 0xFEFF, 0x017F, 0x212A, 0x00E9, 0x0301, 0x4E2D, 0xAC00, 0x0660, 0x00B2, 0x2460,
       0x1F600, 0x1F3FD, 0x200D, 0xFE0F, 0x0915, 0x093F, 0x0E01, 0x05D0, 0x0627, 0x2019, 0x02BC};
   std::mt19937 rng(7);
-  std::vector<std::uint32_t> a, b;
+  std::vector<std::size_t> a, b;
   for (int iter = 0; iter < 30000; ++iter) {
     std::string s;
     const int n = 1 + static_cast<int>(rng() % 14);
