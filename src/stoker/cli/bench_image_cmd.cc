@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -41,6 +42,7 @@ struct BenchOptions {
   std::string python = "/usr/bin/python3";
   std::string script;  // bench/image_reference.py
   std::string dir;     // keep the generated sets here (default: a temp dir, removed)
+  std::string images;  // optional third set: your own images (e.g. real photos), one folder
   int photos = 0;      // 0: the mode's default
   int records = 0;
   int stoker_passes = 0;
@@ -106,12 +108,11 @@ std::string find_script(const std::string& flag) {
   return "bench/image_reference.py";
 }
 
-Result<ImageSet> load_set(std::string name, const synth::SynthResult& synth_result,
-                          const std::string& root, const image::ImageProcessor& processor) {
+Result<ImageSet> load_set(std::string name, const std::vector<std::string>& paths,
+                          const image::ImageProcessor& processor) {
   ImageSet set;
   set.name = std::move(name);
-  for (const synth::ImageEntry& e : synth_result.images) {
-    std::string path = (fs::path(root) / e.path).string();
+  for (const std::string& path : paths) {
     STOKER_ASSIGN_OR_RETURN(auto bytes, read_file(path));
     auto plan = processor.plan(std::span<const std::uint8_t>(bytes));
     if (!plan.ok()) {  // e.g. a side under the patch factor: HF rejects it too
@@ -235,20 +236,21 @@ Result<Timing> time_python(const ImageSet& set, const BenchOptions& opt, const s
 Result<BenchOptions> parse_options(int argc, char** argv) {
   STOKER_ASSIGN_OR_RETURN(
       Args args, Args::parse(argc, argv,
-                             {"model", "core", "python", "python-script", "dir", "photos",
+                             {"model", "core", "python", "python-script", "dir", "images", "photos",
                               "records", "passes", "python-passes"},
                              {"quick", "help"}));
   if (args.has("help") || !args.positional().empty())
     return invalid_argument(
         "usage: stoker bench image [--quick] [--model M] [--core N] [--photos N] [--records N]\n"
         "         [--passes N] [--python-passes N] [--python PY] [--python-script PATH] "
-        "[--dir DIR]");
+        "[--dir DIR]\n         [--images DIR (a third set: every .jpg/.jpeg/.png/.webp in DIR)]");
   BenchOptions o;
   o.quick = args.has("quick");
   o.model = args.get("model", o.model);
   o.python = args.get("python", o.python);
   o.script = find_script(args.get("python-script"));
   o.dir = args.get("dir");
+  o.images = args.get("images");
   STOKER_ASSIGN_OR_RETURN(long long core, args.get_int("core", -1));
   STOKER_ASSIGN_OR_RETURN(long long photos, args.get_int("photos", o.quick ? 24 : 120));
   STOKER_ASSIGN_OR_RETURN(long long records, args.get_int("records", o.quick ? 48 : 240));
@@ -327,11 +329,29 @@ int run_bench_image(int argc, char** argv) {
                                .max_side = opt.quick ? 1920 : 3840};
   auto mixed = synth::generate_dataset(mixed_cfg);
   if (!mixed.ok()) return report("bench image", mixed.error());
+  std::vector<std::pair<std::string, std::vector<std::string>>> lists;
+  for (auto [name, result, root] : {std::tuple{"photo-1080p", &*photo, photo_cfg.out_dir},
+                                    std::tuple{"mixed", &*mixed, mixed_cfg.out_dir}}) {
+    std::vector<std::string> paths;
+    for (const synth::ImageEntry& e : result->images) paths.push_back(root + "/" + e.path);
+    lists.emplace_back(name, std::move(paths));
+  }
+  if (!opt.images.empty()) {
+    std::vector<std::string> paths;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(opt.images, ec)) {
+      std::string ext = entry.path().extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (entry.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp"))
+        paths.push_back(entry.path().string());
+    }
+    if (ec) return report("bench image", not_found("--images " + opt.images + ": " + ec.message()));
+    std::sort(paths.begin(), paths.end());
+    lists.emplace_back("your-images", std::move(paths));
+  }
   std::vector<ImageSet> sets;
-  for (auto [name, result, root] :
-       {std::tuple{"photo-1080p", &*photo, photo_cfg.out_dir},
-        std::tuple{"mixed", &*mixed, mixed_cfg.out_dir}}) {
-    auto set = load_set(name, *result, root, *processor);
+  for (const auto& [name, paths] : lists) {
+    auto set = load_set(name, paths, *processor);
     if (!set.ok()) return report("bench image", set.error());
     sets.push_back(std::move(set).value());
   }
@@ -346,6 +366,9 @@ int run_bench_image(int argc, char** argv) {
               "debug (numbers meaningless)",
 #endif
               sets[0].blobs.size(), sets[1].blobs.size(), gen.elapsed_s(), sets[1].skipped);
+  if (sets.size() > 2)
+    std::printf("your images (%s): %zu usable, %d rejected by smart_resize or the decoder\n",
+                opt.images.c_str(), sets[2].blobs.size(), sets[2].skipped);
 
   int core = opt.core >= 0 ? opt.core : last_allowed_cpu();
   if (Status s = pin_to_core(core); !s.ok()) return report("bench image", s.error());
