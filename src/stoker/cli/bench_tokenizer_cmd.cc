@@ -3,7 +3,8 @@
 // on the same deterministic mixed corpus (English prose, code, Chinese, Japanese, emoji chat,
 // numbers and tables, several other scripts — like SFT text), each on ONE pinned core
 // (TOKENIZERS_PARALLELISM=false for Rust), one after the other. Only encode calls are timed
-// (node: around each encodeBatch of 64 documents). Both must produce the same token count and id
+// (node: around each encodeBatch of 64 documents); each side runs 3 passes, alternating, each with a
+// freshly loaded tokenizer, and its best pass counts. Both must produce the same token count and id
 // sum. The last line is `ratio: N` = stoker tokens/s ÷ Rust tokens/s.
 #include <sched.h>
 #include <unistd.h>
@@ -175,6 +176,15 @@ int pick_core() {
   return core;
 }
 
+struct Side {
+  std::size_t tokens = 0;
+  double seconds = 0, id_sum = 0;
+  double tps() const { return tokens / seconds; }
+  void keep_best(const Side& s) {
+    if (tokens == 0 || s.seconds < seconds) *this = s;
+  }
+};
+
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -184,10 +194,10 @@ std::string shell_quote(const std::string& s) {
 }  // namespace
 
 int run_bench_tokenizer(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"model", "node", "core", "mb"}, {"quick", "help"});
+  auto args = Args::parse(argc, argv, {"model", "node", "core", "mb", "passes"}, {"quick", "help"});
   if (!args.ok()) return report("bench tokenizer", args.error());
   if (args->has("help")) {
-    std::fprintf(stderr, "usage: stoker bench tokenizer [--quick] [--model DIR] [--mb N] [--core N] [--node PATH]\n");
+    std::fprintf(stderr, "usage: stoker bench tokenizer [--quick] [--model DIR] [--mb N] [--passes N] [--core N] [--node PATH]\n");
     return 0;
   }
   const std::string source = STOKER_SOURCE_DIR;
@@ -197,11 +207,13 @@ int run_bench_tokenizer(int argc, char** argv) {
   const std::string node_path = source + "/tools/oracles/node_modules";
   auto mb = args->get_int("mb", args->has("quick") ? 3 : 12);
   auto core = args->get_int("core", pick_core());
+  auto passes = args->get_int("passes", 3);
+  if (!passes.ok()) return report("bench tokenizer", passes.error());
+  if (*passes < 1) return report("bench tokenizer", invalid_argument("--passes must be >= 1"));
   if (!mb.ok()) return report("bench tokenizer", mb.error());
   if (!core.ok()) return report("bench tokenizer", core.error());
 
-  auto tok = text::Tokenizer::load(model);
-  if (!tok.ok()) return report("bench tokenizer", tok.error());
+  if (auto probe = text::Tokenizer::load(model); !probe.ok()) return report("bench tokenizer", probe.error());
 
   Corpus corpus(20261130);
   std::vector<std::string> docs;
@@ -219,29 +231,13 @@ int run_bench_tokenizer(int argc, char** argv) {
               "8 other scripts); one core: cpu %lld\n", docs.size(), bytes / 1048576.0, *core);
   std::fflush(stdout);
 
-  // stoker, pinned to the core.
+  // Each side runs `passes` times, alternating, each pass with a freshly loaded tokenizer (cold
+  // word cache; loading is not timed); the best pass counts — the one least disturbed by
+  // neighbours on a shared machine.
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(static_cast<int>(*core), &one);
   sched_setaffinity(0, sizeof one, &one);
-  std::vector<text::TokenId> ids;
-  for (std::size_t i = 0; i < 8 && i < docs.size(); ++i) (*tok)->encode(docs[i]);  // same warm-up
-  std::size_t tokens = 0;
-  double id_sum = 0, seconds = 0;
-  for (const std::string& d : docs) {
-    ids.clear();
-    Stopwatch w;
-    (*tok)->encode(d, &ids);
-    seconds += w.elapsed_s();
-    tokens += ids.size();
-    for (text::TokenId id : ids) id_sum += id;
-  }
-  const double stoker_tps = tokens / seconds;
-  std::printf("stoker:         %zu tokens in %.3f s = %.0f tokens/s (%.1f MB/s)\n", tokens, seconds,
-              stoker_tps, bytes / 1048576.0 / seconds);
-  std::fflush(stdout);
-
-  // Rust via node, on the same core.
   const std::string taskset = std::system("command -v taskset >/dev/null 2>&1") == 0
                                   ? "taskset -c " + std::to_string(*core) + " "
                                   : "";
@@ -250,24 +246,58 @@ int run_bench_tokenizer(int argc, char** argv) {
                           shell_quote(node_path) + " " + taskset + shell_quote(args->get("node", "node")) +
                           " " + shell_quote(oracle) + " bench " + shell_quote(model + "/tokenizer.json") +
                           " " + shell_quote(docs_path) + " > " + shell_quote(out_path);
-  const int rc = std::system(cmd.c_str());
-  auto out = read_text_file(out_path);
+  Side stoker_side, rust_side;
+  for (int pass = 0; pass < *passes; ++pass) {
+    auto tok = text::Tokenizer::load(model);
+    if (!tok.ok()) return report("bench tokenizer", tok.error());
+    std::vector<text::TokenId> ids;
+    for (std::size_t i = 0; i < 8 && i < docs.size(); ++i) (*tok)->encode(docs[i]);  // as node does
+    Side s;
+    for (const std::string& d : docs) {
+      ids.clear();
+      Stopwatch w;
+      (*tok)->encode(d, &ids);
+      s.seconds += w.elapsed_s();
+      s.tokens += ids.size();
+      for (text::TokenId id : ids) s.id_sum += id;
+    }
+    std::printf("  pass %d  stoker %.3f s", pass + 1, s.seconds);
+    std::fflush(stdout);
+    stoker_side.keep_best(s);
+
+    const int rc = std::system(cmd.c_str());
+    auto out = read_text_file(out_path);
+    if (rc != 0 || !out.ok()) {
+      fs::remove_all(dir);
+      return report("bench tokenizer", unavailable("the node reference failed: " + cmd));
+    }
+    const auto rust = nlohmann::json::parse(*out, nullptr, false);
+    if (rust.is_discarded() || !rust.contains("tokens")) {
+      fs::remove_all(dir);
+      return report("bench tokenizer", internal_error("bad reference output: " + *out));
+    }
+    Side r;
+    r.tokens = rust["tokens"].get<std::size_t>();
+    r.seconds = rust["seconds"].get<double>();
+    r.id_sum = rust["id_sum"].get<double>();
+    std::printf("   Rust %.3f s\n", r.seconds);
+    std::fflush(stdout);
+    rust_side.keep_best(r);
+  }
   fs::remove_all(dir);
-  if (rc != 0 || !out.ok()) return report("bench tokenizer", unavailable("the node reference failed: " + cmd));
-  const auto rust = nlohmann::json::parse(*out, nullptr, false);
-  if (rust.is_discarded()) return report("bench tokenizer", internal_error("bad reference output: " + *out));
-  const std::size_t rust_tokens = rust["tokens"].get<std::size_t>();
-  const double rust_seconds = rust["seconds"].get<double>(), rust_sum = rust["id_sum"].get<double>();
-  const double rust_tps = rust_tokens / rust_seconds;
-  std::printf("HF tokenizers:  %zu tokens in %.3f s = %.0f tokens/s (%.1f MB/s) [Rust via node, encodeBatch]\n",
-              rust_tokens, rust_seconds, rust_tps, bytes / 1048576.0 / rust_seconds);
-  if (rust_tokens != tokens || rust_sum != id_sum) {
-    std::printf("MISMATCH: stoker %zu tokens (id sum %.0f), Rust %zu tokens (id sum %.0f)\n", tokens,
-                id_sum, rust_tokens, rust_sum);
+  const double megabytes = bytes / 1048576.0;
+  std::printf("stoker:         %zu tokens in %.3f s = %.0f tokens/s (%.1f MB/s) [best of %lld]\n",
+              stoker_side.tokens, stoker_side.seconds, stoker_side.tps(), megabytes / stoker_side.seconds, *passes);
+  std::printf("HF tokenizers:  %zu tokens in %.3f s = %.0f tokens/s (%.1f MB/s) [best of %lld; Rust via "
+              "node, encodeBatch of 64 docs]\n",
+              rust_side.tokens, rust_side.seconds, rust_side.tps(), megabytes / rust_side.seconds, *passes);
+  if (rust_side.tokens != stoker_side.tokens || rust_side.id_sum != stoker_side.id_sum) {
+    std::printf("MISMATCH: stoker %zu tokens (id sum %.0f), Rust %zu tokens (id sum %.0f)\n",
+                stoker_side.tokens, stoker_side.id_sum, rust_side.tokens, rust_side.id_sum);
     return 1;
   }
-  std::printf("same tokens: yes (%zu, id sum %.0f)\n", tokens, id_sum);
-  std::printf("ratio: %.2f\n", stoker_tps / rust_tps);
+  std::printf("same tokens: yes (%zu, id sum %.0f)\n", stoker_side.tokens, stoker_side.id_sum);
+  std::printf("ratio: %.2f\n", stoker_side.tps() / rust_side.tps());
   return 0;
 }
 
