@@ -79,6 +79,7 @@ struct ModeResult {
   std::vector<Row> rows;
   double first_batch_ms = 0;   // mode start (loader creation) → first batch in the trainer
   double cpu_s = 0, wall_s = 0;  // this process's CPU time over the mode (producer side)
+  double runq_s = 0;             // its threads' time runnable but without a CPU
   double rss_mb = 0, consumer_rss_mb = -1, handoff_p50_us = -1;
   std::int64_t socket_bytes = -1, handoff_n = 0;
   pipeline::LoaderStats stats;
@@ -125,6 +126,19 @@ double load_average() {
   return l;
 }
 
+// Time this process's threads spent runnable but waiting for a CPU (schedstat's run_delay),
+// summed over live threads: the direct measure of "more threads than free cores".
+double run_delay_s() {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    unsigned long long cpu = 0, delay = 0;
+    if (in >> cpu >> delay) total += delay / 1e9;
+  }
+  return total;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -165,7 +179,7 @@ Result<ModeResult> run_in_process(const std::string& name, pipeline::Mode mode, 
   ModeResult r;
   r.name = name;
   reset_peak_rss();
-  const double cpu0 = cpu_seconds();
+  const double cpu0 = cpu_seconds(), rq0 = run_delay_s();
   const std::int64_t t_start = now_ns();
   STOKER_ASSIGN_OR_RETURN(auto loader, pipeline::Loader::create(loader_config(o, manifest, mode)));
   const auto step = std::chrono::nanoseconds(static_cast<std::int64_t>(step_ms * 1e6));
@@ -181,6 +195,7 @@ Result<ModeResult> run_in_process(const std::string& name, pipeline::Mode mode, 
     r.rows.push_back({i, (t1 - t0) / 1e6, (now_ns() - t0) / 1e6, ids ? ids->shape[0] : 0});
   }
   r.stats = loader->stats();
+  r.runq_s = run_delay_s() - rq0;  // before the loader's threads (and their counts) are gone
   loader.reset();
   r.wall_s = (now_ns() - t_start) / 1e9;
   r.cpu_s = cpu_seconds() - cpu0;
@@ -231,7 +246,7 @@ Result<ModeResult> run_zero_copy(const Options& o, const std::string& manifest, 
   ModeResult r;
   r.name = "zero-copy";
   reset_peak_rss();
-  const double cpu0 = cpu_seconds();
+  const double cpu0 = cpu_seconds(), rq0 = run_delay_s();
   const std::int64_t t_start = now_ns();
   STOKER_ASSIGN_OR_RETURN(std::string sock,
                           shm::default_socket_path("ladder-" + std::to_string(::getpid())));
@@ -266,6 +281,7 @@ Result<ModeResult> run_zero_copy(const Options& o, const std::string& manifest, 
     }
   }
   Status finished = produced.ok() ? (*server)->finish(std::chrono::seconds(60)) : ok_status();
+  r.runq_s = run_delay_s() - rq0;
   server->reset();  // closes the consumer's connection if it is still there
   int status = 0;
   rusage ru{};
@@ -368,13 +384,14 @@ Result<std::string> find_manifest(const Options& o, std::string& temp_dir) {
 }
 
 void print_table(const std::vector<ModeResult>& results, int cores) {
-  std::printf("\n%-11s %7s %10s %13s %10s %10s %8s %9s\n", "mode", "wait%", "samples/s",
-              "first batch", "next p50", "next p99", "CPU%", "peak RSS");
+  std::printf("\n%-11s %7s %10s %13s %10s %10s %6s %7s %9s\n", "mode", "wait%", "samples/s",
+              "first batch", "next p50", "next p99", "CPU%", "runq", "peak RSS");
   for (const ModeResult& r : results) {
     Summary s = summarize(r);
     double cpu = r.wall_s > 0 ? 100 * r.cpu_s / r.wall_s / cores : 0;
-    std::printf("%-11s %6.2f%% %10.1f %10.0f ms %7.2f ms %7.2f ms %7.0f%% %6.0f MB", r.name.c_str(),
-                s.wait_pct, s.samples_per_s, r.first_batch_ms, s.p50, s.p99, cpu, r.rss_mb);
+    std::printf("%-11s %6.2f%% %10.1f %10.0f ms %7.2f ms %7.2f ms %5.0f%% %7.2f %6.0f MB",
+                r.name.c_str(), s.wait_pct, s.samples_per_s, r.first_batch_ms, s.p50, s.p99, cpu,
+                r.wall_s > 0 ? r.runq_s / r.wall_s : 0.0, r.rss_mb);
     if (r.consumer_rss_mb >= 0) {
       std::printf("  (consumer %.0f MB, %.0f B/batch on the socket", r.consumer_rss_mb,
                   r.rows.empty() ? 0.0 : static_cast<double>(r.socket_bytes) / r.rows.size());
@@ -387,7 +404,8 @@ void print_table(const std::vector<ModeResult>& results, int cores) {
   }
   std::printf("wait%% = time blocked in next() / total, steady state: the first batch (warm-up) "
               "is excluded; first batch = loader creation -> first batch in the trainer; CPU%% = "
-              "producer process CPU time / wall / %d cores\n",
+              "producer process CPU time / wall / %d cores; runq = its threads' time runnable "
+              "but without a CPU, per second (>0.1: the cores are oversubscribed)\n",
               cores);
 }
 
@@ -427,8 +445,9 @@ Status run(const Options& opt_in) {
     // ≈ step: about 8.5 production times per step over the four modes on 2 cores.
     const double budget_ms = o.quick ? 24'000 : 240'000;
     const double per_step = (cores + 1) * prod_ms + 3 * step_ms + prod_ms;
+    // Enough steps that the ring's fill-up (a few steps) is a small part of the steady state.
     o.steps = std::clamp(static_cast<int>(budget_ms / per_step), o.quick ? 10 : 40,
-                         o.quick ? 40 : 300);
+                         o.quick ? 150 : 400);
   }
   std::printf("production: %.1f ms/batch of %d (concurrent, no trainer, %d batches after the "
               "first) -> simulated GPU step %.1f ms%s; %d steps per mode; %d cores, %d CPU threads\n",
@@ -474,8 +493,17 @@ Status run(const Options& opt_in) {
     Summary s = summarize(r);
     std::printf("%s: %.2f%% %s 2%%", r.name.c_str(), s.wait_pct, s.wait_pct <= 2 ? "<=" : ">");
     if (s.wait_pct > 2) {
-      std::printf(" -- busiest stage: %s; producer waited %.2f s on a full arena",
-                  busiest_stage(r.stats).c_str(), r.stats.arena_wait_s);
+      // The ring starts empty at the first next() and gains only (step - production) per step.
+      double ramp = 0, all = 0;
+      for (const Row& row : r.rows) {
+        if (row.step == 0) continue;
+        all += row.wait_ms;
+        if (row.step <= 5) ramp += row.wait_ms;
+      }
+      std::printf(" -- %.0f%% of that wait in steps 1-5 (the ring filling); busiest stage: %s; "
+                  "producer waited %.2f s on a full arena",
+                  all > 0 ? 100 * ramp / all : 0.0, busiest_stage(r.stats).c_str(),
+                  r.stats.arena_wait_s);
       if (load_after > cores)
         std::printf("; load average %.1f on %d cores: other processes held the CPUs", load_after,
                     cores);
