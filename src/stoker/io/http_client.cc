@@ -1,0 +1,423 @@
+#include "stoker/io/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+namespace stoker::io {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string xml_element(const std::string& body, const std::string& name) {
+  const std::string open = "<" + name + ">", close = "</" + name + ">";
+  std::size_t a = body.find(open);
+  if (a == std::string::npos) return "";
+  a += open.size();
+  std::size_t b = body.find(close, a);
+  return b == std::string::npos ? "" : body.substr(a, b - a);
+}
+
+// Transient transport failures: the next attempt may well succeed.
+bool retryable_curl_error(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> parse_xml_error(const std::string& body) {
+  return {xml_element(body, "Code"), xml_element(body, "Message")};
+}
+
+Status HttpClientOptions::validate() const {
+  if (max_requests_in_flight < 1) return invalid_argument("max_requests_in_flight must be >= 1");
+  if (max_bytes_in_flight < 1) return invalid_argument("max_bytes_in_flight must be >= 1");
+  if (attempt_timeout.count() < 1 || deadline.count() < 1 || connect_timeout.count() < 1)
+    return invalid_argument("timeouts must be positive");
+  return backoff.validate();
+}
+
+struct HttpClient::Impl {
+  // One request through all its attempts. Owned by exactly one of: incoming_, pending_, timers_,
+  // or the multi handle (in flight, found again through CURLOPT_PRIVATE).
+  struct Op {
+    HttpRequest req;
+    Callback callback;
+    Clock::time_point deadline;
+    exec::Backoff backoff;
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;
+    HttpResponse resp;
+    std::int64_t reserved = 0;  // bytes charged against the in-flight budget
+    char errbuf[CURL_ERROR_SIZE] = {};
+    Impl* impl = nullptr;
+    Op(HttpRequest r, Callback cb, Clock::time_point d, const exec::BackoffOptions& b)
+        : req(std::move(r)), callback(std::move(cb)), deadline(d), backoff(b, d) {}
+  };
+  using OpPtr = std::unique_ptr<Op>;
+
+  HttpClientOptions options;
+  CURLM* multi = nullptr;
+  std::thread thread;
+  std::mutex mu;
+  std::deque<OpPtr> incoming;  // guarded by mu
+  bool stopping = false;       // guarded by mu
+  std::uint64_t next_seed = 0;  // guarded by mu
+
+  // I/O-thread state.
+  std::deque<OpPtr> pending;                     // admitted in order
+  std::multimap<Clock::time_point, OpPtr> timers;  // waiting out a backoff delay
+  std::vector<CURL*> idle_handles;
+  std::unordered_set<CURL*> active;  // handles in the multi handle
+  int in_flight = 0;
+  std::int64_t bytes_in_flight = 0;
+
+  std::atomic<std::int64_t> attempts{0}, retries{0}, succeeded{0}, failed{0}, bytes_received{0},
+      peak_in_flight{0};
+
+  static size_t on_body(char* data, size_t size, size_t n, void* user) {
+    Op* op = static_cast<Op*>(user);
+    const size_t len = size * n;
+    op->resp.body.insert(op->resp.body.end(), data, data + len);
+    const auto have = static_cast<std::int64_t>(op->resp.body.size());
+    if (have > op->reserved) {  // bigger than estimated: charge what actually arrived
+      op->impl->bytes_in_flight += have - op->reserved;
+      op->reserved = have;
+    }
+    return len;
+  }
+
+  static size_t on_header(char* data, size_t size, size_t n, void* user) {
+    Op* op = static_cast<Op*>(user);
+    const size_t len = size * n;
+    std::string line(data, len);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    std::size_t colon = line.find(':');
+    if (colon == std::string::npos) return len;
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    if (name == "etag") {
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+        value = value.substr(1, value.size() - 2);
+      op->resp.etag = value;
+    } else if (name == "content-length") {
+      op->resp.content_length = std::atoll(value.c_str());
+    } else if (name == "content-range") {
+      op->resp.content_range = value;
+    }
+    return len;
+  }
+
+  void finish(OpPtr op, Result<HttpResponse> result) {
+    (result.ok() ? succeeded : failed).fetch_add(1);
+    Callback cb = std::move(op->callback);
+    op.reset();
+    cb(std::move(result));
+  }
+
+  void start(OpPtr op) {
+    const auto now = Clock::now();
+    CURL* easy;
+    if (!idle_handles.empty()) {
+      easy = idle_handles.back();
+      idle_handles.pop_back();
+      curl_easy_reset(easy);
+    } else {
+      easy = curl_easy_init();
+    }
+    op->easy = easy;
+    op->impl = this;
+    op->resp = HttpResponse{};
+    op->errbuf[0] = 0;
+    const HttpRequest& r = op->req;
+    curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, op.get());
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, op->errbuf);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Impl::on_body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, op.get());
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Impl::on_header);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, op.get());
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(op->deadline - now);
+    long timeout = static_cast<long>(std::max<std::int64_t>(
+        1, std::min(left.count(), static_cast<std::int64_t>(options.attempt_timeout.count()))));
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout);
+    if (r.method == "HEAD") {
+      curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+    } else if (r.method == "PUT") {
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, reinterpret_cast<const char*>(r.body.data()));
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+      curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "PUT");
+    } else if (r.method != "GET") {
+      curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+    }
+    curl_slist* headers = nullptr;
+    for (const std::string& h : r.headers) headers = curl_slist_append(headers, h.c_str());
+    // Not "Expect:" to suppress 100-continue: libcurl's signer would sign the header it then
+    // drops from the request, and the server's signature would differ.
+    if (r.method == "PUT") headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+    op->headers = headers;
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    if (!r.aws_sigv4.empty()) {
+      curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, r.aws_sigv4.c_str());
+      curl_easy_setopt(easy, CURLOPT_USERPWD, r.credentials.c_str());
+    }
+    op->reserved = r.expected_bytes >= 0 ? r.expected_bytes : options.unknown_size_estimate;
+    bytes_in_flight += op->reserved;
+    ++in_flight;
+    peak_in_flight.store(std::max<std::int64_t>(peak_in_flight.load(), in_flight));
+    attempts.fetch_add(1);
+    active.insert(easy);
+    curl_multi_add_handle(multi, easy);
+    op.release();  // owned by the multi handle until done()
+  }
+
+  // Frees the transfer's slot and handle; the Op itself comes back to the caller.
+  OpPtr detach(CURL* easy) {
+    Op* raw = nullptr;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&raw));
+    OpPtr op(raw);
+    curl_multi_remove_handle(multi, easy);
+    active.erase(easy);
+    curl_slist_free_all(op->headers);
+    op->headers = nullptr;
+    idle_handles.push_back(easy);
+    op->easy = nullptr;
+    --in_flight;
+    bytes_in_flight -= op->reserved;
+    op->reserved = 0;
+    return op;
+  }
+
+  // What one finished attempt means: a response, a final error, or (retry=true) try again.
+  Result<HttpResponse> classify(Op& op, CURLcode code, bool* retry) {
+    *retry = false;
+    const std::string what = op.req.method + " " + op.req.display;
+    if (code != CURLE_OK) {
+      *retry = retryable_curl_error(code);
+      std::string msg = what + ": " + curl_easy_strerror(code);
+      if (op.errbuf[0]) msg += " (" + std::string(op.errbuf) + ")";
+      if (code == CURLE_OPERATION_TIMEDOUT) return deadline_exceeded(msg);
+      return code == CURLE_COULDNT_CONNECT || *retry ? unavailable(msg) : internal_error(msg);
+    }
+    long status = 0;
+    curl_easy_getinfo(op.easy, CURLINFO_RESPONSE_CODE, &status);
+    op.resp.status = status;
+    if (status >= 200 && status < 300) return std::move(op.resp);
+    std::string body(op.resp.body.begin(), op.resp.body.end());
+    auto [xml_code, xml_message] = parse_xml_error(body);
+    std::string msg = what + ": HTTP " + std::to_string(status);
+    if (!xml_code.empty()) msg += " " + xml_code;
+    if (!xml_message.empty()) msg += ": " + xml_message;
+    if (status == 404) return not_found(msg);
+    if (status == 401 || status == 403) return permission_denied(msg);
+    if (status == 416) return invalid_argument(msg + " (range not satisfiable)");
+    if (status >= 500 || status == 429 || status == 408) {
+      *retry = true;
+      return unavailable(msg);
+    }
+    return invalid_argument(msg);
+  }
+
+  void on_done(CURL* easy, CURLcode code) {
+    Op* raw = nullptr;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&raw));
+    bool retry = false;
+    Result<HttpResponse> result = classify(*raw, code, &retry);
+    OpPtr op = detach(easy);
+    if (result.ok()) bytes_received.fetch_add(static_cast<std::int64_t>(result->body.size()));
+    if (!retry) return finish(std::move(op), std::move(result));
+    const auto now = Clock::now();
+    std::optional<std::chrono::nanoseconds> delay = op->backoff.next_delay(now);
+    if (!delay) {
+      Error give_up = op->backoff.give_up_reason();
+      Error last = std::move(result).error();
+      const int tries = op->backoff.attempts_made();
+      ErrorCode final_code =
+          give_up.code() == ErrorCode::kDeadlineExceeded ? ErrorCode::kDeadlineExceeded : last.code();
+      return finish(std::move(op), Error(final_code, "gave up after " + std::to_string(tries) +
+                                                         " attempts (" + give_up.message() +
+                                                         "); last: " + last.to_string()));
+    }
+    retries.fetch_add(1);
+    timers.emplace(now + *delay, std::move(op));
+  }
+
+  void admit() {
+    const auto now = Clock::now();
+    while (!timers.empty() && timers.begin()->first <= now) {
+      pending.push_front(std::move(timers.begin()->second));
+      timers.erase(timers.begin());
+    }
+    while (!pending.empty() && in_flight < options.max_requests_in_flight) {
+      Op& op = *pending.front();
+      if (op.deadline <= now) {
+        OpPtr dead = std::move(pending.front());
+        pending.pop_front();
+        std::string msg = dead->req.method + " " + dead->req.display +
+                          ": deadline passed while queued for admission";
+        finish(std::move(dead), deadline_exceeded(msg));
+        continue;
+      }
+      std::int64_t want = op.req.expected_bytes >= 0 ? op.req.expected_bytes
+                                                      : options.unknown_size_estimate;
+      if (in_flight > 0 && bytes_in_flight + want > options.max_bytes_in_flight) break;
+      OpPtr next = std::move(pending.front());
+      pending.pop_front();
+      start(std::move(next));
+    }
+  }
+
+  int poll_timeout_ms() {
+    long curl_ms = -1;
+    curl_multi_timeout(multi, &curl_ms);
+    long ms = curl_ms < 0 ? 1000 : std::min(curl_ms, 1000L);
+    if (!timers.empty()) {
+      auto until = std::chrono::duration_cast<std::chrono::milliseconds>(timers.begin()->first -
+                                                                         Clock::now());
+      ms = std::min<long>(ms, std::max<long>(0, until.count() + 1));
+    }
+    if (!pending.empty() && in_flight == 0) ms = 0;
+    return static_cast<int>(ms);
+  }
+
+  void loop() {
+    for (;;) {
+      {
+        std::lock_guard lock(mu);
+        if (stopping) break;
+        while (!incoming.empty()) {
+          pending.push_back(std::move(incoming.front()));
+          incoming.pop_front();
+        }
+      }
+      admit();
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+        if (msg->msg == CURLMSG_DONE) on_done(msg->easy_handle, msg->data.result);
+      }
+      admit();
+      curl_multi_poll(multi, nullptr, 0, poll_timeout_ms(), nullptr);
+    }
+    shutdown();
+  }
+
+  void shutdown() {
+    std::vector<OpPtr> dropped;
+    {
+      std::lock_guard lock(mu);
+      for (auto& op : incoming) dropped.push_back(std::move(op));
+      incoming.clear();
+    }
+    for (auto& op : pending) dropped.push_back(std::move(op));
+    pending.clear();
+    for (auto& [at, op] : timers) dropped.push_back(std::move(op));
+    timers.clear();
+    // Transfers still on the wire.
+    std::vector<CURL*> still(active.begin(), active.end());
+    for (CURL* easy : still) dropped.push_back(detach(easy));
+    for (auto& op : dropped) {
+      Error e = cancelled(op->req.method + " " + op->req.display + ": client shut down");
+      finish(std::move(op), std::move(e));
+    }
+    for (CURL* easy : idle_handles) curl_easy_cleanup(easy);
+    idle_handles.clear();
+  }
+};
+
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<HttpClient>> HttpClient::create(const HttpClientOptions& options) {
+  STOKER_RETURN_IF_ERROR(options.validate());
+  global_init();
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->multi = curl_multi_init();
+  if (impl->multi == nullptr) return internal_error("curl_multi_init failed");
+  if (options.max_connections > 0)
+    curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, options.max_connections);
+  // Keep as many idle connections as we may have requests in flight, so they are reused.
+  curl_multi_setopt(impl->multi, CURLMOPT_MAXCONNECTS,
+                    static_cast<long>(options.max_requests_in_flight));
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->loop(); });
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
+}
+
+HttpClient::~HttpClient() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  curl_multi_wakeup(impl_->multi);
+  impl_->thread.join();
+  curl_multi_cleanup(impl_->multi);
+}
+
+void HttpClient::submit(HttpRequest request, Callback callback) {
+  exec::BackoffOptions backoff = impl_->options.backoff;
+  {
+    std::lock_guard lock(impl_->mu);
+    // Each request its own jitter stream, so requests failing together do not retry together.
+    backoff.seed = backoff.seed * 0x9e3779b97f4a7c15ull + (++impl_->next_seed);
+    if (!impl_->stopping) {
+      auto deadline = Clock::now() + impl_->options.deadline;
+      impl_->incoming.push_back(std::make_unique<Impl::Op>(
+          std::move(request), std::move(callback), deadline, backoff));
+      callback = nullptr;
+    }
+  }
+  if (callback) {
+    callback(cancelled(request.method + " " + request.display + ": client shut down"));
+    return;
+  }
+  curl_multi_wakeup(impl_->multi);
+}
+
+exec::Future<HttpResponse> HttpClient::submit(HttpRequest request) {
+  auto promise = std::make_shared<exec::Promise<HttpResponse>>();
+  exec::Future<HttpResponse> future = promise->get_future();
+  submit(std::move(request),
+         [promise](Result<HttpResponse> r) { promise->set(std::move(r)); });
+  return future;
+}
+
+HttpClientStats HttpClient::stats() const {
+  return {impl_->attempts.load(), impl_->retries.load(), impl_->succeeded.load(),
+          impl_->failed.load(), impl_->bytes_received.load(), impl_->peak_in_flight.load()};
+}
+
+const HttpClientOptions& HttpClient::options() const { return impl_->options; }
+
+}  // namespace stoker::io
