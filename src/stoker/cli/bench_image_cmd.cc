@@ -112,10 +112,13 @@ Result<ImageSet> load_set(std::string name, const std::vector<std::string>& path
                           const image::ImageProcessor& processor) {
   ImageSet set;
   set.name = std::move(name);
+  image::RgbImage scratch;
   for (const std::string& path : paths) {
     STOKER_ASSIGN_OR_RETURN(auto bytes, read_file(path));
+    // Skip what stoker (and HF) reject — a side under the patch factor, a corrupt file — so
+    // both sides time the same images.
     auto plan = processor.plan(std::span<const std::uint8_t>(bytes));
-    if (!plan.ok()) {  // e.g. a side under the patch factor: HF rejects it too
+    if (!plan.ok() || !image::decode_rgb(bytes, processor.config().limits, &scratch).ok()) {
       ++set.skipped;
       continue;
     }
