@@ -174,6 +174,24 @@ TEST(TokenizerTest, RejectsUnsupportedPreTokenizerAndNormalizer) {
   EXPECT_TRUE(Tokenizer::from_json(c.dump()).ok());
 }
 
+TEST(TokenizerTest, RejectsBosAndSplitSpecialTokensInConfig) {
+  const std::string j = tiny({}, true).dump();
+  EXPECT_TRUE(Tokenizer::from_json(j, R"({"add_bos_token": false, "bos_token": null})").ok());
+  auto bos = Tokenizer::from_json(j, R"({"add_bos_token": true, "bos_token": "<s>"})");
+  ASSERT_FALSE(bos.ok());
+  EXPECT_NE(bos.error().message().find("add_bos_token"), std::string::npos);
+  auto split = Tokenizer::from_json(j, R"({"split_special_tokens": true})");
+  ASSERT_FALSE(split.ok());
+  auto corrupt = Tokenizer::from_json(j, R"({"add_bos_token": tru})");
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_NE(corrupt.error().message().find("tokenizer_config.json"), std::string::npos);
+  json post = tiny({}, true);
+  post["post_processor"] = json{{"type", "TemplateProcessing"}};
+  auto tp = Tokenizer::from_json(post.dump());
+  ASSERT_FALSE(tp.ok());
+  EXPECT_NE(tp.error().message().find("TemplateProcessing"), std::string::npos);
+}
+
 TEST(TokenizerTest, CorruptJsonIsInvalidArgumentWithPosition) {
   std::string s = tiny({{"a", "b"}}, true).dump();
   s = s.substr(0, s.size() / 2);
