@@ -141,3 +141,65 @@ def test_all_good_exits_zero(stoker_bin, bad_files):
     res = stoker_cli.preprocess(stoker_bin, "qwen3-vl", [good])
     assert res.returncode == 0, res.stderr
     assert res.records[0]["ok"] is True
+
+
+def _mutants(root, per_source=15, seed=5):
+    """Valid JPEG (baseline, progressive), PNG (plain, interlaced) and WebP (lossy, lossless+alpha)
+    files with bit flips, truncations at random offsets, or overwritten byte runs."""
+    import random
+    rng = random.Random(seed)
+    rs = np.random.RandomState(seed)
+    y, x = np.mgrid[0:120, 0:160]
+    base = np.stack([x * 255 // 159, y * 255 // 119, (x * y) & 255], -1)
+    img = Image.fromarray(np.clip(base + rs.randint(-20, 20, base.shape), 0, 255).astype(np.uint8))
+    sources = []
+    for fmt, kw, ext, im in [("JPEG", {}, "jpg", img), ("JPEG", {"progressive": True}, "jpg", img),
+                             ("PNG", {}, "png", img), ("PNG", {"interlace": 1}, "png", img),
+                             ("WEBP", {"quality": 80}, "webp", img),
+                             ("WEBP", {"lossless": True}, "webp", img.convert("RGBA"))]:
+        buf = io.BytesIO()
+        im.save(buf, fmt, **kw)
+        sources.append((f"{fmt.lower()}{len(sources)}.{ext}", buf.getvalue()))
+    files = []
+    for name, data in sources:
+        for k in range(per_source):
+            d = bytearray(data)
+            if k % 3 == 0:
+                for _ in range(rng.randint(1, 8)):
+                    i = rng.randrange(len(d))
+                    d[i] ^= 1 << rng.randrange(8)
+            elif k % 3 == 1:
+                d = d[:rng.randrange(1, len(d))]
+            else:
+                i = rng.randrange(len(d))
+                n = min(rng.randint(1, 64), len(d) - i)
+                d[i:i + n] = bytes(rng.randrange(256) for _ in range(n))
+            p = root / f"mutant_{len(files):03d}_{name}"
+            p.write_bytes(bytes(d))
+            files.append(p)
+    return files
+
+
+def test_mutated_files_never_crash_and_never_differ(stoker_bin, tmp_path):
+    """90 damaged files in one call: no signal, one record each; a rejected file names itself;
+    an accepted file is one Pillow also decodes, to the same resized pixels. (stoker is stricter
+    than Pillow: it refuses JPEGs libjpeg only warns about, which Pillow decodes to garbage.)"""
+    import hf_image_reference as ref
+    (tmp_path / "in").mkdir()
+    files = _mutants(tmp_path / "in")
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    res = stoker_cli.preprocess(stoker_bin, "qwen2.5-vl", files, dump_dir=dump)
+    assert res.returncode in (0, 1), f"exit {res.returncode}\n{res.stderr[-3000:]}"
+    assert [r.get("file") for r in res.records] == [str(p) for p in files]
+    accepted = 0
+    for i, (p, rec) in enumerate(zip(files, res.records)):
+        if not rec["ok"]:
+            assert rec.get("code") and p.name in rec.get("error", ""), rec
+            continue
+        accepted += 1
+        expect = ref.process_file(p, ref.MODELS["qwen2.5-vl"])  # raises if Pillow cannot
+        resized = np.load(dump / f"{i}.resized.npy")
+        assert np.array_equal(resized, expect.resized), f"{p.name}: accepted, differs from Pillow"
+    print(f"{len(files)} mutated files: {accepted} accepted (== Pillow), "
+          f"{len(files) - accepted} rejected")
