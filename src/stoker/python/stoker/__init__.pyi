@@ -1,0 +1,57 @@
+import os
+from typing import Any, Dict, Iterator, Optional, Sequence, Union
+
+import torch
+
+__version__: str
+
+class StokerError(RuntimeError):
+    code: str
+
+class InvalidArgumentError(StokerError, ValueError): ...
+class NotFoundError(StokerError, FileNotFoundError): ...
+class PermissionDeniedError(StokerError, PermissionError): ...
+class DeadlineExceededError(StokerError, TimeoutError): ...
+
+ERROR_CLASSES: Dict[str, type]
+
+def live_tensors() -> int: ...
+
+_PathLike = Union[str, "os.PathLike[str]"]
+
+class Loader:
+    batch_size: int
+    def __init__(
+        self,
+        data: Union[_PathLike, Sequence[_PathLike]],
+        model: str = ...,
+        tokenizer: Optional[str] = ...,
+        batch_size: int = ...,
+        max_length: int = ...,
+        seed: int = ...,
+        rank: Optional[int] = ...,
+        world_size: Optional[int] = ...,
+        threads: int = ...,
+        prefetch: int = ...,
+        mode: str = ...,
+        epochs: int = ...,
+        strict: bool = ...,
+        max_errors: Optional[int] = ...,
+        max_error_rate: float = ...,
+        error_report: Optional[str] = ...,
+        pixel_dtype: Union[str, torch.dtype] = ...,
+        padding: str = ...,
+        io_threads: int = ...,
+        arena_bytes: int = ...,
+        connect: Optional[str] = ...,
+        **advanced: Any,
+    ) -> None: ...
+    def __iter__(self) -> Iterator[Dict[str, torch.Tensor]]: ...
+    def state_dict(self) -> Dict[str, int]: ...
+    def load_state_dict(self, state: Dict[str, int]) -> None: ...
+    def stats(self) -> Dict[str, Any]: ...
+    def arena_info(self) -> Dict[str, int]: ...
+    def rank_info(self) -> Dict[str, int]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Loader": ...
+    def __exit__(self, *exc: Any) -> None: ...
