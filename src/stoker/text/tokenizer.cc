@@ -60,11 +60,15 @@ class AddedMatcher {
 // Rust's char::is_whitespace is Unicode White_Space, the same set as Oniguruma's \s.
 bool is_space_cp(char32_t cp) { return detail::char_flags(detail::class_table(), cp) & detail::kSpace; }
 bool is_word_cp(char32_t cp) { return detail::is_word_char(cp); }
-char32_t last_cp(std::string_view s) {
-  std::size_t i = s.size() - 1;
+// Start of the last code point of s[0, end) (end > 0; valid UTF-8).
+std::size_t last_cp_start(std::string_view s, std::size_t end) {
+  std::size_t i = end - 1;
   while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+  return i;
+}
+char32_t last_cp(std::string_view s) {
   char32_t cp;
-  detail::decode_utf8(reinterpret_cast<const unsigned char*>(s.data() + i), &cp);
+  detail::decode_utf8(reinterpret_cast<const unsigned char*>(s.data() + last_cp_start(s, s.size())), &cp);
   return cp;
 }
 char32_t first_cp(std::string_view s) {
@@ -90,11 +94,8 @@ void split_added(std::string_view s, const AddedMatcher& m, std::vector<Piece>* 
       if (!start_ok || !stop_ok) continue;
     }
     if (t->lstrip) {
-      while (start > start_offset && is_space_cp(last_cp(s.substr(0, start)))) {
-        std::string tmp;
-        detail::append_utf8(last_cp(s.substr(0, start)), &tmp);
-        start -= tmp.size();
-      }
+      while (start > start_offset && is_space_cp(last_cp(s.substr(0, start))))
+        start = last_cp_start(s, start);
     }
     if (t->rstrip) {
       while (stop < s.size() && is_space_cp(first_cp(s.substr(stop)))) {
