@@ -63,6 +63,8 @@ options:
   --arena-mb MB        batch arena size (default 1024)
   --bf16               pixel_values in bfloat16 (default float32)
   --quiet              no live progress line
+  --pause-after-log-ms MS   test switch: sleep between logging a batch and saving the state,
+                       widening the window a kill test must survive
 )";
 
 std::vector<std::string> split_paths(const std::vector<std::string>& positional) {
@@ -109,6 +111,7 @@ std::string progress_line(const pipeline::LoaderStats& s) {
 struct Options {
   std::string state_file, resume_file, delivered_log;
   double step_ms = 0;
+  double pause_after_log_ms = 0;
   long long limit_batches = -1;
   bool quiet = false;
 };
@@ -282,6 +285,9 @@ int run(const Args& args) {
   Result<double> step = args.get_double("step-ms", 0);
   if (!step.ok()) return report("run", step.error());
   o.step_ms = *step;
+  Result<double> pause = args.get_double("pause-after-log-ms", 0);
+  if (!pause.ok()) return report("run", pause.error());
+  o.pause_after_log_ms = *pause;
   Result<long long> limit = args.get_int("limit-batches", -1);
   if (!limit.ok()) return report("run", limit.error());
   o.limit_batches = *limit;
@@ -328,6 +334,9 @@ int run(const Args& args) {
         std::fflush(log);
       }
       ++logged;
+      if (o.pause_after_log_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.pause_after_log_ms));
+      }
       if (!o.state_file.empty()) {
         std::string text = (*loader)->state().serialize() + "\nbatches=" + std::to_string(logged) + "\n";
         if (Status st = write_text_file(o.state_file, text); !st.ok()) {
@@ -354,7 +363,7 @@ int run_run(int argc, char** argv) {
       {"model", "tokenizer", "batch-size", "max-length", "threads", "io-threads", "prefetch",
        "mode", "seed", "epochs", "rank", "world-size", "max-errors", "max-error-rate",
        "error-report", "state-file", "resume", "delivered-log", "step-ms", "limit-batches",
-       "arena-mb"},
+       "arena-mb", "pause-after-log-ms"},
       {"strict", "quiet", "bf16", "pad-to-max", "help"});
   if (!args.ok()) return report("run", args.error());
   if (args->has("help") || args->positional().empty()) {

@@ -114,10 +114,11 @@ void Engine::submit(const Item& item) {
   });
 }
 
-void Engine::top_up() {
+void Engine::top_up(std::size_t need) {
   // Samples in flight = submitted but not yet taken (running, queued or waiting in the reorder
   // buffer); bounded by the window, which bounds the memory of prepared samples.
-  while (!schedule_done_ && submitted_ - next_take_ < options_.window) {
+  const std::size_t limit = options_.on_demand ? std::min(need, options_.window) : options_.window;
+  while (!schedule_done_ && submitted_ - next_take_ < limit) {
     std::optional<Item> item = schedule_.next();
     if (!item) {
       std::lock_guard lock(mu_);
@@ -170,8 +171,9 @@ ReadyBatch Engine::produce(std::stop_token stop) {
   std::vector<Prepared> goods;
   std::uint64_t epoch = 0;
   for (;;) {
+    const std::size_t need = options_.batch_size - goods.size();
     if (!carried_) {
-      top_up();
+      top_up(need);
       std::optional<Prepared> p = take(stop);
       if (!p) {
         if (stop.stop_requested()) {
@@ -181,7 +183,7 @@ ReadyBatch Engine::produce(std::stop_token stop) {
         break;  // the schedule is exhausted: flush what we have
       }
       carried_ = std::move(p);
-      top_up();  // keep the pools busy while this batch is assembled
+      top_up(need - 1);  // keep the pools busy while this batch is assembled
     }
     // Batches never span epochs: the last one of an epoch may be short.
     if (!goods.empty() && carried_->item.epoch != epoch) break;

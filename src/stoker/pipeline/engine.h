@@ -60,6 +60,9 @@ struct EngineOptions {
   std::int64_t max_length = 0;
   image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
   std::size_t window = 1;
+  // Serial / concurrent: submit only what the current batch still needs (≤ window), so nothing
+  // is computed ahead of next(). Prefetch: keep the window full.
+  bool on_demand = false;
   ErrorPolicy errors;
   std::uint64_t errors_before = 0;  // failures already reported before a resume
   std::int64_t pad_id = 151643;
@@ -76,7 +79,7 @@ class Engine {
   double arena_wait_s() const;
 
  private:
-  void top_up();
+  void top_up(std::size_t need);
   void submit(const Item& item);
   void deliver(Prepared&& p);
   std::optional<Prepared> take(std::stop_token stop);

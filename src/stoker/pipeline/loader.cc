@@ -177,6 +177,7 @@ Status Loader::Impl::start() {
                                                                            (config.prefetch + 1));
   }
   eo.window = config.mode == Mode::kSerial ? 1 : window;
+  eo.on_demand = config.mode != Mode::kPrefetch;
   if (config.mode != Mode::kSerial) {
     STOKER_ASSIGN_OR_RETURN(cpu, exec::ThreadPool::create({.num_threads = config.threads,
                                                            .name = "stoker-cpu"}));
