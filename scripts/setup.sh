@@ -15,6 +15,7 @@ debs=(
   libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev pybind11-dev python3-pil python3-numpy python3-pytest python3-matplotlib
+  python3-torch python3-regex python3-jinja2
   python3-boto3 nginx-light libnginx-mod-http-lua
 )
 missing=()
@@ -46,5 +47,16 @@ fi
 
 if [ "${1:-}" != "--no-build" ]; then
   cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  ninja -C "$root/build" stoker
+  ninja -C "$root/build" stoker stoker_python
+  # `import stoker` from any directory with Debian's python: a .pth naming build/python
+  # (rewritten only when it says something else).
+  site_dir=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  pth="$site_dir/stoker.pth"
+  if [ "$(cat "$pth" 2>/dev/null)" != "$root/build/python" ]; then
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || [ -w "$site_dir" ] || sudo_cmd="sudo"
+    $sudo_cmd mkdir -p "$site_dir"
+    echo "$root/build/python" | $sudo_cmd tee "$pth" >/dev/null
+    echo "setup: $pth → $root/build/python"
+  fi
 fi
