@@ -75,6 +75,7 @@ struct HttpClient::Impl {
     HttpResponse resp;
     std::int64_t reserved = 0;  // bytes charged against the in-flight budget
     char errbuf[CURL_ERROR_SIZE] = {};
+    std::optional<Error> last_error;  // of the previous attempt, while waiting to retry
     Impl* impl = nullptr;
     Op(HttpRequest r, Callback cb, Clock::time_point d, const exec::BackoffOptions& b)
         : req(std::move(r)), callback(std::move(cb)), deadline(d), backoff(b, d) {}
@@ -269,6 +270,7 @@ struct HttpClient::Impl {
                                                          "); last: " + last.to_string()));
     }
     retries.fetch_add(1);
+    op->last_error = std::move(result).error();
     timers.emplace(now + *delay, std::move(op));
   }
 
@@ -283,8 +285,13 @@ struct HttpClient::Impl {
       if (op.deadline <= now) {
         OpPtr dead = std::move(pending.front());
         pending.pop_front();
-        std::string msg = dead->req.method + " " + dead->req.display +
-                          ": deadline passed while queued for admission";
+        std::string msg = dead->req.method + " " + dead->req.display;
+        if (dead->last_error) {
+          msg = "gave up after " + std::to_string(dead->backoff.attempts_made()) +
+                " attempts (deadline reached); last: " + dead->last_error->to_string();
+        } else {
+          msg += ": deadline passed while queued for admission";
+        }
         finish(std::move(dead), deadline_exceeded(msg));
         continue;
       }

@@ -1,6 +1,7 @@
 // The HTTP(S) and S3 backends: each turns a URI into an HttpRequest (URL, Range, signing) and the
 // response into bytes or ObjectInfo. Retries, deadlines and admission all live in HttpClient.
 #include <cstdio>
+#include <string_view>
 
 #include "stoker/io/object_store.h"
 #include "stoker/io/uri.h"
@@ -26,6 +27,23 @@ std::string encode_key(const std::string& key) {
       out += '%';
       out += kHex[c >> 4];
       out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// Manifests hold URLs as people write them ("a b.jpg", UTF-8 names): percent-encode what may not
+// appear in a URL, and leave everything else (reserved characters, existing %XX) as written.
+std::string encode_lenient_url(const std::string& url) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : url) {
+    if (c <= 0x20 || c >= 0x7f || std::string_view("\"<>\\^`{|}").find(static_cast<char>(c)) != std::string_view::npos) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
     }
   }
   return out;
@@ -125,7 +143,7 @@ class HttpStore final : public RemoteStore {
       return unimplemented("not an http(s) URI: " + uri);
     HttpRequest req;
     req.method = method;
-    req.url = uri;
+    req.url = encode_lenient_url(uri);
     req.display = uri;
     return req;
   }
