@@ -10,6 +10,7 @@ namespace stoker::cli {
 int run_bench_image(int argc, char** argv);
 int run_bench_tokenizer(int argc, char** argv);
 int run_bench_ladder(int argc, char** argv);
+int run_bench_torch(int argc, char** argv);
 
 int run_bench(int argc, char** argv) {
   struct Entry {
@@ -23,6 +24,8 @@ int run_bench(int argc, char** argv) {
       {"tokenizer", "tokens/s: stoker vs Hugging Face's Rust tokenizers", run_bench_tokenizer},
       {"ladder", "trainer wait: serial vs concurrent vs prefetch vs zero-copy (shm) loader",
        run_bench_ladder},
+      {"torch", "stoker's Python Loader vs torch DataLoader(num_workers=2) on a pure-Python pipeline",
+       run_bench_torch},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)
