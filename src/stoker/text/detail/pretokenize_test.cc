@@ -114,6 +114,10 @@ TEST(PretokenizeTest, NfcStableCodePointsAreUnchangedByNfc) {
   EXPECT_FALSE(is_nfc_quick("e\u0301"));
   EXPECT_EQ(nfc("e\u0301"), "\u00E9");
   EXPECT_EQ(nfc("\u1100\u1161\u11A8"), "\uAC01");
+  // U+0898 (Unicode 14, class 230) is a plain starter to the reference's older NFC tables: it is
+  // neither reordered nor does it stop the marks after it from being reordered among themselves.
+  EXPECT_EQ(nfc("x\u0898\u0334"), "x\u0898\u0334");
+  EXPECT_EQ(nfc("x\u0898\u0301\u0334"), "x\u0898\u0334\u0301");
 }
 
 TEST(PretokenizeTest, LossyUtf8ReplacesMaximalSubparts) {

@@ -34,11 +34,39 @@ constexpr CpRange kNewNumbers[] = {
     {0x1E4F0, 0x1E4F9}, {0x1E5F1, 0x1E5FA},
 };
 
+std::string utf8proc_nfc(std::string_view s) {
+  utf8proc_uint8_t* dst = nullptr;
+  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                    static_cast<utf8proc_ssize_t>(s.size()), &dst,
+                                    static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (n < 0) return std::string(s);  // only for invalid UTF-8, which callers repair first
+  std::string out(reinterpret_cast<const char*>(dst), static_cast<std::size_t>(n));
+  std::free(dst);
+  return out;
+}
+
 int onig_ctype(const char* name) {
   auto* p = reinterpret_cast<const OnigUChar*>(name);
   return ONIGENC_PROPERTY_NAME_TO_CTYPE(ONIG_ENCODING_UTF8, const_cast<OnigUChar*>(p),
                                         const_cast<OnigUChar*>(p + std::strlen(name)));
 }
+
+// Combining marks (canonical combining class > 0) assigned in Unicode 10.0-15.0. HF's NFC
+// (the unicode-normalization-alignments crate) has older tables in which they are unassigned, so
+// class 0: starters that block reordering and never compose. utf8proc (Unicode 15) would reorder
+// them. nfc() keeps them verbatim and normalises the text between them separately, which is exactly
+// what a starter with no compositions does. (Probed against the reference for every code point.)
+constexpr CpRange kReferenceStarters[] = {
+    {0x7FD, 0x7FD}, {0x898, 0x89F}, {0x8CA, 0x8D3}, {0x9FE, 0x9FE}, {0xC3C, 0xC3C}, {0xD3B, 0xD3C},
+    {0xEBA, 0xEBA}, {0x1715, 0x1715}, {0x1ABF, 0x1ACE}, {0x1DF6, 0x1DFA}, {0xA82C, 0xA82C},
+    {0x10D24, 0x10D27}, {0x10EAB, 0x10EAC}, {0x10EFD, 0x10EFF}, {0x10F46, 0x10F50},
+    {0x10F82, 0x10F85}, {0x11070, 0x11070}, {0x1133B, 0x1133B}, {0x1145E, 0x1145E},
+    {0x11839, 0x1183A}, {0x1193D, 0x1193E}, {0x11943, 0x11943}, {0x119E0, 0x119E0},
+    {0x11A34, 0x11A34}, {0x11A47, 0x11A47}, {0x11A99, 0x11A99}, {0x11D42, 0x11D42},
+    {0x11D44, 0x11D45}, {0x11D97, 0x11D97}, {0x11F41, 0x11F42}, {0x16FF0, 0x16FF1},
+    {0x1E08F, 0x1E08F}, {0x1E130, 0x1E136}, {0x1E2AE, 0x1E2AE}, {0x1E2EC, 0x1E2EF},
+    {0x1E4EC, 0x1E4EF},
+};
 
 // Marks code points that can never take part in NFC changes: combining class 0, not a mark, not
 // the second half of any canonical composition, and unchanged by NFC on their own.
@@ -62,7 +90,7 @@ std::vector<bool> nfc_unstable() {
     // Singletons and exclusions: NFC maps the code point itself to something else.
     std::string one;
     append_utf8(cp, &one);
-    if (nfc(one) != one) bad[cp] = true;
+    if (utf8proc_nfc(one) != one) bad[cp] = true;
   }
   return bad;
 }
@@ -89,6 +117,8 @@ struct Tables {
         if (ONIGENC_IS_CODE_CTYPE(ONIG_ENCODING_UTF8, cp, ct_n)) f |= kNumber;
         if (ONIGENC_IS_CODE_CTYPE(ONIG_ENCODING_UTF8, cp, ONIGENC_CTYPE_SPACE)) f |= kSpace;
         if (!unstable[cp]) f |= kNfcStable;
+        for (const CpRange& r : kReferenceStarters)
+          if (cp >= r.first && cp <= r.last) f |= kReferenceStarter;
         block[lo] = f;
       }
       auto [it, fresh] = seen.emplace(std::string(block.begin(), block.end()),
@@ -260,13 +290,25 @@ bool is_nfc_quick(std::string_view s) {
 }
 
 std::string nfc(std::string_view s) {
-  utf8proc_uint8_t* dst = nullptr;
-  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                    static_cast<utf8proc_ssize_t>(s.size()), &dst,
-                                    static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-  if (n < 0) return std::string(s);  // only for invalid UTF-8, which callers repair first
-  std::string out(reinterpret_cast<const char*>(dst), static_cast<std::size_t>(n));
-  std::free(dst);
+  // Split at the reference's extra starters (see kReferenceStarters), if any.
+  const ClassTable& t = class_table();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::string out;
+  std::size_t begin = 0, i = 0;
+  bool split = false;
+  while (i < s.size()) {
+    char32_t cp;
+    const int len = decode_utf8(p + i, &cp);
+    if (cp >= 0x7FD && (char_flags(t, cp) & kReferenceStarter)) {
+      split = true;
+      out += utf8proc_nfc(s.substr(begin, i - begin));
+      out.append(s.substr(i, static_cast<std::size_t>(len)));
+      begin = i + static_cast<std::size_t>(len);
+    }
+    i += static_cast<std::size_t>(len);
+  }
+  if (!split) return utf8proc_nfc(s);
+  out += utf8proc_nfc(s.substr(begin));
   return out;
 }
 

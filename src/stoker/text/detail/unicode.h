@@ -16,6 +16,7 @@ enum CharFlag : std::uint8_t {
   kNumber = 2,     // \p{N}
   kSpace = 4,      // Oniguruma \s (Unicode White_Space; not U+FEFF, U+200B, U+180E)
   kNfcStable = 8,  // a string made only of such code points is already NFC
+  kReferenceStarter = 16,  // a mark newer than HF's NFC tables: a plain starter there
 };
 
 struct ClassTable {
@@ -64,7 +65,8 @@ std::string to_valid_utf8_lossy(std::string_view s);
 
 // True when every code point is NFC-stable (then nfc(s) == s). `s` must be valid UTF-8.
 bool is_nfc_quick(std::string_view s);
-// NFC of valid UTF-8 (utf8proc).
+// NFC of valid UTF-8 as HF tokenizers computes it: utf8proc, except that marks newer than the
+// reference's tables (kReferenceStarter) stay where they are.
 std::string nfc(std::string_view s);
 
 }  // namespace stoker::text::detail
