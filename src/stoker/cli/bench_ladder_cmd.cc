@@ -500,10 +500,17 @@ Status run(const Options& opt_in) {
         all += row.wait_ms;
         if (row.step <= 5) ramp += row.wait_ms;
       }
-      std::printf(" -- %.0f%% of that wait in steps 1-5 (the ring filling); busiest stage: %s; "
-                  "producer waited %.2f s on a full arena",
-                  all > 0 ? 100 * ramp / all : 0.0, busiest_stage(r.stats).c_str(),
-                  r.stats.arena_wait_s);
+      // A step lasts max(step, production): above the step, production ran slower than in
+      // the warm-up (neighbours took the CPUs, or the mode itself is slower).
+      double steady_ms = 0;
+      for (const Row& row : r.rows)
+        if (row.step > 0) steady_ms += row.step_ms;
+      steady_ms /= std::max<std::size_t>(1, r.rows.size() - 1);
+      std::printf(" -- %.0f%% of that wait in steps 1-5 (the ring filling); one batch per %.1f ms "
+                  "(step %.1f, warm-up production %.1f); busiest stage: %s; producer waited "
+                  "%.2f s on a full arena",
+                  all > 0 ? 100 * ramp / all : 0.0, steady_ms, step_ms, prod_ms,
+                  busiest_stage(r.stats).c_str(), r.stats.arena_wait_s);
       if (load_after > cores)
         std::printf("; load average %.1f on %d cores: other processes held the CPUs", load_after,
                     cores);
