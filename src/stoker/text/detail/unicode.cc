@@ -51,6 +51,19 @@ int onig_ctype(const char* name) {
                                         const_cast<OnigUChar*>(p + std::strlen(name)));
 }
 
+// Word characters (\w) assigned in Unicode 15.1-16.0 that utf8proc 2.8 (Unicode 15.0) does not
+// know: letters, digits and marks. Rust's regex-syntax (HF's single_word rule) has Unicode 16.
+constexpr CpRange kNewWordChars[] = {
+    {0x897, 0x897}, {0x1C89, 0x1C8A}, {0xA7CB, 0xA7CD}, {0xA7DA, 0xA7DC}, {0x105C0, 0x105F3},
+    {0x10D40, 0x10D65}, {0x10D69, 0x10D6D}, {0x10D6F, 0x10D85}, {0x10EC2, 0x10EC4},
+    {0x10EFC, 0x10EFC}, {0x11380, 0x11389}, {0x1138B, 0x1138B}, {0x1138E, 0x1138E},
+    {0x11390, 0x113B5}, {0x113B7, 0x113C0}, {0x113C2, 0x113C2}, {0x113C5, 0x113C5},
+    {0x113C7, 0x113CA}, {0x113CC, 0x113D3}, {0x113E1, 0x113E2}, {0x116D0, 0x116E3},
+    {0x11BC0, 0x11BE0}, {0x11BF0, 0x11BF9}, {0x11F5A, 0x11F5A}, {0x13460, 0x143FA},
+    {0x16100, 0x16139}, {0x16D40, 0x16D6C}, {0x16D70, 0x16D79}, {0x18CFF, 0x18CFF},
+    {0x1CCF0, 0x1CCF9}, {0x1E5D0, 0x1E5FA}, {0x2EBF0, 0x2EE5D},
+};
+
 // Combining marks (canonical combining class > 0) assigned in Unicode 10.0-15.0. HF's NFC
 // (the unicode-normalization-alignments crate) has older tables in which they are unassigned, so
 // class 0: starters that block reordering and never compose. utf8proc (Unicode 15) would reorder
@@ -221,6 +234,8 @@ std::size_t valid_len(std::string_view s, std::size_t i, std::size_t* bad) {
 
 bool is_word_char(char32_t cp) {
   if (cp == 0x200C || cp == 0x200D) return true;  // Join_Control
+  for (const CpRange& r : kNewWordChars)
+    if (cp >= r.first && cp <= r.last) return true;
   // Other_Alphabetic symbols: circled / squared / negative Latin letters.
   if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) ||
       (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189))
