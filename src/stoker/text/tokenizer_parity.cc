@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -306,10 +307,51 @@ int check(const Options& o, const std::string& variant, int count) {
   return bad + dbad;
 }
 
+// "unicode": every code point through the reference's pre-tokenizer and normalizer, against
+// stoker's class table and nfc(). Slow (a minute); run by the `slow` ctest.
+int check_unicode(const Options& o) {
+  const std::string out = o.work + "/unicode.json";
+  if (!run_oracle("unicode", o.node_path, o.oracle, o.model + "/tokenizer.json", "-", out)) {
+    std::fprintf(stderr, "tokenizer_parity: running the reference failed\n");
+    return 1;
+  }
+  const auto j = nlohmann::json::parse(*stoker::read_text_file(out));
+  const auto& classes = j["classes"];
+  namespace d = stoker::text::detail;
+  const d::ClassTable& t = d::class_table();
+  int bad = 0;
+  for (char32_t cp = 1; cp < 0x110000; ++cp) {
+    // Surrogates are not characters; the probes cannot classify ' ', CR and LF.
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp == ' ' || cp == '\r' || cp == '\n') continue;
+    const std::uint8_t f = d::char_flags(t, cp);
+    const int mine = (f & d::kLetter) ? 1 : (f & d::kNumber) ? 2 : (f & d::kSpace) ? 4 : 0;
+    if (classes[cp].get<int>() != mine && bad++ < 10)
+      std::fprintf(stderr, "CLASS MISMATCH U+%04X: rust %d, stoker %d\n", static_cast<unsigned>(cp),
+                   classes[cp].get<int>(), mine);
+  }
+  std::map<std::pair<std::uint32_t, int>, std::string> changed;
+  for (const auto& e : j["nfc"]) changed[{e[0].get<std::uint32_t>(), e[1].get<int>()}] = e[2];
+  int nfc_bad = 0;
+  for (char32_t cp = 1; cp < 0x110000; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    const std::string c = u8(cp);
+    const std::string probes[3] = {c, "x" + c + "\u0334", "x\u0301" + c};
+    for (int k = 0; k < 3; ++k) {
+      auto it = changed.find({static_cast<std::uint32_t>(cp), k});
+      const std::string& want = it == changed.end() ? probes[k] : it->second;
+      if (d::nfc(probes[k]) != want && nfc_bad++ < 10)
+        std::fprintf(stderr, "NFC MISMATCH U+%04X probe %d\n", static_cast<unsigned>(cp), k);
+    }
+  }
+  std::printf("[unicode] classes: %d code points differ; NFC: %d of %d probes differ\n", bad, nfc_bad,
+              3 * (0x110000 - 0x800 - 1));
+  return bad + nfc_bad;
+}
+
 }  // namespace
 
 // tokenizer_parity --model DIR --oracle tokenizer_oracle.js --node-path NODE_MODULES
-//                  [--count N] [--seed S] [--work DIR] [--variants qwen,flags,regex,gpt2,nonorm]
+//                  [--count N] [--seed S] [--work DIR] [--variants qwen,flags,regex,gpt2,nonorm,unicode]
 int main(int argc, char** argv) {
   Options o;
   o.model = arg(argc, argv, "model");
@@ -332,6 +374,9 @@ int main(int argc, char** argv) {
   int bad = 0;
   std::string variants = arg(argc, argv, "variants", "qwen") + ",";
   for (std::size_t b = 0, e; (e = variants.find(',', b)) != std::string::npos; b = e + 1)
-    if (e > b) bad += check(o, variants.substr(b, e - b), o.count);
+    if (e > b) {
+      const std::string v = variants.substr(b, e - b);
+      bad += v == "unicode" ? check_unicode(o) : check(o, v, o.count);
+    }
   return bad == 0 ? 0 : 1;
 }
