@@ -11,6 +11,7 @@ int run_bench_image(int argc, char** argv);
 int run_bench_tokenizer(int argc, char** argv);
 int run_bench_ladder(int argc, char** argv);
 int run_bench_torch(int argc, char** argv);
+int run_bench_s3(int argc, char** argv);
 
 int run_bench(int argc, char** argv) {
   struct Entry {
@@ -26,6 +27,8 @@ int run_bench(int argc, char** argv) {
        run_bench_ladder},
       {"torch", "stoker's Python Loader vs torch DataLoader(num_workers=2) on a pure-Python pipeline",
        run_bench_torch},
+      {"s3", "fetch throughput from S3 (s3rver + delaying nginx): 1 in flight vs default concurrency",
+       run_bench_s3},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)

@@ -130,6 +130,10 @@ struct HttpClient::Impl {
       op->resp.etag = value;
     } else if (name == "content-length") {
       op->resp.content_length = std::atoll(value.c_str());
+      // One allocation for the body (a HEAD's length describes no body; cap a hostile value).
+      if (op->req.method != "HEAD" && op->resp.content_length > 0 &&
+          op->resp.content_length <= (std::int64_t{1} << 30))
+        op->resp.body.reserve(static_cast<std::size_t>(op->resp.content_length));
     } else if (name == "content-range") {
       op->resp.content_range = value;
     }
@@ -265,9 +269,11 @@ struct HttpClient::Impl {
       const int tries = op->backoff.attempts_made();
       ErrorCode final_code =
           give_up.code() == ErrorCode::kDeadlineExceeded ? ErrorCode::kDeadlineExceeded : last.code();
-      return finish(std::move(op), Error(final_code, "gave up after " + std::to_string(tries) +
-                                                         " attempts (" + give_up.message() +
-                                                         "); last: " + last.to_string()));
+      const bool deadline = final_code == ErrorCode::kDeadlineExceeded;
+      return finish(std::move(op),
+                    Error(final_code, "gave up after " + std::to_string(tries) + " attempts" +
+                                          (deadline ? " (deadline reached)" : "") +
+                                          "; last: " + last.to_string()));
     }
     retries.fetch_add(1);
     op->last_error = std::move(result).error();
