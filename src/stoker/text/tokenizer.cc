@@ -198,6 +198,9 @@ class BpeTokenizer final : public Tokenizer {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
+// Ids index dense tables; a corrupt file with id 2^31 must not make us allocate gigabytes.
+constexpr std::int64_t kMaxId = (1 << 24) - 1;
+
 // simdjson says what is wrong but not where; nlohmann (error path only) gives the byte offset.
 Error json_error(std::string_view json, const char* what, simdjson::error_code code) {
   std::string where;
@@ -362,7 +365,7 @@ Status load_vocab_and_merges(element model, BpeTokenizer* t) {
   const bool ignore_merges = bool_or(model, "ignore_merges", false);
   for (auto [key, value] : vocab) {
     std::int64_t id;
-    if (value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX)
+    if (value.get(id) != simdjson::SUCCESS || id < 0 || id > kMaxId)
       return invalid_argument("model.vocab: bad id for token '" + std::string(key) + "'");
     ids.emplace(std::string(key), static_cast<TokenId>(id));
     if (static_cast<std::size_t>(id) >= t->id_bytes_.size()) t->id_bytes_.resize(id + 1);
@@ -431,7 +434,7 @@ Status load_added_tokens(element root, BpeTokenizer* t) {
     std::string_view content;
     std::int64_t id;
     if (e["content"].get(content) != simdjson::SUCCESS || e["id"].get(id) != simdjson::SUCCESS ||
-        id < 0 || id > INT32_MAX)
+        id < 0 || id > kMaxId)
       return invalid_argument("added_tokens: entry without content/id");
     a.content = std::string(content);
     a.id = static_cast<TokenId>(id);

@@ -204,6 +204,31 @@ TEST(TokenizerTest, CorruptJsonIsInvalidArgumentWithPosition) {
   EXPECT_NE(u.error().message().find("line 1, column 29"), std::string::npos) << u.error().message();
 }
 
+TEST(TokenizerTest, DamagedFilesFailCleanly) {
+  const std::string good = tiny({{"a", "b"}, {"ab", "c"}}, false).dump();
+  std::mt19937 rng(9);
+  for (int iter = 0; iter < 300; ++iter) {
+    std::string s = good;
+    if (iter % 2) {
+      s.resize(rng() % s.size());
+    } else {
+      for (int k = 0; k < 3; ++k) s[rng() % s.size()] = "{}[]\",:0a -"[rng() % 12];
+    }
+    auto t = Tokenizer::from_json(s);  // must not crash; if it loads, it must encode
+    if (t.ok()) (*t)->encode("abc abx 12");
+  }
+  json huge = tiny({}, true);
+  huge["added_tokens"][0]["id"] = 2147483647;
+  auto h = Tokenizer::from_json(huge.dump());
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().code(), ErrorCode::kInvalidArgument);
+  json missing = tiny({}, true);
+  missing["model"]["vocab"].erase("Ġ");
+  auto m = Tokenizer::from_json(missing.dump());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message().find("byte 32"), std::string::npos) << m.error().message();
+}
+
 TEST(TokenizerTest, MissingFolderIsNotFound) {
   auto t = Tokenizer::load("/nonexistent/stoker-tokenizer");
   ASSERT_FALSE(t.ok());
