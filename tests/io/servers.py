@@ -151,16 +151,45 @@ class _CaptureHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"ok")
 
 
+class _FlakyHandler(_RangeHandler):
+    """Fails the first `fail_first` requests for each path with the status and S3 error code in
+    server.fault (e.g. 503 SlowDown), then serves like _RangeHandler. Counts requests per path."""
+
+    def _maybe_fail(self, body):
+        counts = self.server.counts
+        counts[self.path] = counts.get(self.path, 0) + 1
+        status, code, fail_first = self.server.fault
+        if counts[self.path] > fail_first:
+            return False
+        xml = (f"<?xml version=\"1.0\"?><Error><Code>{code}</Code>"
+               f"<Message>injected {code}</Message></Error>").encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(xml)))
+        self.end_headers()
+        if body:
+            self.wfile.write(xml)
+        return True
+
+    def do_GET(self):
+        if not self._maybe_fail(True):
+            self._serve(True)
+
+    def do_HEAD(self):
+        if not self._maybe_fail(False):
+            self._serve(False)
+
+
 class ThreadServer:
     """A Python HTTP server on a thread in this process: `range` serves files under `root` with
     Range and ETag; `capture` records each request's method, path and headers."""
 
     def __init__(self, kind, root=None):
-        handler = _RangeHandler if kind == "range" else _CaptureHandler
+        handler = {"range": _RangeHandler, "capture": _CaptureHandler, "flaky": _FlakyHandler}[kind]
         http.server.ThreadingHTTPServer.request_queue_size = 512  # many clients connect at once
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.httpd.root, self.httpd.captured = root, []
+        self.httpd.counts, self.httpd.fault = {}, (503, "SlowDown", 2)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()

@@ -138,6 +138,34 @@ def test_conformance_many_in_flight(backend):
     if env is not None or uri("x").startswith("http"):
         assert stats["peak_in_flight"] > 8, stats
         assert stats["retries"] == 0
+        # Admission holds it to 4 at once, and 4 connections are reused for all 136 requests.
+        results, stats, _ = io_tool(["get", "--stdin", "--inflight", "4"], env=env, stdin=stdin)
+        assert all(r["ok"] for r in results.values())
+        assert stats["peak_in_flight"] == 4 and stats["connections"] <= 8, stats
+
+
+# --- the retry policy, with faults injected by a loopback server --------------------------
+
+@pytest.mark.parametrize("status,code,fail_first,retried", [
+    (503, "SlowDown", 2, True), (500, "InternalError", 3, True), (429, "TooManyRequests", 1, True),
+    (404, "NoSuchKey", 100, False), (403, "AccessDenied", 100, False)])
+def test_retry_policy(tree, status, code, fail_first, retried):
+    server = servers.ThreadServer("flaky", root=str(tree))
+    server.httpd.fault = (status, code, fail_first)
+    try:
+        uri = f"http://127.0.0.1:{server.port}/obj/03.bin"
+        results, stats, _ = io_tool(["get", "--initial-ms", "10", uri])
+        r = results[uri]
+        if retried:
+            assert r["ok"] and r["fnv"] == FNV["obj/03.bin"], r
+            assert stats["retries"] == fail_first, stats
+        else:
+            assert r["code"] == {404: "NotFound", 403: "PermissionDenied"}[status], r
+            assert code in r["error"], r
+            assert stats["attempts"] == 1, stats
+        assert server.httpd.counts["/obj/03.bin"] == stats["attempts"]
+    finally:
+        server.stop()
 
 
 # --- S3 errors, credentials and resilience --------------------------------------------------

@@ -99,7 +99,7 @@ struct HttpClient::Impl {
   std::int64_t bytes_in_flight = 0;
 
   std::atomic<std::int64_t> attempts{0}, retries{0}, succeeded{0}, failed{0}, bytes_received{0},
-      peak_in_flight{0};
+      peak_in_flight{0}, connections{0};
 
   static size_t on_body(char* data, size_t size, size_t n, void* user) {
     Op* op = static_cast<Op*>(user);
@@ -256,6 +256,9 @@ struct HttpClient::Impl {
   void on_done(CURL* easy, CURLcode code) {
     Op* raw = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&raw));
+    long opened = 0;
+    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &opened);
+    connections.fetch_add(opened);
     bool retry = false;
     Result<HttpResponse> result = classify(*raw, code, &retry);
     OpPtr op = detach(easy);
@@ -428,7 +431,8 @@ exec::Future<HttpResponse> HttpClient::submit(HttpRequest request) {
 
 HttpClientStats HttpClient::stats() const {
   return {impl_->attempts.load(), impl_->retries.load(), impl_->succeeded.load(),
-          impl_->failed.load(), impl_->bytes_received.load(), impl_->peak_in_flight.load()};
+          impl_->failed.load(), impl_->bytes_received.load(), impl_->peak_in_flight.load(),
+          impl_->connections.load()};
 }
 
 const HttpClientOptions& HttpClient::options() const { return impl_->options; }

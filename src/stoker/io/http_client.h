@@ -68,6 +68,7 @@ struct HttpClientStats {
   std::int64_t failed = 0;
   std::int64_t bytes_received = 0;
   std::int64_t peak_in_flight = 0;
+  std::int64_t connections = 0;  // new connections opened (the rest reused a pooled one)
 };
 
 class HttpClient {

@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   emit("{\"stats\":{\"attempts\":" + std::to_string(st.attempts) + ",\"retries\":" +
        std::to_string(st.retries) + ",\"succeeded\":" + std::to_string(st.succeeded) +
        ",\"failed\":" + std::to_string(st.failed) + ",\"peak_in_flight\":" +
-       std::to_string(st.peak_in_flight) + "}}");
+       std::to_string(st.peak_in_flight) + ",\"connections\":" + std::to_string(st.connections) +
+       "}}");
   return failures ? 1 : 0;
 }
