@@ -65,6 +65,7 @@ struct Options {
   std::string data, model = "qwen2.5-vl", tokenizer, out = "ladder-out";
   std::string modes = "serial,concurrent,prefetch,zero-copy";
   int batch_size = 0, steps = 0, threads = 0, prefetch = 4;
+  std::uint64_t arena_bytes = std::uint64_t{1} << 30;  // sized from the warm-up's largest batch
   double step_ms = -1;
 };
 
@@ -156,21 +157,30 @@ pipeline::LoaderConfig loader_config(const Options& o, const std::string& manife
   c.mode = mode;
   c.threads = o.threads;
   c.prefetch = o.prefetch;
-  c.arena.bytes = std::size_t{1} << 30;  // virtual; only touched pages count
+  c.arena.bytes = o.arena_bytes;  // virtual; only touched pages count
   return c;
 }
 
-// Production time per batch: concurrent mode, no trainer, the first batch excluded.
-Result<double> measure_production_ms(const Options& o, const std::string& manifest, int batches) {
-  STOKER_ASSIGN_OR_RETURN(auto loader,
-                          pipeline::Loader::create(loader_config(o, manifest, pipeline::Mode::kConcurrent)));
+// Production time per batch: concurrent mode, no trainer, the first batch excluded. Also the
+// largest batch block seen, to size the arena for the prefetch modes.
+struct Production {
+  double ms = 0;
+  std::uint64_t max_block = 0;
+};
+Result<Production> measure_production(const Options& o, const std::string& manifest,
+                                      int batches) {
+  STOKER_ASSIGN_OR_RETURN(
+      auto loader, pipeline::Loader::create(loader_config(o, manifest, pipeline::Mode::kConcurrent)));
+  Production p;
   std::int64_t start = 0;
   for (int i = 0; i < batches; ++i) {
     if (i == 1) start = now_ns();
     STOKER_ASSIGN_OR_RETURN(auto b, loader->next());
     if (!b) return data_loss("the dataset produced no batch");
+    p.max_block = std::max(p.max_block, b->layout().block.size);
   }
-  return (now_ns() - start) / 1e6 / (batches - 1);
+  p.ms = (now_ns() - start) / 1e6 / (batches - 1);
+  return p;
 }
 
 // The simulated trainer: wait for a batch, hold it for the step, drop it.
@@ -438,7 +448,14 @@ Status run(const Options& opt_in) {
   // out), at least 8; the first is start-up and not counted.
   const int warm = std::clamp(records_in(manifest) / std::max(1, o.batch_size) + 1, 8, 48);
   const double load_before = load_average();
-  STOKER_ASSIGN_OR_RETURN(double prod_ms, measure_production_ms(o, manifest, warm));
+  STOKER_ASSIGN_OR_RETURN(Production prod, measure_production(o, manifest, warm));
+  const double prod_ms = prod.ms;
+  // Batches alive at once in zero-copy: the ring, one in the producer's hands, one blocked in
+  // send(), the server's window of 2, plus the engine's in-flight emit; twice that for larger
+  // batches than the warm-up saw. An arena too small makes the producer wait for memory
+  // (float32 pixel_values of 8 images ≤ 1280 px are ~100–250 MB per batch).
+  o.arena_bytes = std::max<std::uint64_t>(
+      o.arena_bytes, 2 * static_cast<std::uint64_t>(o.prefetch + 5) * prod.max_block);
   const double step_ms = o.step_ms >= 0 ? o.step_ms : 1.25 * prod_ms;
   if (o.steps <= 0) {
     // Serial ≈ cores×production + step, concurrent ≈ production + step, prefetch and zero-copy
@@ -450,9 +467,11 @@ Status run(const Options& opt_in) {
                          o.quick ? 150 : 400);
   }
   std::printf("production: %.1f ms/batch of %d (concurrent, no trainer, %d batches after the "
-              "first) -> simulated GPU step %.1f ms%s; %d steps per mode; %d cores, %d CPU threads\n",
+              "first) -> simulated GPU step %.1f ms%s; %d steps per mode; %d cores, %d CPU threads; "
+              "arena %.1f GiB (largest batch %.0f MB)\n",
               prod_ms, o.batch_size, warm - 1, step_ms,
-              o.step_ms >= 0 ? " (--step-ms)" : " (1.25x production)", o.steps, cores, o.threads);
+              o.step_ms >= 0 ? " (--step-ms)" : " (1.25x production)", o.steps, cores, o.threads,
+              o.arena_bytes / 1073741824.0, prod.max_block / 1e6);
   std::fflush(stdout);
 
   std::vector<ModeResult> results;
