@@ -201,6 +201,31 @@ TEST(HttpClientTest, RefusedConnectionsRetryABoundedNumberOfTimes) {
   EXPECT_EQ(shared->stats().retries, 3);
 }
 
+TEST(HttpClientTest, SilentServerTimesOutEachAttempt) {
+  // Listens (the kernel completes the handshake) but never answers: each attempt times out.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  HttpClientOptions o;
+  o.attempt_timeout = std::chrono::milliseconds(100);
+  o.backoff.initial_delay = std::chrono::milliseconds(5);
+  o.backoff.max_attempts = 3;
+  auto client = HttpClient::create(o);
+  ASSERT_TRUE(client.ok());
+  std::shared_ptr<HttpClient> shared(std::move(*client));
+  auto store = make_http_store(shared);
+  auto r = read_sync(*store, "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/x");
+  ::close(fd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kDeadlineExceeded) << r.error().to_string();
+  EXPECT_EQ(shared->stats().attempts, 3);
+}
+
 TEST(HttpClientTest, DeadlineBoundsRetries) {
   HttpClientOptions o;
   o.backoff.initial_delay = std::chrono::milliseconds(50);
