@@ -144,6 +144,15 @@ def test_conformance_many_in_flight(backend):
         assert stats["peak_in_flight"] == 4 and stats["connections"] <= 8, stats
 
 
+def test_admission_by_bytes_in_flight(http_server):
+    # 100 kB ranged reads under a 250 kB budget: at most two on the wire at once.
+    uri = f"http://127.0.0.1:{http_server.port}/dir with space/big.bin"
+    results, stats, _ = io_tool(["get", "--stdin", "--offset", "0", "--length", "100000",
+                                 "--max-bytes", "250000"], stdin=(uri + "\n") * 30)
+    assert results[uri]["ok"] and results[uri]["size"] == 100000
+    assert stats["succeeded"] == 30 and stats["peak_in_flight"] == 2, stats
+
+
 # --- the retry policy, with faults injected by a loopback server --------------------------
 
 @pytest.mark.parametrize("status,code,fail_first,retried", [

@@ -6,6 +6,7 @@
 //   io_tool stream --chunk N URI        stream_object() in N-byte chunks
 //   io_tool put URI FILE                write a local file's bytes to URI
 // Options: --deadline-ms --attempt-timeout-ms --attempts --initial-ms --max-delay-ms --inflight
+// --max-bytes
 // The FNV-1a 64 of each body is printed so a test can check the bytes without reading them back.
 #include <cstdint>
 #include <cstdio>
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
     else if (a == "--initial-ms") options.http.backoff.initial_delay = std::chrono::milliseconds(next());
     else if (a == "--max-delay-ms") options.http.backoff.max_delay = std::chrono::milliseconds(next());
     else if (a == "--inflight") options.http.max_requests_in_flight = static_cast<int>(next());
+    else if (a == "--max-bytes") options.http.max_bytes_in_flight = next();
     else if (a.rfind("--", 0) == 0) return usage();
     else args.push_back(a);
   }
