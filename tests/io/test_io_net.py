@@ -254,18 +254,32 @@ def test_s3_server_restarted_within_retry_window(tmp_path):
 
 @needs_s3
 def test_s3_server_gone_gives_clear_error(tmp_path):
-    port = servers.free_port()
-    env = servers.S3rver(str(tmp_path / "data"), port=port).env()
-    t0 = time.time()
-    results, stats, out = io_tool(["get", "--attempts", "100", "--initial-ms", "50",
-                                   "--max-delay-ms", "200", "--deadline-ms", "1500",
-                                   "s3://bkt/a", "s3://bkt/b"], env=env)
-    assert time.time() - t0 < 10
-    for r in results.values():
+    server = servers.S3rver(str(tmp_path / "data")).start()
+    try:
+        server.client().put_object(Bucket="bkt", Key="a", Body=b"x" * 5000)
+        p = subprocess.Popen([IO_TOOL, "get", "--stdin", "--attempts", "100", "--initial-ms", "50",
+                              "--max-delay-ms", "200", "--deadline-ms", "1500"],
+                             env=server.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        p.stdin.write("s3://bkt/a\n")
+        p.stdin.flush()
+        time.sleep(0.5)
+        server.stop()  # and it never comes back
+        t0 = time.time()
+        out, err = p.communicate("s3://bkt/b\ns3://bkt/c\n", timeout=30)
+        assert time.time() - t0 < 10
+    finally:
+        server.stop()
+    lines = [json.loads(x) for x in out.splitlines()]
+    results = {x["uri"]: x for x in lines if "uri" in x}
+    assert results["s3://bkt/a"]["ok"], results
+    for uri in ("s3://bkt/b", "s3://bkt/c"):
+        r = results[uri]
         assert r["code"] in ("Unavailable", "DeadlineExceeded"), r
         assert "attempts" in r["error"], r
+    # With few attempts allowed, the attempts run out first: Unavailable, naming them.
     results, stats, out = io_tool(["get", "--attempts", "3", "--initial-ms", "20", "s3://bkt/a"],
-                                  env=env)
+                                  env=server.env())
     r = results["s3://bkt/a"]
     assert r["code"] == "Unavailable" and "3 attempts" in r["error"], r
     assert stats["attempts"] == 3
