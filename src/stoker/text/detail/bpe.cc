@@ -95,24 +95,36 @@ const BpeModel::Slot* BpeModel::find(Id left, Id right) const {
 }
 
 // Repeatedly merges the lowest-ranked adjacent pair (leftmost on ties): the result HF's
-// priority-queue loop produces, in O(n^2) — fastest for the short words that dominate.
+// priority-queue loop produces. The pair ranks are kept in an array so that a merge looks up only
+// its two new neighbours; the scan for the minimum is then a plain loop — fastest for the short
+// words that dominate.
 void BpeModel::merge_small(std::vector<Id>& syms) const {
-  while (syms.size() > 1) {
-    std::int32_t best_rank = INT32_MAX;
+  constexpr std::int32_t kNone = INT32_MAX;
+  std::int32_t rank[kSmallWord];
+  Id merged[kSmallWord];
+  std::size_t n = syms.size();
+  auto look = [&](std::size_t i) {
+    const Slot* s = find(syms[i], syms[i + 1]);
+    rank[i] = s ? s->rank : kNone;
+    merged[i] = s ? s->id : 0;
+  };
+  for (std::size_t i = 0; i + 1 < n; ++i) look(i);
+  while (n > 1) {
     std::size_t best = 0;
-    Id best_id = 0;
-    for (std::size_t i = 0; i + 1 < syms.size(); ++i) {
-      const Slot* s = find(syms[i], syms[i + 1]);
-      if (s && s->rank < best_rank) {
-        best_rank = s->rank;
-        best = i;
-        best_id = s->id;
-      }
+    for (std::size_t i = 1; i + 1 < n; ++i)
+      if (rank[i] < rank[best]) best = i;
+    if (rank[best] == kNone) break;
+    syms[best] = merged[best];
+    for (std::size_t i = best + 1; i + 1 < n; ++i) {  // drop symbol best+1 and its pair
+      syms[i] = syms[i + 1];
+      rank[i] = rank[i + 1];
+      merged[i] = merged[i + 1];
     }
-    if (best_rank == INT32_MAX) return;
-    syms[best] = best_id;
-    syms.erase(syms.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    --n;
+    if (best > 0) look(best - 1);
+    if (best + 1 < n) look(best);
   }
+  syms.resize(n);
 }
 
 // HF's algorithm (models/bpe/word.rs merge_all): a min-heap of (rank, position) over a linked
@@ -171,7 +183,7 @@ void BpeModel::encode_word_uncached(std::string_view word, std::vector<Id>* out,
   thread_local std::vector<Id> syms;
   syms.clear();
   for (unsigned char b : word) syms.push_back(byte_ids_[b]);
-  if (heap || syms.size() > 48) {
+  if (heap || syms.size() > kSmallWord) {
     merge_heap(syms);
   } else {
     merge_small(syms);

@@ -52,6 +52,7 @@ class BpeModel {
     Id id;
   };
   static constexpr std::uint64_t kEmpty = ~0ull;
+  static constexpr std::size_t kSmallWord = 48;  // longer words take the heap path
   const Slot* find(Id left, Id right) const;
   void merge_small(std::vector<Id>& syms) const;
   void merge_heap(std::vector<Id>& syms) const;
