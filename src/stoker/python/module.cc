@@ -18,38 +18,23 @@
 #include "stoker/base/result.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
+#include "stoker/python/bindings.h"
 #include "stoker/python/dlpack_export.h"
 
 namespace py = pybind11;
 
 namespace stoker::python {
-namespace {
-
-// A stoker Error on its way to Python (translated by the registered translator).
-struct ErrorException {
-  Error error;
-};
-
-py::dict& error_classes() {
-  static auto* d = new py::dict();  // leaked on purpose: outlives interpreter teardown order
-  return *d;
-}
-
-[[noreturn]] void raise(Error e) { throw ErrorException{std::move(e)}; }
-
-template <typename T>
-T unwrap(Result<T> r) {
-  if (!r.ok()) raise(std::move(r).error());
-  return std::move(r).value();
-}
-void check(Status s) {
-  if (!s.ok()) raise(std::move(s).error());
-}
-
 std::int64_t monotonic_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+namespace {
+
+py::dict& error_classes() {
+  static auto* d = new py::dict();  // leaked on purpose: outlives interpreter teardown order
+  return *d;
 }
 
 // ---- config: a dict of keyword arguments (defaults live in stoker/__init__.py) ---------------
@@ -136,6 +121,26 @@ pipeline::LoaderConfig make_config(const py::dict& kw) {
   return c;
 }
 
+}  // namespace
+
+pipeline::LoaderConfig loader_config(const py::dict& kw) {
+  pipeline::LoaderConfig c = make_config(kw);
+  if (c.tokenizer.empty()) c.tokenizer = default_tokenizer(c.model);
+  return c;
+}
+
+py::object batch_tuple(const std::shared_ptr<SharedBatch>& b, std::int64_t ready_ns) {
+  py::dict tensors;
+  for (const batch::TensorView& v : b->layout.tensors) {
+    PyObject* cap = make_capsule(b, v);
+    if (cap == nullptr) throw py::error_already_set();
+    tensors[py::str(v.name)] = py::reinterpret_steal<py::object>(cap);
+  }
+  return py::make_tuple(tensors, b->layout.step, b->layout.epoch, ready_ns);
+}
+
+namespace {
+
 // ---- the raw loader --------------------------------------------------------------------------
 
 py::dict state_to_dict(const pipeline::LoaderState& s) {
@@ -162,8 +167,7 @@ pipeline::LoaderState state_from_dict(const py::dict& d) {
 class RawLoader {
  public:
   explicit RawLoader(const py::dict& kw) {
-    pipeline::LoaderConfig c = make_config(kw);
-    if (c.tokenizer.empty()) c.tokenizer = default_tokenizer(c.model);
+    pipeline::LoaderConfig c = loader_config(kw);
     py::gil_scoped_release nogil;
     loader_ = unwrap(pipeline::Loader::create(c));
     batch_size_ = c.batch_size;
@@ -200,13 +204,7 @@ class RawLoader {
     shared->layout = b->layout();
     shared->base = b->valid() ? l.arena().base() : nullptr;
     shared->keep = std::make_shared<pipeline::Batch>(std::move(*b));
-    py::dict tensors;
-    for (const batch::TensorView& v : shared->layout.tensors) {
-      PyObject* cap = make_capsule(shared, v);
-      if (cap == nullptr) throw py::error_already_set();
-      tensors[py::str(v.name)] = py::reinterpret_steal<py::object>(cap);
-    }
-    return py::make_tuple(tensors, shared->layout.step, shared->layout.epoch, ready_ns);
+    return batch_tuple(shared, ready_ns);
   }
 
   py::dict state() {
@@ -349,4 +347,5 @@ PYBIND11_MODULE(_stoker, m) {
       .def("rank", &RawLoader::rank)
       .def("close", &RawLoader::close)
       .def_property_readonly("batch_size", &RawLoader::batch_size);
+  bind_served(m);
 }

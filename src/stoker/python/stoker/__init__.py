@@ -22,7 +22,7 @@ from . import _stoker
 __version__ = "0.1.0"
 __all__ = [
     "Loader", "StokerError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError",
-    "DeadlineExceededError", "ERROR_CLASSES", "live_tensors",
+    "DeadlineExceededError", "ERROR_CLASSES", "live_tensors", "serve",
 ]
 
 
@@ -89,6 +89,36 @@ def _dtype_name(d: Any) -> str:
     return s[len("torch."):] if s.startswith("torch.") else s
 
 
+def serve(
+    data: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]],
+    socket: Optional[str] = None,
+    clients: int = 1,
+    window: int = 4,
+    idle_timeout_s: Optional[float] = 60.0,
+    wait_clients_s: float = 60.0,
+    finish_timeout_s: float = 60.0,
+    **loader_options: Any,
+) -> Dict[str, Any]:
+    """Runs one Loader for this node and serves its batches to `stoker.Loader(connect=socket)`
+    processes (zero-copy: they map this process's arena). Waits for `clients` to connect, serves
+    until the data ends, waits until every batch is released, returns the counters. Blocks with
+    the GIL released. socket=None: the per-user default path (also the clients' default with
+    connect=True). Each batch goes to the connected client holding the fewest, so with several
+    clients each sees a share of the stream (not a per-rank split)."""
+    if isinstance(data, (str, os.PathLike)):
+        data = [data]
+    kw: Dict[str, Any] = {"data": [os.fspath(p) for p in data]}
+    for k, v in loader_options.items():
+        if k == "pixel_dtype":
+            v = _dtype_name(v)
+        elif k == "max_errors" and v is None:
+            v = -1
+        kw[k] = v
+    idle_ms = -1 if idle_timeout_s is None else int(idle_timeout_s * 1000)
+    return _stoker.serve(kw, socket or "", clients, window, idle_ms, wait_clients_s,
+                         finish_timeout_s)
+
+
 class Loader:
     """Batches for this rank, in a deterministic order, as dicts of torch tensors.
 
@@ -99,7 +129,7 @@ class Loader:
 
     def __init__(
         self,
-        data: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]],
+        data: Union[None, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]] = None,
         model: str = "qwen2.5-vl",
         tokenizer: Optional[str] = None,
         batch_size: int = 8,
@@ -122,10 +152,22 @@ class Loader:
         connect: Optional[str] = None,
         **advanced: Any,
     ) -> None:
+        self._from_dlpack = _from_dlpack()
+        self._stash = None  # first batch of the next epoch, read while ending this one
+        self._ended = False
+        self._handoff_ns: "collections.deque[int]" = collections.deque(maxlen=8192)
+        self.batch_size = batch_size
+        self._client = None
         if connect is not None:
-            # Served mode (one stoker process per node feeding every local rank over shared
-            # memory) plugs in here once the shm server has a Python-facing client.
-            raise NotImplementedError("stoker.Loader(connect=...) (served mode) is not built yet")
+            # Served mode: batches come from a `stoker.serve` process on this node; `data` and
+            # the pipeline options are the server's business (pass data=None).
+            timeout_ms = int(1000 * float(advanced.pop("connect_timeout_s", 30)))
+            self._client = _stoker.RawClient("" if connect is True else os.fspath(connect),
+                                             timeout_ms)
+            self._raw = self._client
+            return
+        if data is None:
+            raise InvalidArgumentError("Loader: pass data=... (or connect=... for served mode)")
         if isinstance(data, (str, os.PathLike)):
             paths: List[str] = [os.fspath(data)]
         else:
@@ -139,12 +181,7 @@ class Loader:
             pixel_dtype=_dtype_name(pixel_dtype), padding=padding, io_threads=io_threads,
             arena_bytes=arena_bytes)
         kw.update(advanced)  # window, fetch_bytes_in_flight, arena_shared, min_seen, local_rank
-        self._from_dlpack = _from_dlpack()
         self._raw = _stoker.RawLoader(kw)
-        self._stash = None  # first batch of the next epoch, read while ending this one
-        self._ended = False
-        self._handoff_ns: "collections.deque[int]" = collections.deque(maxlen=8192)
-        self.batch_size = batch_size
 
     # -- iteration ------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Dict[str, Any]]:
@@ -176,19 +213,22 @@ class Loader:
     # -- state ----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, int]:
         """Position after the last batch this iterator yielded: a few ints."""
+        self._local_only("state_dict")
         s = self._raw.state_before_last() if self._stash is not None else self._raw.state()
         s["version"] = 1
         return s
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
         """Resume before the first batch: delivers exactly what was not delivered (any world size)."""
+        self._local_only("load_state_dict")
         if int(state.get("version", 1)) != 1:
             raise InvalidArgumentError(f"unknown stoker state version {state.get('version')}")
         self._raw.resume({k: int(state[k]) for k in ("epoch", "position", "errors") if k in state})
 
     def stats(self) -> Dict[str, Any]:
-        """Engine counters (wait ratio, per-stage busy time and utilisation) + hand-off cost."""
-        s = self._raw.stats()
+        """Engine counters (wait ratio, per-stage busy time and utilisation) + hand-off cost.
+        Served mode: the client's counters (batches, socket bytes) + hand-off cost."""
+        s = self._client.info() if self._client is not None else self._raw.stats()
         h = sorted(self._handoff_ns)
         if h:
             s["handoff_us_p50"] = h[len(h) // 2] / 1e3
@@ -197,11 +237,18 @@ class Loader:
 
     # -- introspection --------------------------------------------------------------------------
     def arena_info(self) -> Dict[str, int]:
-        """base address, capacity, in_use, peak_in_use, fd of the arena tensors point into."""
-        return self._raw.arena()
+        """base address, capacity, in_use, peak_in_use, fd of the arena tensors point into
+        (served mode: base and capacity of this process's read-only mapping, server_pid)."""
+        return self._client.info() if self._client is not None else self._raw.arena()
 
     def rank_info(self) -> Dict[str, int]:
+        self._local_only("rank_info")
         return self._raw.rank()
+
+    def _local_only(self, what: str) -> None:
+        if self._client is not None:
+            raise NotImplementedError(
+                f"{what}() in served mode: the stoker.serve process owns the position")
 
     def close(self) -> None:
         """Stops the engine (joins its threads, GIL released). Delivered tensors stay valid."""

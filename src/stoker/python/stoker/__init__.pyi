@@ -19,11 +19,22 @@ def live_tensors() -> int: ...
 
 _PathLike = Union[str, "os.PathLike[str]"]
 
+def serve(
+    data: Union[_PathLike, Sequence[_PathLike]],
+    socket: Optional[str] = ...,
+    clients: int = ...,
+    window: int = ...,
+    idle_timeout_s: Optional[float] = ...,
+    wait_clients_s: float = ...,
+    finish_timeout_s: float = ...,
+    **loader_options: Any,
+) -> Dict[str, Any]: ...
+
 class Loader:
     batch_size: int
     def __init__(
         self,
-        data: Union[_PathLike, Sequence[_PathLike]],
+        data: Union[None, _PathLike, Sequence[_PathLike]] = ...,
         model: str = ...,
         tokenizer: Optional[str] = ...,
         batch_size: int = ...,
@@ -43,7 +54,7 @@ class Loader:
         padding: str = ...,
         io_threads: int = ...,
         arena_bytes: int = ...,
-        connect: Optional[str] = ...,
+        connect: Union[None, bool, str] = ...,
         **advanced: Any,
     ) -> None: ...
     def __iter__(self) -> Iterator[Dict[str, torch.Tensor]]: ...

@@ -1,0 +1,46 @@
+// Internal to the _stoker extension: helpers shared by the in-process loader (module.cc) and the
+// served mode (served.cc). Not a public header.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "stoker/base/result.h"
+#include "stoker/pipeline/loader.h"
+#include "stoker/python/dlpack_export.h"
+
+namespace stoker::python {
+
+namespace py = pybind11;
+
+// A stoker Error on its way to Python (module.cc registers the translator: the package's table).
+struct ErrorException {
+  Error error;
+};
+
+[[noreturn]] inline void raise(Error e) { throw ErrorException{std::move(e)}; }
+
+template <typename T>
+T unwrap(Result<T> r) {
+  if (!r.ok()) raise(std::move(r).error());
+  return std::move(r).value();
+}
+inline void check(Status s) {
+  if (!s.ok()) raise(std::move(s).error());
+}
+
+// The steady clock ready_ns stamps are taken from.
+std::int64_t monotonic_ns();
+
+// Keyword options (see stoker/__init__.py) → a checked-later LoaderConfig, tokenizer resolved.
+pipeline::LoaderConfig loader_config(const py::dict& kw);
+
+// (dict name → "dltensor" capsule, step, epoch, ready_ns): what RawLoader/RawClient.next return.
+py::object batch_tuple(const std::shared_ptr<SharedBatch>& b, std::int64_t ready_ns);
+
+void bind_served(py::module_& m);
+
+}  // namespace stoker::python

@@ -1,0 +1,143 @@
+// Served mode: one stoker process per node (stoker.serve) runs the Loader and hands batches to
+// every local rank's process (stoker.Loader(connect=...)) through shm::BatchServer/BatchClient:
+// the client maps the server's arena (read-only) and wraps each batch zero-copy, exactly like the
+// in-process path (same SharedBatch → DLPack capsules). Dropping the last tensor of a batch sends
+// its release. GIL released in connect, next and the whole serve loop.
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "stoker/python/bindings.h"
+#include "stoker/shm/client.h"
+#include "stoker/shm/server.h"
+#include "stoker/shm/socket_path.h"
+
+namespace stoker::python {
+namespace {
+
+std::string socket_or_default(const std::string& path) {
+  return path.empty() ? unwrap(shm::default_socket_path("stoker")) : path;
+}
+
+class RawClient {
+ public:
+  RawClient(const std::string& socket_path, std::int64_t connect_timeout_ms) {
+    shm::ClientOptions o{.socket_path = socket_or_default(socket_path),
+                         .connect_timeout_ms = connect_timeout_ms};
+    py::gil_scoped_release nogil;
+    client_ = unwrap(shm::BatchClient::connect(o));
+  }
+  ~RawClient() { close(); }
+  void close() { client_.reset(); }  // delivered tensors keep the mapping alive
+
+  py::object next() {
+    shm::BatchClient& c = live();
+    std::optional<Result<std::optional<shm::RemoteBatch>>> r;
+    std::int64_t ready_ns = 0;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard lock(next_mu_);
+      r.emplace(c.next());
+      ready_ns = monotonic_ns();
+    }
+    std::optional<shm::RemoteBatch> b = unwrap(std::move(*r));
+    if (!b) return py::none();
+    auto shared = std::make_shared<SharedBatch>();
+    shared->layout = b->layout();
+    shared->base = b->data(batch::TensorView{});  // the mapping's base (offset 0)
+    shared->keep = std::make_shared<shm::RemoteBatch>(std::move(*b));
+    return batch_tuple(shared, ready_ns);
+  }
+
+  py::dict info() {
+    shm::BatchClient& c = live();
+    py::dict d;
+    d["base"] = reinterpret_cast<std::uintptr_t>(c.base());
+    d["capacity"] = c.arena_bytes();
+    d["server_pid"] = c.server_pid();
+    d["batches"] = c.stats().batches;
+    d["socket_bytes"] = c.stats().socket_bytes;
+    return d;
+  }
+
+ private:
+  shm::BatchClient& live() {
+    if (!client_) raise(invalid_argument("Loader is closed"));
+    return *client_;
+  }
+  std::mutex next_mu_;
+  std::unique_ptr<shm::BatchClient> client_;
+};
+
+// Runs a Loader and serves its batches until the data ends (then waits for every batch to be
+// released), all with the GIL released. Returns the loader's and the server's counters.
+py::dict serve(const py::dict& kw, const std::string& socket_path, int clients, int window,
+               std::int64_t idle_timeout_ms, double wait_clients_s, double finish_timeout_s) {
+  pipeline::LoaderConfig c = loader_config(kw);
+  c.arena.shared = true;  // clients map the memfd
+  const std::string path = socket_or_default(socket_path);
+  pipeline::LoaderStats ls;
+  shm::ServerStats ss;
+  std::optional<Error> failed;
+  {
+    py::gil_scoped_release nogil;
+    std::unique_ptr<pipeline::Loader> loader = unwrap(pipeline::Loader::create(c));
+    std::unique_ptr<shm::BatchServer> server = unwrap(shm::BatchServer::create(
+        loader->arena(),
+        {.socket_path = path, .window = window, .idle_timeout_ms = idle_timeout_ms}));
+    if (clients > 0) {
+      check(server->wait_for_clients(
+          clients, std::chrono::milliseconds(static_cast<std::int64_t>(wait_clients_s * 1e3))));
+    }
+    for (;;) {
+      Result<std::optional<pipeline::Batch>> b = loader->next();
+      if (!b.ok()) {
+        failed = std::move(b).error();
+        break;
+      }
+      if (!*b) break;
+      if (Status st = server->send(std::move(**b)); !st.ok()) {
+        failed = std::move(st).error();
+        break;
+      }
+    }
+    Status fin = server->finish(
+        std::chrono::milliseconds(static_cast<std::int64_t>(finish_timeout_s * 1e3)));
+    if (!failed && !fin.ok()) failed = std::move(fin).error();
+    ls = loader->stats();
+    ss = server->stats();
+    server.reset();  // closes clients and unlinks the socket before the arena goes
+  }
+  if (failed) raise(std::move(*failed));
+  py::dict d;
+  d["socket"] = path;
+  d["batches"] = ls.batches;
+  d["samples"] = ls.samples;
+  d["failed"] = ls.failed;
+  d["wait_ratio"] = ls.wait_ratio();
+  d["clients_accepted"] = ss.clients_accepted;
+  d["clients_lost"] = ss.clients_lost;
+  d["batches_sent"] = ss.batches_sent;
+  d["batches_released"] = ss.batches_released;
+  d["batches_reclaimed"] = ss.batches_reclaimed;
+  d["descriptor_bytes"] = ss.descriptor_bytes;
+  return d;
+}
+
+}  // namespace
+
+void bind_served(py::module_& m) {
+  py::class_<RawClient>(m, "RawClient")
+      .def(py::init<const std::string&, std::int64_t>())
+      .def("next", &RawClient::next)
+      .def("info", &RawClient::info)
+      .def("close", &RawClient::close);
+  m.def("serve", &serve, py::arg("options"), py::arg("socket"), py::arg("clients"),
+        py::arg("window"), py::arg("idle_timeout_ms"), py::arg("wait_clients_s"),
+        py::arg("finish_timeout_s"));
+  m.def("default_socket_path", [] { return unwrap(shm::default_socket_path("stoker")); });
+}
+
+}  // namespace stoker::python
