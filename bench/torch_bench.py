@@ -8,8 +8,9 @@ the colleague's oracle, imported) → <|image_pad|> expanded to grid/merge² →
 `regex` (bench/py_qwen_tokenizer.py) → labels; collate pads to the longest row. mRoPE
 position_ids are skipped in the Python path (said in the output).
 
-Each contender runs in its own process (so peak RSS and CPU are its own; DataLoader workers'
-peaks are polled from /proc and summed). Output: a table, the ratios, last line `ratio: N`
+Contenders: stoker in-process, stoker served (a `stoker.serve` process + a `Loader(connect=)`
+client, zero-copy over shared memory), DataLoader. Each runs in its own process tree (so peak
+RSS and CPU are its own; child processes' peaks are polled from /proc and summed). Output: a table, the ratios, last line `ratio: N`
 (stoker samples/s ÷ DataLoader samples/s). Run with Debian's /usr/bin/python3.
 """
 from __future__ import annotations
@@ -169,7 +170,17 @@ def run_one(args):
     torch.set_num_threads(1)
     rss = PeakRss()
     c0, t0 = cpu_s(), time.perf_counter()
-    if args.run == "stoker":
+    server = None
+    if args.run == "served":  # a stoker.serve process on this node + this process as its client
+        import stoker
+
+        sock = os.path.join(tempfile.mkdtemp(prefix="stoker-bench-"), "s.sock")
+        code = ("import sys, stoker; stoker.serve(sys.argv[1], socket=sys.argv[2], batch_size="
+                f"{args.batch_size}, threads={args.threads}, prefetch=4, max_length={MAX_LENGTH},"
+                " seed=0)")
+        server = subprocess.Popen([sys.executable, "-c", code, args.data, sock])
+        loader = stoker.Loader(connect=sock)
+    elif args.run == "stoker":
         import stoker
 
         loader = stoker.Loader(args.data, batch_size=args.batch_size, threads=args.threads,
@@ -187,7 +198,10 @@ def run_one(args):
             first = time.perf_counter() - t0
         samples += int(b["input_ids"].shape[0])
         checksum += int(b["attention_mask"].sum())
+        del b  # like a trainer: the batch is dropped after its step (served: releases it)
     del loader  # DataLoader workers are joined here, so their CPU is in RUSAGE_CHILDREN
+    if server is not None and server.wait(timeout=120) != 0:
+        raise SystemExit("stoker.serve failed")
     wall = time.perf_counter() - t0
     cpu = cpu_s() - c0
     peak, procs = rss.total_mb()
@@ -237,7 +251,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2, help="stoker CPU threads")
     ap.add_argument("--data", default=None, help="use this JSONL instead of generating one")
-    ap.add_argument("--run", choices=["stoker", "dataloader"], help=argparse.SUPPRESS)
+    ap.add_argument("--run", choices=["stoker", "served", "dataloader"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.python_dir:
         sys.path.insert(0, args.python_dir)
@@ -266,7 +280,7 @@ def main():
     if args.python_dir:
         env["PYTHONPATH"] = args.python_dir + os.pathsep + env.get("PYTHONPATH", "")
     res = {}
-    for who in ("stoker", "dataloader"):
+    for who in ("stoker", "served", "dataloader"):
         cmd = [sys.executable, os.path.abspath(__file__), "--run", who, "--data", args.data,
                "--batch-size", str(args.batch_size), "--workers", str(args.workers),
                "--threads", str(args.threads)]
@@ -275,26 +289,28 @@ def main():
             sys.stderr.write(p.stderr)
             raise SystemExit(f"{who} run failed")
         res[who] = json.loads(p.stdout.strip().splitlines()[-1])
-    s, d = res["stoker"], res["dataloader"]
-    if s["samples"] != d["samples"] or s["tokens"] != d["tokens"]:
-        print(f"warning: samples/tokens differ: stoker {s['samples']}/{s['tokens']}, "
-              f"DataLoader {d['samples']}/{d['tokens']}")
+    s, v, d = res["stoker"], res["served"], res["dataloader"]
+    for other, r in (("served", v), ("DataLoader", d)):
+        if s["samples"] != r["samples"] or s["tokens"] != r["tokens"]:
+            print(f"warning: samples/tokens differ: stoker {s['samples']}/{s['tokens']}, "
+                  f"{other} {r['samples']}/{r['tokens']}")
     rows = []
-    for name, r in (("stoker (in-process)", s), (f"DataLoader(num_workers={args.workers})", d)):
+    for name, r in (("stoker (in-process)", s), ("stoker (served, shm)", v),
+                    (f"DataLoader(num_workers={args.workers})", d)):
         rows.append((name, r["samples"] / r["wall_s"], r["cpu_s"] / r["samples"] * 1e3,
                      r["peak_rss_mb"], r["first_s"], r["wall_s"]))
     print(f"{'':28} {'samples/s':>10} {'CPU ms/sample':>14} {'peak RSS MB':>12} "
           f"{'first batch s':>14} {'wall s':>8}")
     for name, sps, cpu, rss, first, wall in rows:
         print(f"{name:28} {sps:10.1f} {cpu:14.2f} {rss:12.0f} {first:14.3f} {wall:8.2f}")
-    print(f"  (DataLoader peak RSS = main + {d['children']} worker processes, each worker's "
-          f"peak counted in full)")
-    ratio = rows[0][1] / rows[1][1]
-    print(f"samples/s ratio {ratio:.2f}x (target >= 3); CPU per sample "
-          f"{rows[0][2] / rows[1][2]:.2f}x; peak RSS {rows[0][3] / rows[1][3]:.2f}x (target <= 0.5); "
-          f"time to first batch {rows[0][4] / rows[1][4]:.2f}x")
-    print("served mode (shm): not measured (Python client not built yet)")
-    print(f"ratio: {ratio:.2f}")
+    print(f"  (peak RSS sums every process: served = client + server; DataLoader = main + "
+          f"{d['children']} workers, each worker's peak counted in full)")
+    dl = rows[2]
+    for name, row in (("in-process", rows[0]), ("served", rows[1])):
+        print(f"stoker {name} / DataLoader: samples/s {row[1] / dl[1]:.2f}x (target >= 3), "
+              f"CPU per sample {row[2] / dl[2]:.2f}x, peak RSS {row[3] / dl[3]:.2f}x "
+              f"(target <= 0.5), time to first batch {row[4] / dl[4]:.2f}x")
+    print(f"ratio: {rows[0][1] / dl[1]:.2f}")
 
 
 if __name__ == "__main__":
