@@ -199,6 +199,7 @@ def run_one(args):
         samples += int(b["input_ids"].shape[0])
         checksum += int(b["attention_mask"].sum())
         del b  # like a trainer: the batch is dropped after its step (served: releases it)
+    handoff = loader.stats().get("handoff_us_p50") if args.run != "dataloader" else None
     del loader  # DataLoader workers are joined here, so their CPU is in RUSAGE_CHILDREN
     if server is not None and server.wait(timeout=120) != 0:
         raise SystemExit("stoker.serve failed")
@@ -206,7 +207,8 @@ def run_one(args):
     cpu = cpu_s() - c0
     peak, procs = rss.total_mb()
     print(json.dumps({"samples": samples, "wall_s": wall, "cpu_s": cpu, "first_s": first,
-                      "peak_rss_mb": peak, "children": procs, "tokens": checksum}))
+                      "peak_rss_mb": peak, "children": procs, "tokens": checksum,
+                      "handoff_us_p50": handoff}))
 
 
 # ---- same outputs ---------------------------------------------------------------------------
@@ -305,6 +307,8 @@ def main():
         print(f"{name:28} {sps:10.1f} {cpu:14.2f} {rss:12.0f} {first:14.3f} {wall:8.2f}")
     print(f"  (peak RSS sums every process: served = client + server; DataLoader = main + "
           f"{d['children']} workers, each worker's peak counted in full)")
+    print(f"hand-off p50 (C++ batch ready → dict of torch tensors): in-process "
+          f"{s['handoff_us_p50']:.0f} us, served {v['handoff_us_p50']:.0f} us (target <= 100)")
     dl = rows[2]
     for name, row in (("in-process", rows[0]), ("served", rows[1])):
         print(f"stoker {name} / DataLoader: samples/s {row[1] / dl[1]:.2f}x (target >= 3), "
