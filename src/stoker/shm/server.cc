@@ -160,12 +160,16 @@ struct BatchServer::Impl {
       std::lock_guard lock(mu);
       stopping = true;
     }
+    cv.notify_all();  // a send() still waiting returns Cancelled
     wake();
     if (io.joinable()) io.join();
     std::vector<Release> releases;
     {
       std::lock_guard lock(mu);
-      while (!clients.empty()) drop_locked(clients.begin()->second, releases);
+      while (!clients.empty()) {
+        ClientPtr c = clients.begin()->second;  // a copy: drop_locked erases the map's
+        drop_locked(c, releases);
+      }
     }
     run_all(releases);
     if (listen_fd >= 0) ::close(listen_fd);
