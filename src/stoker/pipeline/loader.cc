@@ -299,6 +299,7 @@ LoaderState Loader::state() const {
 LoaderStats Loader::stats() const {
   const Impl& m = *impl_;
   LoaderStats s;
+  int cpu_threads = 1;
   {
     std::lock_guard lock(m.mu);
     s.batches = m.batches;
@@ -308,9 +309,10 @@ LoaderStats Loader::stats() const {
     s.elapsed_s = m.started ? (now_ns() - m.first_call_ns) * 1e-9 : 0;
     s.first_batch_s = m.first_batch_ns < 0 ? 0 : m.first_batch_ns * 1e-9;
     if (m.engine) s.arena_wait_s = m.engine->arena_wait_s();
+    cpu_threads = m.cpu_threads;
   }
   const bool serial = m.config.mode == Mode::kSerial;
-  const int io = serial ? 1 : m.config.io_threads, cpu = serial ? 1 : m.cpu_threads;
+  const int io = serial ? 1 : m.config.io_threads, cpu = serial ? 1 : cpu_threads;
   const int threads[kNumStages] = {io, io, cpu, serial ? 1 : cpu + 1, 1};
   for (int i = 0; i < kNumStages; ++i) {
     s.stages.push_back({stage_name(i), m.ctx->counters.busy_ns[i].load() * 1e-9,
