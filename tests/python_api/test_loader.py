@@ -216,3 +216,27 @@ def test_stats(stoker, dataset):
     assert s["samples"] == N_RECORDS and 0 <= s["wait_ratio"] <= 1
     assert set(s["stages"]) >= {"read", "fetch", "prepare", "emit", "assemble"}
     assert all("busy_s" in v and "utilisation" in v for v in s["stages"].values())
+
+
+def test_unconsumed_capsules_free_their_tensors(stoker, dataset):
+    # A capsule nobody wrapped (e.g. an exception between next() and from_dlpack) frees its
+    # tensor in the capsule destructor; a consumed one ("used_dltensor") is left to torch.
+    base_live = stoker.live_tensors()
+    loader = stoker.Loader(dataset, batch_size=4, mode="serial")
+    caps, _step, _epoch, _ready = loader._raw.next()
+    assert stoker.live_tensors() == base_live + len(caps)
+    kept = torch.utils.dlpack.from_dlpack(caps["labels"])
+    del caps
+    assert stoker.live_tensors() == base_live + 1 and loader.arena_info()["in_use"] > 0
+    del kept
+    assert stoker.live_tensors() == base_live and loader.arena_info()["in_use"] == 0
+
+
+def test_tensor_freed_on_another_thread(stoker, dataset):
+    # the deleter never needs the GIL: dropping the last view on a worker thread is fine
+    loader = stoker.Loader(dataset, batch_size=4, mode="serial")
+    holder = [next(iter(loader))]
+    t = threading.Thread(target=holder.clear)
+    t.start()
+    t.join()
+    assert loader.arena_info()["in_use"] == 0
