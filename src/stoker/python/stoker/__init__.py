@@ -151,7 +151,7 @@ class Loader:
         padding: str = "longest",
         io_threads: int = 4,
         arena_bytes: int = 1 << 30,
-        connect: Optional[str] = None,
+        connect: Union[None, bool, str] = None,
         **advanced: Any,
     ) -> None:
         self._from_dlpack = _from_dlpack()
