@@ -253,7 +253,11 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
   std::printf("  throughput %.1f samples/s; wait ratio %.2f%% (%.2f s blocked in next()",
               s.elapsed_s > 0 ? s.samples / s.elapsed_s : 0.0, 100 * s.wait_ratio(), s.wait_s);
   if (o.step_ms > 0) std::printf(", trainer step %.0f ms", o.step_ms);
-  std::printf("); time to first batch %.3f s\n", s.first_batch_s);
+  // After the first batch: the steady state, without the pipeline's fill time.
+  const double steady = s.elapsed_s - s.first_batch_s > 0
+                            ? (s.wait_s - s.first_batch_s) / (s.elapsed_s - s.first_batch_s) : 0;
+  std::printf("); after the first batch %.2f%%; time to first batch %.3f s\n", 100 * steady,
+              s.first_batch_s);
   std::printf("  stage busy share (busy / (threads x wall)):");
   const pipeline::StageStats* worst = nullptr;
   for (const auto& st : s.stages) {

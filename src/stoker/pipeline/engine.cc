@@ -78,12 +78,14 @@ std::optional<Item> Schedule::next() {
 // ---- Engine ----
 
 Engine::Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Arena> arena,
-               exec::ThreadPool* cpu, exec::ThreadPool* io, const EngineOptions& options)
+               exec::ThreadPool* cpu, exec::ThreadPool* io, exec::ThreadPool* emit,
+               const EngineOptions& options)
     : ctx_(ctx),
       schedule_(std::move(schedule)),
       arena_(std::move(arena)),
       cpu_(cpu),
       io_(io),
+      emit_(emit),
       options_(options),
       failed_(options.errors_before) {}
 
@@ -221,8 +223,8 @@ ReadyBatch Engine::produce(std::stop_token stop) {
 namespace {
 
 // Normalise + patchify the batch's images into their pixel rows. Work is claimed by index, so
-// pool helpers that start late (queued behind prepare tasks) find nothing and leave; the caller
-// does whatever is left and waits only for images already claimed.
+// helpers that start late find nothing and leave; the caller does whatever is left and waits
+// only for images already claimed.
 struct EmitJob {
   const image::ImageProcessor* proc = nullptr;
   image::PixelDType dtype = image::PixelDType::kFloat32;
@@ -296,9 +298,9 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
     }
   }
   if (!job->images.empty()) {
-    if (cpu_ != nullptr) {
-      int helpers = std::min<int>(static_cast<int>(job->images.size()) - 1, cpu_->num_threads());
-      for (int h = 0; h < helpers; ++h) (void)cpu_->submit([job] { job->work(); });
+    if (emit_ != nullptr) {
+      int helpers = std::min<int>(static_cast<int>(job->images.size()) - 1, emit_->num_threads());
+      for (int h = 0; h < helpers; ++h) (void)emit_->submit([job] { job->work(); });
     }
     job->work();
     std::unique_lock lock(job->mu);

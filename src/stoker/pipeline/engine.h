@@ -70,9 +70,12 @@ struct EngineOptions {
 
 class Engine {
  public:
-  // `cpu` / `io` null: everything runs inline on the produce() caller (serial mode).
+  // `cpu` / `io` null: everything runs inline on the produce() caller (serial mode). `emit`
+  // (optional) helps normalise + patchify a batch's images; a pool of its own so the helpers do
+  // not queue behind prepare tasks.
   Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Arena> arena,
-         exec::ThreadPool* cpu, exec::ThreadPool* io, const EngineOptions& options);
+         exec::ThreadPool* cpu, exec::ThreadPool* io, exec::ThreadPool* emit,
+         const EngineOptions& options);
   ~Engine();  // the pools must be shut down first (tasks hold `this`)
 
   ReadyBatch produce(std::stop_token stop);
@@ -91,6 +94,7 @@ class Engine {
   std::shared_ptr<batch::Arena> arena_;
   exec::ThreadPool* cpu_;
   exec::ThreadPool* io_;
+  exec::ThreadPool* emit_;
   EngineOptions options_;
 
   std::mutex mu_;

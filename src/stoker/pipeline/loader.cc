@@ -119,12 +119,12 @@ struct Loader::Impl {
   dataset::RankInfo rank;
   std::unique_ptr<Context> ctx;
   std::shared_ptr<batch::Arena> arena;
-  std::unique_ptr<exec::ThreadPool> cpu, io;
+  std::unique_ptr<exec::ThreadPool> cpu, io, emit;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<exec::BoundedQueue<ReadyBatch>> ring;
   std::jthread producer;
   ErrorReport report;
-  int cpu_threads = 1;
+  int cpu_threads = 1, emit_threads = 0;
 
   mutable std::mutex mu;  // guards the consumer-side fields below
   bool started = false, ended = false;
@@ -146,6 +146,7 @@ struct Loader::Impl {
     }
     if (io) io->shutdown(exec::ShutdownMode::kCancel);
     if (cpu) cpu->shutdown(exec::ShutdownMode::kCancel);
+    if (emit) emit->shutdown(exec::ShutdownMode::kCancel);
     engine.reset();
   }
 
@@ -184,8 +185,13 @@ Status Loader::Impl::start() {
     STOKER_ASSIGN_OR_RETURN(io, exec::ThreadPool::create({.num_threads = config.io_threads,
                                                           .name = "stoker-io"}));
     cpu_threads = cpu->num_threads();
+    // Emit helpers are idle except while a batch is emitted; the producer emits too.
+    emit_threads = std::max(1, cpu_threads / 2);
+    STOKER_ASSIGN_OR_RETURN(emit, exec::ThreadPool::create({.num_threads = emit_threads,
+                                                            .name = "stoker-emit"}));
   }
-  engine = std::make_unique<Engine>(*ctx, std::move(schedule), arena, cpu.get(), io.get(), eo);
+  engine = std::make_unique<Engine>(*ctx, std::move(schedule), arena, cpu.get(), io.get(),
+                                    emit.get(), eo);
   if (config.mode == Mode::kPrefetch) {
     ring = std::make_unique<exec::BoundedQueue<ReadyBatch>>(static_cast<std::size_t>(config.prefetch));
     producer = std::jthread([this](std::stop_token stop) {
@@ -299,7 +305,7 @@ LoaderState Loader::state() const {
 LoaderStats Loader::stats() const {
   const Impl& m = *impl_;
   LoaderStats s;
-  int cpu_threads = 1;
+  int cpu_threads = 1, emit_threads = 0;
   {
     std::lock_guard lock(m.mu);
     s.batches = m.batches;
@@ -310,10 +316,11 @@ LoaderStats Loader::stats() const {
     s.first_batch_s = m.first_batch_ns < 0 ? 0 : m.first_batch_ns * 1e-9;
     if (m.engine) s.arena_wait_s = m.engine->arena_wait_s();
     cpu_threads = m.cpu_threads;
+    emit_threads = m.emit_threads;
   }
   const bool serial = m.config.mode == Mode::kSerial;
   const int io = serial ? 1 : m.config.io_threads, cpu = serial ? 1 : cpu_threads;
-  const int threads[kNumStages] = {io, io, cpu, serial ? 1 : cpu + 1, 1};
+  const int threads[kNumStages] = {io, io, cpu, emit_threads + 1, 1};
   for (int i = 0; i < kNumStages; ++i) {
     s.stages.push_back({stage_name(i), m.ctx->counters.busy_ns[i].load() * 1e-9,
                         m.ctx->counters.items[i].load(), threads[i]});
