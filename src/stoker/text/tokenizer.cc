@@ -196,7 +196,6 @@ class BpeTokenizer final : public Tokenizer {
 // ---- loading -------------------------------------------------------------------------------
 
 using simdjson::dom::element;
-using simdjson::dom::element_type;
 
 // Ids index dense tables; a corrupt file with id 2^31 must not make us allocate gigabytes.
 constexpr std::int64_t kMaxId = (1 << 24) - 1;

@@ -83,7 +83,6 @@ std::size_t match_at(const Scanner& s, std::size_t i) {
   auto letters = [](char32_t, std::uint8_t f) { return (f & kLetter) != 0; };
   auto others = [](char32_t, std::uint8_t f) { return is_other(f); };
   auto crlf = [](char32_t cp, std::uint8_t) { return is_crlf(cp); };
-  auto spaces = [](char32_t, std::uint8_t f) { return (f & kSpace) != 0; };
   // 1. (?i:'s|'t|'re|'ve|'m|'ll|'d)
   if (c.cp == '\'') {
     if (std::size_t e = match_contraction(s, i)) return e;
@@ -112,7 +111,6 @@ std::size_t match_at(const Scanner& s, std::size_t i) {
     last_start = j;
     j += static_cast<std::size_t>(w.len);
   }
-  (void)spaces;
   if (has_crlf) return last_crlf + 1;
   // 6. \s+(?!\S) : the whole run at the end of text, else the run minus its last character.
   if (j == n || last_start > i) return j == n ? j : last_start;
