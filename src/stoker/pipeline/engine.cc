@@ -213,6 +213,9 @@ ReadyBatch Engine::produce(std::stop_token stop) {
   }
   Result<Batch> batch = emit(goods, epoch, stop);
   if (!batch.ok()) {
+    // Nothing was delivered: the state stays where it was (the failures taken on the way are
+    // still reported; a resume cuts the report back to the state's cursor and redoes them).
+    out.state_after.reset();
     out.fatal = std::move(batch).error();
     return out;
   }

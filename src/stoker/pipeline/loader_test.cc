@@ -148,6 +148,23 @@ TEST(LoaderTest, HeldBatchesOutliveTheLoader) {
   held.clear();
 }
 
+// A batch larger than the whole arena is a clear error at next(), and the state does not move.
+TEST(LoaderTest, ArenaTooSmallForOneBatchIsAnErrorAndKeepsTheState) {
+  STOKER_REQUIRE_TOKENIZER();
+  auto ds = make_dataset("tiny-arena", 8);
+  LoaderConfig c = small_config(ds.data_path);
+  c.arena.bytes = 4096;
+  for (Mode mode : {Mode::kSerial, Mode::kPrefetch}) {
+    c.mode = mode;
+    testing::RunResult r = run_loader(c);
+    ASSERT_TRUE(r.error);
+    EXPECT_EQ(r.error->code(), ErrorCode::kResourceExhausted);
+    EXPECT_NE(r.error->to_string().find("arena"), std::string::npos);
+    EXPECT_EQ(r.state.position, 0u);
+    EXPECT_TRUE(r.ids.empty());
+  }
+}
+
 // Resume from the state after k batches delivers exactly what an uninterrupted run delivers
 // after those k batches, also across an epoch boundary.
 TEST(LoaderResumeTest, ResumeContinuesExactly) {
