@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -91,6 +92,7 @@ inline std::vector<std::uint64_t> sample_ids(const Batch& b) {
 struct RunResult {
   std::vector<std::uint64_t> hashes;
   std::vector<std::uint64_t> ids;  // delivered sample ids in order
+  std::uint64_t max_block = 0;     // largest batch block
   LoaderState state;
   LoaderStats stats;
   std::optional<Error> error;
@@ -114,6 +116,7 @@ inline RunResult run_loader(const LoaderConfig& config, std::optional<LoaderStat
     }
     if (!b->has_value()) break;
     out.hashes.push_back(batch_hash(**b));
+    out.max_block = std::max<std::uint64_t>(out.max_block, (*b)->layout().block.size);
     for (std::uint64_t id : sample_ids(**b)) out.ids.push_back(id);
   }
   out.state = (*loader)->state();
