@@ -289,6 +289,49 @@ TEST(HandoffTest, KilledConsumerIsReclaimedAndTheNextOneServed) {
   EXPECT_EQ((*server)->stats().batches_released, 10);
 }
 
+TEST(HandoffTest, TwoConsumersShareTheStreamWithoutOverlap) {
+  TempSocket sock;
+  Child a = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out); });
+  Child b = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out); });
+  auto arena = make_arena();
+  auto server = BatchServer::create(*arena, {.socket_path = sock.path, .window = 2});
+  ASSERT_TRUE(server.ok()) << server.error().to_string();
+  ASSERT_TRUE((*server)->wait_for_clients(2, 10s).ok());
+  constexpr int kBatches = 40;
+  std::vector<std::uint64_t> expected;
+  batch::Arena* ap = arena.get();
+  for (int i = 0; i < kBatches; ++i) {
+    Produced p = produce(*arena, i);
+    expected.push_back(p.hash);
+    batch::Block block = p.layout.block;
+    ASSERT_TRUE((*server)->send(p.layout, [ap, block] { ap->release(block); }).ok());
+  }
+  ASSERT_TRUE((*server)->finish(10s).ok());
+  std::vector<int> seen(kBatches, 0);
+  int per_child[2] = {0, 0};
+  for (int c = 0; c < 2; ++c) {
+    Child& child = c == 0 ? a : b;
+    std::string report = child.read_all();
+    EXPECT_EQ(child.wait(), 0) << report;
+    std::istringstream in(report);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("end", 0) == 0) break;
+      std::istringstream f(line);
+      std::uint64_t step, hash;
+      ASSERT_TRUE(f >> step >> hash) << line;
+      ASSERT_LT(step, static_cast<std::uint64_t>(kBatches));
+      EXPECT_EQ(hash, expected[step]) << "batch " << step;
+      ++seen[step];
+      ++per_child[c];
+    }
+  }
+  for (int i = 0; i < kBatches; ++i) EXPECT_EQ(seen[i], 1) << "batch " << i;
+  EXPECT_GT(per_child[0], 0);
+  EXPECT_GT(per_child[1], 0);
+  EXPECT_EQ(arena->in_use(), 0u);
+}
+
 TEST(HandoffTest, WindowMakesSendWaitForARelease) {
   TempSocket sock;
   auto arena = make_arena(1 << 20);

@@ -127,6 +127,7 @@ struct BatchServer::Impl {
     std::uint64_t id = 0;
     bool gone = false;
     bool ended = false;
+    std::uint64_t last_sent = 0;  // batch id of the last send: ties go to the least recent
     std::unordered_map<std::uint64_t, Release> outstanding;  // batch id → release
     ~Client() {
       if (fd >= 0) ::close(fd);
@@ -282,12 +283,15 @@ struct BatchServer::Impl {
     }
   }
 
-  // The connected client with window room holding the fewest batches; null if none.
+  // The connected client with window room holding the fewest batches, the least recently served
+  // among equals (so a fast consumer that always releases at once cannot starve the others).
   ClientPtr pick_locked() const {
     ClientPtr best;
     for (auto& [id, c] : clients) {
       if (c->ended || static_cast<int>(c->outstanding.size()) >= options.window) continue;
-      if (!best || c->outstanding.size() < best->outstanding.size()) best = c;
+      if (!best || c->outstanding.size() < best->outstanding.size() ||
+          (c->outstanding.size() == best->outstanding.size() && c->last_sent < best->last_sent))
+        best = c;
     }
     return best;
   }
@@ -388,6 +392,7 @@ Status BatchServer::send(batch::BatchLayout layout, Release release, std::stop_t
     c->outstanding.emplace(id, std::move(release));
     ssize_t n = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(msg.size())) {
+      c->last_sent = id;
       ++s.stats.batches_sent;
       ++s.stats.outstanding;
       s.stats.descriptor_bytes += n;
