@@ -57,13 +57,8 @@ Status ErrorReport::open(const std::string& path, std::int64_t keep_lines) {
         if (c == '\n') ++lines;
       }
       cut = std::ftell(file_);
-      if (lines < keep_lines) {
-        std::fclose(file_);
-        file_ = nullptr;
-        return data_loss("error report " + path + " has " + std::to_string(lines) +
-                         " lines, the resumed state expects at least " +
-                         std::to_string(keep_lines));
-      }
+      // Fewer lines than the cursor (the report was moved or started later): keep them all;
+      // the report is a log, losing the training run over it would be wrong.
       std::fflush(file_);
       if (ftruncate(fileno(file_), cut) != 0 || std::fseek(file_, cut, SEEK_SET) != 0) {
         std::fclose(file_);

@@ -2,7 +2,8 @@
 // {"sample": id, "file": path, "line": n, "stage": "read|parse|validate|fetch|decode|tokenize|
 // rope", "code": "DataLoss", "reason": "..."}. On resume the first `keep_lines` lines (the state's
 // error cursor) are kept and anything after them (written by a run killed before it saved its
-// state) is cut, so every failed sample appears exactly once. Not thread-safe (the consumer
+// state) is cut, so every failed sample appears exactly once; a shorter or missing file is kept or
+// started as is. Not thread-safe (the consumer
 // writes it). Errors: those of opening/writing the file.
 #pragma once
 
