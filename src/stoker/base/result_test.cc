@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "stoker/base/file.h"
+#include "stoker/base/json_text.h"
 
 namespace stoker {
 namespace {
@@ -45,6 +46,10 @@ TEST(FileTest, RoundTrips) {
   auto r = read_text_file(path);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, "hello");
+}
+
+TEST(JsonTextTest, EscapesControlAndQuotes) {
+  EXPECT_EQ(json_string("a\"b\\c\n\t\x01é"), "\"a\\\"b\\\\c\\n\\t\\u0001é\"");
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 #include "stoker/image/processor.h"
 #include "stoker/image/resample.h"
 #include "stoker/model/model_config.h"
-#include "stoker/synth/json_text.h"
+#include "stoker/base/json_text.h"
 
 namespace stoker::cli {
 namespace {
@@ -201,16 +201,16 @@ class Inspector {
 
   void emit_row(const ImageRow& r) const {
     if (json_) {
-      std::string s = "{\"line\":" + std::to_string(r.line) + ",\"image\":" + synth::json_string(r.path);
+      std::string s = "{\"line\":" + std::to_string(r.line) + ",\"image\":" + json_string(r.path);
       if (!r.ok) {
-        s += ",\"ok\":false,\"code\":" + synth::json_string(error_code_name(r.code)) +
-             ",\"error\":" + synth::json_string(r.error) + "}";
+        s += ",\"ok\":false,\"code\":" + json_string(error_code_name(r.code)) +
+             ",\"error\":" + json_string(r.error) + "}";
       } else {
         char t[160];
         std::snprintf(t, sizeof t, ",\"decode_ms\":%.3f,\"resize_ms\":%.3f,\"normalize_ms\":%.3f,\"total_ms\":%.3f}",
                       r.decode_s * 1e3, r.resize_s * 1e3, r.normalize_s * 1e3, r.total_s() * 1e3);
-        s += ",\"ok\":true,\"format\":" + synth::json_string(image::format_name(r.header.format)) +
-             ",\"mode\":" + synth::json_string(r.header.mode) + ",\"bytes\":" + std::to_string(r.bytes) +
+        s += ",\"ok\":true,\"format\":" + json_string(image::format_name(r.header.format)) +
+             ",\"mode\":" + json_string(r.header.mode) + ",\"bytes\":" + std::to_string(r.bytes) +
              ",\"width\":" + std::to_string(r.plan.src_width) + ",\"height\":" + std::to_string(r.plan.src_height) +
              ",\"resized_width\":" + std::to_string(r.plan.width) +
              ",\"resized_height\":" + std::to_string(r.plan.height) + ",\"grid\":[" +
@@ -237,8 +237,8 @@ class Inspector {
   void emit_record_error(const RecordError& e) const {
     if (json_) {
       std::printf("{\"line\":%d,\"record\":%s,\"ok\":false,\"code\":%s,\"error\":%s}\n", e.line,
-                  synth::json_string(e.id).c_str(), synth::json_string(error_code_name(e.code)).c_str(),
-                  synth::json_string(e.error).c_str());
+                  json_string(e.id).c_str(), json_string(error_code_name(e.code)).c_str(),
+                  json_string(e.error).c_str());
     } else {
       std::printf("%5d  %-30s ERROR %s: %s\n", e.line, e.id.empty() ? "(record)" : fit(e.id, 30).c_str(),
                   std::string(error_code_name(e.code)).c_str(), e.error.c_str());
@@ -291,7 +291,7 @@ int Inspector::finish(const std::string& data_path) {
                   "{\"summary\":{\"model\":%s,\"records\":%d,\"record_errors\":%zu,\"images\":%zu,"
                   "\"image_errors\":%zu,\"vision_tokens\":%lld,\"tokens_p50\":%lld,\"tokens_max\":%lld,"
                   "\"time_p50_ms\":%.3f,\"time_p99_ms\":%.3f,\"images_per_s\":%.2f,\"videos_skipped\":%d}}\n",
-                  synth::json_string(model_.name).c_str(), records_, record_errors_.size(), totals.size(),
+                  json_string(model_.name).c_str(), records_, record_errors_.size(), totals.size(),
                   failed.size(), static_cast<long long>(total_tokens),
                   static_cast<long long>(percentile(tokens, 50)),
                   static_cast<long long>(tokens.empty() ? 0 : *std::max_element(tokens.begin(), tokens.end())),

@@ -10,7 +10,7 @@
 #include "stoker/cli/commands.h"
 #include "stoker/image/processor.h"
 #include "stoker/model/model_config.h"
-#include "stoker/synth/json_text.h"
+#include "stoker/base/json_text.h"
 
 namespace stoker::cli {
 namespace {
@@ -79,8 +79,8 @@ Status process_file(const image::ImageProcessor& proc, const Options& opt, const
                                                 pixel_values.data(), pixel_values.size())));
   }
   const int merge = proc.config().merge_size;
-  *line += ",\"ok\":true,\"format\":" + synth::json_string(image::format_name(header.format)) +
-           ",\"mode\":" + synth::json_string(header.mode) + ",\"width\":" + std::to_string(plan.src_width) +
+  *line += ",\"ok\":true,\"format\":" + json_string(image::format_name(header.format)) +
+           ",\"mode\":" + json_string(header.mode) + ",\"width\":" + std::to_string(plan.src_width) +
            ",\"height\":" + std::to_string(plan.src_height) + ",\"resized_width\":" + std::to_string(plan.width) +
            ",\"resized_height\":" + std::to_string(plan.height) + ",\"grid\":[" + std::to_string(plan.grid_t) +
            "," + std::to_string(plan.grid_h) + "," + std::to_string(plan.grid_w) + "],\"tokens\":" +
@@ -119,15 +119,15 @@ int run_preprocess(int argc, char** argv) {
   int failures = 0;
   const auto& files = args->positional();
   for (std::size_t i = 0; i < files.size(); ++i) {
-    std::string line = "{\"file\":" + synth::json_string(files[i]);
+    std::string line = "{\"file\":" + json_string(files[i]);
     Status st = process_file(*proc, opt, files[i], static_cast<int>(i), &scratch, &line);
     if (!st.ok()) {
       ++failures;
       Error err = std::move(st).error();
       std::string what = err.to_string();
       if (what.find(files[i]) == std::string::npos) what = files[i] + ": " + what;
-      line += ",\"ok\":false,\"code\":" + synth::json_string(error_code_name(err.code())) +
-              ",\"error\":" + synth::json_string(what) + "}";
+      line += ",\"ok\":false,\"code\":" + json_string(error_code_name(err.code())) +
+              ",\"error\":" + json_string(what) + "}";
     }
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);

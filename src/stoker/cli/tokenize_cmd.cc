@@ -7,37 +7,12 @@
 #include <iterator>
 #include <string>
 
+#include "stoker/base/json_text.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
 #include "stoker/text/tokenizer.h"
 
 namespace stoker::cli {
-namespace {
-
-// Minimal JSON string escaping (the decoded pieces are valid UTF-8: decode() repairs them).
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 int run_tokenize(int argc, char** argv) {
   auto args = Args::parse(argc, argv, {"model"}, {"json", "decode", "help"});

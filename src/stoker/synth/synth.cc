@@ -10,7 +10,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
-#include "stoker/synth/json_text.h"
+#include "stoker/base/json_text.h"
 #include "stoker/synth/text.h"
 
 namespace stoker::synth {

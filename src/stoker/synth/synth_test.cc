@@ -11,7 +11,6 @@
 #include "stoker/base/file.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/decode.h"
-#include "stoker/synth/json_text.h"
 
 namespace stoker::synth {
 namespace {
@@ -72,10 +71,6 @@ TEST(RngTest, KnownSequenceAndRanges) {
   p.next();
   EXPECT_NE(f1, p.fork(3).next());
   EXPECT_EQ(Rng(1).fork(3).next(), f1);
-}
-
-TEST(JsonTextTest, EscapesControlAndQuotes) {
-  EXPECT_EQ(json_string("a\"b\\c\n\t\x01é"), "\"a\\\"b\\\\c\\n\\t\\u0001é\"");
 }
 
 TEST_F(SynthTest, SameSeedSameBytesWhateverTheThreads) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/base/json_text.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/labels.h"
@@ -20,27 +21,6 @@ namespace {
 
 using namespace stoker;
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 template <typename T>
 std::string json_list(const std::vector<T>& v) {

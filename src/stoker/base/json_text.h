@@ -1,4 +1,4 @@
-// Minimal JSON text output for the JSONL files synth writes and the CLI's JSON lines: a quoted,
+// Minimal JSON text output for generated JSONL, error reports and the CLI's JSON lines: a quoted,
 // escaped string (", \, control characters; UTF-8 passes through unchanged), so the bytes are
 // fully determined by the input. Pure function, thread-safe.
 #pragma once
@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
-namespace stoker::synth {
+namespace stoker {
 
 // Appends `"text"` with JSON escapes to `out`.
 void append_json_string(std::string& out, std::string_view text);
 std::string json_string(std::string_view text);
 
-}  // namespace stoker::synth
+}  // namespace stoker

@@ -1,6 +1,6 @@
-#include "stoker/synth/json_text.h"
+#include "stoker/base/json_text.h"
 
-namespace stoker::synth {
+namespace stoker {
 
 void append_json_string(std::string& out, std::string_view text) {
   static const char kHex[] = "0123456789abcdef";
@@ -34,4 +34,4 @@ std::string json_string(std::string_view text) {
   return s;
 }
 
-}  // namespace stoker::synth
+}  // namespace stoker
