@@ -110,7 +110,19 @@ void Engine::submit(const Item& item) {
   (void)io_->submit([this, item](std::stop_token stop) {
     auto fetched = std::make_unique<Fetched>(read_and_fetch(ctx_, item, stop));
     if (stop.stop_requested()) return;
-    (void)cpu_->submit([this, f = std::move(fetched)]() mutable {
+    {
+      std::lock_guard lock(fetched_mu_);
+      fetched_.push(std::move(fetched));
+    }
+    // One CPU task per fetched sample; each takes the lowest-numbered one waiting.
+    (void)cpu_->submit([this] {
+      std::unique_ptr<Fetched> f;
+      {
+        std::lock_guard lock(fetched_mu_);
+        if (fetched_.empty()) return;  // cannot happen: one task per push
+        f = std::move(const_cast<std::unique_ptr<Fetched>&>(fetched_.top()));
+        fetched_.pop();
+      }
       deliver(prepare(ctx_, std::move(*f)));
     });
   });

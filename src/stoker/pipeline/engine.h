@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <stop_token>
 #include <vector>
 
@@ -96,6 +97,17 @@ class Engine {
   exec::ThreadPool* io_;
   exec::ThreadPool* emit_;
   EngineOptions options_;
+
+  // Fetched samples wait here for a CPU thread, lowest sequence number first: the sample the
+  // reorder buffer needs next is prepared next, whatever order the I/O finished in.
+  struct BySeq {
+    bool operator()(const std::unique_ptr<Fetched>& a, const std::unique_ptr<Fetched>& b) const {
+      return a->item.seq > b->item.seq;
+    }
+  };
+  std::mutex fetched_mu_;
+  std::priority_queue<std::unique_ptr<Fetched>, std::vector<std::unique_ptr<Fetched>>, BySeq>
+      fetched_;
 
   std::mutex mu_;
   std::condition_variable_any ready_cv_;
