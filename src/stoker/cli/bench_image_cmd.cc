@@ -38,6 +38,8 @@ namespace fs = std::filesystem;
 struct BenchOptions {
   bool quick = false;
   std::string model = "qwen2.5-vl";
+  // The Python reference always makes float32; bf16 output halves the bytes stoker writes.
+  image::PixelDType dtype = image::PixelDType::kFloat32;
   int core = -1;  // -1: the last CPU this process may run on
   std::string python = "/usr/bin/python3";
   std::string script;  // bench/image_reference.py
@@ -168,7 +170,7 @@ Result<Timing> time_decode(const ImageSet& set, int passes) {
 }
 
 Result<Timing> time_stoker(const ImageSet& set, const image::ImageProcessor& processor,
-                           int passes) {
+                           int passes, image::PixelDType dtype) {
   std::int64_t max_elems = 0;
   for (const auto& p : set.plans) max_elems = std::max(max_elems, p.rows() * processor.columns());
   std::vector<float> out(static_cast<size_t>(max_elems));
@@ -182,7 +184,7 @@ Result<Timing> time_stoker(const ImageSet& set, const image::ImageProcessor& pro
         failed = plan.error();
         continue;
       }
-      Status s = processor.process(blob, *plan, image::PixelDType::kFloat32, out.data(), &scratch);
+      Status s = processor.process(blob, *plan, dtype, out.data(), &scratch);
       if (!s.ok()) failed = s;
     }
   };
@@ -240,16 +242,21 @@ Result<BenchOptions> parse_options(int argc, char** argv) {
   STOKER_ASSIGN_OR_RETURN(
       Args args, Args::parse(argc, argv,
                              {"model", "core", "python", "python-script", "dir", "images", "photos",
-                              "records", "passes", "python-passes"},
+                              "records", "passes", "python-passes", "dtype"},
                              {"quick", "help"}));
   if (args.has("help") || !args.positional().empty())
     return invalid_argument(
-        "usage: stoker bench image [--quick] [--model M] [--core N] [--photos N] [--records N]\n"
-        "         [--passes N] [--python-passes N] [--python PY] [--python-script PATH] "
+        "usage: stoker bench image [--quick] [--model M] [--dtype f32|bf16] [--core N] [--photos N]\n"
+        "         [--records N] [--passes N] [--python-passes N] [--python PY] [--python-script PATH] "
         "[--dir DIR]\n         [--images DIR (a third set: every .jpg/.jpeg/.png/.webp in DIR)]");
   BenchOptions o;
   o.quick = args.has("quick");
   o.model = args.get("model", o.model);
+  if (std::string d = args.get("dtype", "f32"); d == "bf16") {
+    o.dtype = image::PixelDType::kBFloat16;
+  } else if (d != "f32") {
+    return invalid_argument("--dtype: f32 or bf16, not '" + d + "'");
+  }
   o.python = args.get("python", o.python);
   o.script = find_script(args.get("python-script"));
   o.dir = args.get("dir");
@@ -358,9 +365,10 @@ int run_bench_image(int argc, char** argv) {
     if (!set.ok()) return report("bench image", set.error());
     sets.push_back(std::move(set).value());
   }
-  std::printf("stoker bench image: model %s, %s build, generated %zu + %zu images in %.1f s "
+  std::printf("stoker bench image: model %s, stoker output %s, %s build, generated %zu + %zu images in %.1f s "
               "(%d mixed images rejected by smart_resize, skipped on both sides)\n",
               opt.model.c_str(),
+              opt.dtype == image::PixelDType::kBFloat16 ? "bf16" : "float32",
 #if defined(__SANITIZE_ADDRESS__)
               "SANITIZER (numbers meaningless)",
 #elif defined(NDEBUG)
@@ -384,7 +392,7 @@ int run_bench_image(int argc, char** argv) {
     SetResult r;
     auto d = time_decode(set, opt.stoker_passes);
     if (!d.ok()) return report("bench image", d.error());
-    auto s = time_stoker(set, *processor, opt.stoker_passes);
+    auto s = time_stoker(set, *processor, opt.stoker_passes, opt.dtype);
     if (!s.ok()) return report("bench image", s.error());
     auto p = time_python(set, opt, work, core, &r.python_stages);
     if (!p.ok()) return report("bench image", p.error());
