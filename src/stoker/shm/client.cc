@@ -99,6 +99,10 @@ Status receive_hello(detail::Connection& c) {
     }
   }
   auto m = detail::decode({c.buf.data(), static_cast<std::size_t>(n)}, 0);
+  if (m.ok() && m->type == detail::MsgType::kRefuse) {
+    if (arena_fd >= 0) ::close(arena_fd);
+    return unavailable("the server refused this client: " + m->reason);
+  }
   if (!m.ok() || m->type != detail::MsgType::kHello || arena_fd < 0 ||
       (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
     if (arena_fd >= 0) ::close(arena_fd);
@@ -158,6 +162,14 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
   }
   auto conn = std::make_shared<detail::Connection>();
   STOKER_ASSIGN_OR_RETURN(conn->fd, connect_with_retry(path, options.connect_timeout_ms));
+  if (options.attach) {
+    const ClientAttach& a = *options.attach;
+    std::string msg = detail::encode_attach({.rank = a.rank, .world_size = a.world_size,
+                                             .has_state = a.has_state, .epoch = a.epoch,
+                                             .position = a.position, .errors = a.errors});
+    if (::send(conn->fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
+      return unavailable(errno_text("sending the attach to " + path));
+  }
   if (Status s = receive_hello(*conn); !s.ok())
     return std::move(s).error().with_context("hand-off client " + path);
   return std::unique_ptr<BatchClient>(new BatchClient(std::move(conn)));

@@ -5,7 +5,7 @@
 // the block. A RemoteBatch may outlive its client (the mapping stays until the last one is gone).
 // Thread-safety: next() for one consumer thread; RemoteBatches may be released from any thread.
 // Errors: NotFound / Unavailable (no server at the path within connect_timeout_ms; the server
-// went away), DataLoss (malformed descriptor, block outside the arena), Internal (mmap).
+// went away; a ranked server refused the attach, with its reason), DataLoss (malformed descriptor, block outside the arena), Internal (mmap).
 #pragma once
 
 #include <cstdint>
@@ -18,9 +18,19 @@
 
 namespace stoker::shm {
 
+// Sent first to a ranked server (`stoker serve`): which rank's shard this process wants, and
+// optionally where to resume it (LoaderState's numbers). Unranked servers ignore it.
+struct ClientAttach {
+  int rank = 0;
+  int world_size = 1;
+  bool has_state = false;
+  std::uint64_t epoch = 0, position = 0, errors = 0;
+};
+
 struct ClientOptions {
   std::string socket_path;              // empty: default_socket_path("stoker")
   std::int64_t connect_timeout_ms = 5000;  // retry while the server is not up yet
+  std::optional<ClientAttach> attach;   // required by ranked servers
 };
 
 struct ClientStats {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -26,13 +27,15 @@
 namespace stoker::shm {
 namespace {
 
-using Release = std::function<void()>;
+// done(consumed): true for the client's release, false when reclaimed (client gone, send failed).
+using Release = std::function<void(bool consumed)>;
+using Done = std::pair<Release, bool>;
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-void run_all(std::vector<Release>& releases) {
-  for (Release& r : releases)
-    if (r) r();
+void run_all(std::vector<Done>& releases) {
+  for (auto& [r, consumed] : releases)
+    if (r) r(consumed);
   releases.clear();
 }
 
@@ -127,6 +130,9 @@ struct BatchServer::Impl {
     std::uint64_t id = 0;
     bool gone = false;
     bool ended = false;
+    bool awaiting_attach = false;  // ranked: no hello yet
+    bool attach_seen = false;      // ranked: its attach was queued (a second one drops it)
+    std::uint64_t arena_bytes = 0;  // ranked: the arena its hello carried
     std::uint64_t last_sent = 0;  // batch id of the last send: ties go to the least recent
     std::unordered_map<std::uint64_t, Release> outstanding;  // batch id → release
     ~Client() {
@@ -148,6 +154,7 @@ struct BatchServer::Impl {
   mutable std::mutex mu;
   std::condition_variable_any cv;
   std::map<std::uint64_t, ClientPtr> clients;
+  std::deque<AttachRequest> attaches;  // ranked: waiting for next_attach()
   std::uint64_t next_client = 1;
   std::uint64_t next_batch = 1;
   bool finished = false;
@@ -164,7 +171,7 @@ struct BatchServer::Impl {
     cv.notify_all();  // a send() still waiting returns Cancelled
     wake();
     if (io.joinable()) io.join();
-    std::vector<Release> releases;
+    std::vector<Done> releases;
     {
       std::lock_guard lock(mu);
       while (!clients.empty()) {
@@ -187,12 +194,12 @@ struct BatchServer::Impl {
   }
 
   // Removes a client; its outstanding releases are appended to `releases` (run them unlocked).
-  void drop_locked(const ClientPtr& c, std::vector<Release>& releases) {
+  void drop_locked(const ClientPtr& c, std::vector<Done>& releases) {
     if (c->gone) return;
     c->gone = true;
     if (!c->outstanding.empty() || !c->ended) ++stats.clients_lost;
     for (auto& [id, r] : c->outstanding) {
-      releases.push_back(std::move(r));
+      releases.emplace_back(std::move(r), false);
       ++stats.batches_reclaimed;
     }
     stats.outstanding -= static_cast<std::int64_t>(c->outstanding.size());
@@ -209,7 +216,8 @@ struct BatchServer::Impl {
     ucred cred{};
     socklen_t len = sizeof(cred);
     bool ok = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-              cred.uid == ::geteuid() && send_hello(fd, arena_fd, hello).ok();
+              cred.uid == ::geteuid() &&
+              (options.ranked || send_hello(fd, arena_fd, hello).ok());
     std::lock_guard lock(mu);
     if (!ok) {
       ::close(fd);
@@ -219,7 +227,8 @@ struct BatchServer::Impl {
     auto c = std::make_shared<Client>();
     c->fd = fd;
     c->id = next_client++;
-    if (finished) {
+    c->awaiting_attach = options.ranked;
+    if (finished && !options.ranked) {
       std::string end = detail::encode_end();
       ::send(fd, end.data(), end.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       c->ended = true;
@@ -232,7 +241,7 @@ struct BatchServer::Impl {
   // Reads every pending message of a client: releases, or the end of the connection.
   void service(const ClientPtr& c) {
     std::array<std::uint8_t, 256> buf;
-    std::vector<Release> releases;
+    std::vector<Done> releases;
     for (;;) {
       ssize_t n = ::recv(c->fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -243,13 +252,27 @@ struct BatchServer::Impl {
         break;
       }
       auto m = detail::decode({buf.data(), static_cast<std::size_t>(n)}, 0);
+      if (m.ok() && m->type == detail::MsgType::kAttach) {
+        if (!options.ranked) continue;  // an unranked server serves one stream: rank is moot
+        if (c->attach_seen) {
+          drop_locked(c, releases);
+          break;
+        }
+        c->attach_seen = true;
+        const detail::Attach& a = m->attach;
+        attaches.push_back({.client = c->id, .rank = a.rank, .world_size = a.world_size,
+                            .has_state = a.has_state, .epoch = a.epoch, .position = a.position,
+                            .errors = a.errors});
+        cv.notify_all();
+        continue;
+      }
       if (!m.ok() || m->type != detail::MsgType::kRelease) {
         drop_locked(c, releases);
         break;
       }
       auto it = c->outstanding.find(m->release_id);
       if (it == c->outstanding.end()) continue;  // unknown or repeated: never another's batch
-      releases.push_back(std::move(it->second));
+      releases.emplace_back(std::move(it->second), true);
       c->outstanding.erase(it);
       --stats.outstanding;
       ++stats.batches_released;
@@ -283,12 +306,23 @@ struct BatchServer::Impl {
     }
   }
 
+  // The arena a client's blocks must lie in; unbounded for a client that is gone (send_to then
+  // reports it gone rather than a bad layout).
+  std::uint64_t arena_bytes_for(std::uint64_t client) const {
+    std::lock_guard lock(mu);
+    auto it = clients.find(client);
+    if (it == clients.end()) return ~std::uint64_t{0};
+    return it->second->arena_bytes != 0 ? it->second->arena_bytes : arena_bytes;
+  }
+
   // The connected client with window room holding the fewest batches, the least recently served
   // among equals (so a fast consumer that always releases at once cannot starve the others).
   ClientPtr pick_locked() const {
     ClientPtr best;
     for (auto& [id, c] : clients) {
-      if (c->ended || static_cast<int>(c->outstanding.size()) >= options.window) continue;
+      if (c->ended || c->awaiting_attach ||
+          static_cast<int>(c->outstanding.size()) >= options.window)
+        continue;
       if (!best || c->outstanding.size() < best->outstanding.size() ||
           (c->outstanding.size() == best->outstanding.size() && c->last_sent < best->last_sent))
         best = c;
@@ -311,7 +345,9 @@ Result<std::unique_ptr<BatchServer>> BatchServer::create(int arena_fd, std::uint
                                                          const ServerOptions& options) {
   STOKER_RETURN_IF_ERROR(options.validate());
   struct stat st {};
-  if (arena_fd < 0 || ::fstat(arena_fd, &st) != 0)
+  if (options.ranked && arena_fd < 0) {
+    // Ranked: every client's hello names its own arena (accept_attach).
+  } else if (arena_fd < 0 || ::fstat(arena_fd, &st) != 0)
     return invalid_argument("arena fd " + std::to_string(arena_fd) + " is not open");
   if (static_cast<std::uint64_t>(st.st_size) < arena_bytes)
     return invalid_argument("arena fd holds " + std::to_string(st.st_size) + " bytes, fewer than " +
@@ -341,14 +377,18 @@ Result<std::unique_ptr<BatchServer>> BatchServer::create(int arena_fd, std::uint
 
 const std::string& BatchServer::socket_path() const { return impl_->path; }
 
-Status BatchServer::send(batch::BatchLayout layout, Release release, std::stop_token stop) {
+Status BatchServer::send(batch::BatchLayout layout, std::function<void()> plain,
+                         std::stop_token stop) {
   Impl& s = *impl_;
-  std::vector<Release> releases;
+  Release release;
+  if (plain) release = [plain = std::move(plain)](bool) { plain(); };
+  std::vector<Done> releases;
   auto fail = [&](Error e) -> Status {
     run_all(releases);
-    if (release) release();
+    if (release) release(false);
     return e;
   };
+  if (s.options.ranked) return fail(invalid_argument("ranked server: use send_to()"));
   if (Status v = detail::validate_layout(layout, s.arena_bytes); !v.ok())
     return fail(invalid_argument(v.error().message()));
   std::uint64_t id;
@@ -408,6 +448,130 @@ Status BatchServer::send(batch::BatchLayout layout, Release release, std::stop_t
   }
 }
 
+Result<AttachRequest> BatchServer::next_attach(std::chrono::milliseconds timeout,
+                                              std::stop_token stop) {
+  Impl& s = *impl_;
+  std::unique_lock lock(s.mu);
+  if (!s.cv.wait_for(lock, stop, timeout, [&] { return s.stopping || !s.attaches.empty(); }))
+    return stop.stop_requested() ? Result<AttachRequest>(cancelled("next_attach: stop requested"))
+                                 : Result<AttachRequest>(deadline_exceeded("no attach"));
+  if (s.stopping) return cancelled("server stopping");
+  AttachRequest a = s.attaches.front();
+  s.attaches.pop_front();
+  return a;
+}
+
+Status BatchServer::accept_attach(std::uint64_t client, int arena_fd, std::uint64_t arena_bytes) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  auto it = s.clients.find(client);
+  if (it == s.clients.end() || !it->second->awaiting_attach)
+    return unavailable("client " + std::to_string(client) + " is gone");
+  std::string hello = detail::encode_hello({.arena_bytes = arena_bytes, .server_pid = ::getpid()});
+  // The hello is the first thing on an empty socket buffer: it does not block.
+  STOKER_RETURN_IF_ERROR(send_hello(it->second->fd, arena_fd, hello));
+  it->second->awaiting_attach = false;
+  it->second->arena_bytes = arena_bytes;
+  s.cv.notify_all();
+  return ok_status();
+}
+
+void BatchServer::refuse(std::uint64_t client, const std::string& reason) {
+  Impl& s = *impl_;
+  std::vector<Done> releases;
+  {
+    std::lock_guard lock(s.mu);
+    auto it = s.clients.find(client);
+    if (it == s.clients.end()) return;
+    Impl::ClientPtr c = it->second;
+    std::string msg = detail::encode_refuse(reason);
+    ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    c->ended = true;  // refused is not lost
+    s.drop_locked(c, releases);
+  }
+  run_all(releases);
+  s.wake();
+}
+
+Status BatchServer::send_to(std::uint64_t client, batch::BatchLayout layout,
+                            std::function<void(bool)> done, std::stop_token stop) {
+  Impl& s = *impl_;
+  auto fail = [&](Error e) -> Status {
+    if (done) done(false);
+    return e;
+  };
+  if (Status v = detail::validate_layout(layout, s.arena_bytes_for(client)); !v.ok())
+    return fail(invalid_argument(v.error().message()));
+  std::uint64_t id;
+  {
+    std::lock_guard lock(s.mu);
+    id = s.next_batch++;
+  }
+  auto encoded = detail::encode_batch({.id = id, .sent_ns = 0, .layout = layout});
+  if (!encoded.ok()) return fail(std::move(encoded).error());
+  std::string& msg = *encoded;
+  constexpr std::size_t kSentAt = 8 + sizeof(std::uint64_t);  // header, id, then sent_ns
+
+  std::unique_lock lock(s.mu);
+  Impl::ClientPtr c;
+  auto ready = [&] {
+    auto it = s.clients.find(client);
+    c = it == s.clients.end() ? nullptr : it->second;
+    return s.stopping || c == nullptr || c->ended ||
+           (!c->awaiting_attach && static_cast<int>(c->outstanding.size()) < s.options.window);
+  };
+  s.cv.wait(lock, stop, ready);
+  if (stop.stop_requested() || s.stopping) {
+    lock.unlock();
+    return fail(cancelled("send_to: stop requested"));
+  }
+  if (c == nullptr || c->ended) {
+    lock.unlock();
+    return fail(unavailable("client " + std::to_string(client) + " is gone"));
+  }
+  std::int64_t t = now_ns();
+  std::memcpy(msg.data() + kSentAt, &t, sizeof(t));
+  c->outstanding.emplace(id, std::move(done));
+  ssize_t n = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n == static_cast<ssize_t>(msg.size())) {
+    c->last_sent = id;
+    ++s.stats.batches_sent;
+    ++s.stats.outstanding;
+    s.stats.descriptor_bytes += n;
+    return ok_status();
+  }
+  // The batch is among its outstanding ones: dropping the client runs its done(false).
+  std::vector<Done> releases;
+  s.drop_locked(c, releases);
+  lock.unlock();
+  run_all(releases);
+  s.wake();
+  return unavailable("client " + std::to_string(client) + ": send failed");
+}
+
+bool BatchServer::end_client(std::uint64_t client) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  auto it = s.clients.find(client);
+  if (it == s.clients.end()) return false;
+  std::string end = detail::encode_end();
+  ::send(it->second->fd, end.data(), end.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  it->second->ended = true;
+  s.cv.notify_all();
+  return true;
+}
+
+bool BatchServer::client_alive(std::uint64_t client) const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->clients.count(client) != 0;
+}
+
+int BatchServer::outstanding(std::uint64_t client) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clients.find(client);
+  return it == impl_->clients.end() ? 0 : static_cast<int>(it->second->outstanding.size());
+}
+
 Status BatchServer::wait_for_clients(int n, std::chrono::milliseconds timeout) {
   Impl& s = *impl_;
   std::unique_lock lock(s.mu);
@@ -422,7 +586,7 @@ Status BatchServer::finish(std::chrono::milliseconds timeout) {
   s.finished = true;
   std::string end = detail::encode_end();
   for (auto& [id, c] : s.clients) {
-    if (c->ended) continue;
+    if (c->ended || c->awaiting_attach) continue;
     ::send(c->fd, end.data(), end.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     c->ended = true;
   }

@@ -8,14 +8,19 @@
 // its outstanding batches released; the server keeps serving the others and new ones.
 // Threads: one internal I/O thread (accept, releases, hang-ups); send()/finish() may be called
 // from any one producer thread. Release callbacks run on the I/O thread, or in finish()/~.
+// Ranked mode (options.ranked, `stoker serve`): each client first says which rank it is (attach:
+// rank, world size, optional resume state); the owner takes attaches with next_attach(), answers
+// with accept_attach(client, that rank's arena) or refuse(), and routes batches with send_to().
 // Errors: InvalidArgument (options, layout outside the arena), Unavailable (a live server owns
-// the path; no client within idle_timeout), PermissionDenied, Cancelled (stop), Internal.
+// the path; no client within idle_timeout; the addressed client is gone), PermissionDenied,
+// Cancelled (stop), DeadlineExceeded (next_attach), Internal.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -32,8 +37,20 @@ struct ServerOptions {
   // send() fails with Unavailable when no client has been connected for this long (-1: wait
   // forever). Keeps a producer from hanging on a consumer that never came or is gone for good.
   std::int64_t idle_timeout_ms = -1;
+  // Clients must attach (say their rank) before they get a hello; send() is refused, send_to()
+  // addresses one client. Unranked servers ignore an attach (the client has its hello already).
+  bool ranked = false;
 
   Status validate() const;
+};
+
+// A client's request to be served as `rank` of `world_size` (ranked mode).
+struct AttachRequest {
+  std::uint64_t client = 0;  // the id accept_attach/refuse/send_to/end_client take
+  int rank = 0;
+  int world_size = 1;
+  bool has_state = false;    // the client sent the state it saved (LoaderState's three numbers)
+  std::uint64_t epoch = 0, position = 0, errors = 0;
 };
 
 struct ServerStats {
@@ -69,6 +86,24 @@ class BatchServer {
   // The same for a Loader's batch (held until the client releases it; Batch::release then runs
   // on the I/O thread, which the Loader allows: its release returns the block to the arena).
   Status send(pipeline::Batch batch, std::stop_token stop = {});
+
+  // Ranked mode. The next pending attach (in arrival order); DeadlineExceeded after `timeout`.
+  Result<AttachRequest> next_attach(std::chrono::milliseconds timeout, std::stop_token stop = {});
+  // Sends the hello with `arena_fd` (not owned; open while the server lives) to the client.
+  // Unavailable when the client is already gone.
+  Status accept_attach(std::uint64_t client, int arena_fd, std::uint64_t arena_bytes);
+  // Tells the client why (its connect() fails with that text) and drops it.
+  void refuse(std::uint64_t client, const std::string& reason);
+  // Like send(), to one client. `done(consumed)` runs exactly once: consumed = true for the
+  // client's release, false when the client went away holding it or the send failed. Waits for
+  // window room; Unavailable once the client is gone (done(false) has run).
+  Status send_to(std::uint64_t client, batch::BatchLayout layout,
+                 std::function<void(bool consumed)> done, std::stop_token stop = {});
+  // Sends `end` to one client (its next() returns nullopt); false when it is gone.
+  bool end_client(std::uint64_t client);
+  bool client_alive(std::uint64_t client) const;
+  // Unreleased batches one client holds (0 when gone).
+  int outstanding(std::uint64_t client) const;
 
   // Blocks until `n` clients are connected. DeadlineExceeded after `timeout`.
   Status wait_for_clients(int n, std::chrono::milliseconds timeout);

@@ -107,5 +107,22 @@ TEST(WireTest, RejectsForeignBytes) {
   EXPECT_FALSE(decode(bytes_of(s), 1 << 20).ok());
 }
 
+TEST(WireTest, AttachAndRefuseRoundTrip) {
+  Attach a{.rank = 1, .world_size = 2, .has_state = true, .epoch = 3, .position = 40, .errors = 2};
+  auto m = decode(bytes_of(encode_attach(a)), 0);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  ASSERT_EQ(m->type, MsgType::kAttach);
+  EXPECT_EQ(m->attach.rank, 1);
+  EXPECT_EQ(m->attach.world_size, 2);
+  EXPECT_TRUE(m->attach.has_state);
+  EXPECT_EQ(m->attach.position, 40u);
+  auto r = decode(bytes_of(encode_refuse("rank 1 is attached")), 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->reason, "rank 1 is attached");
+  // A rank outside the world is malformed, not a request.
+  a.rank = 2;
+  EXPECT_FALSE(decode(bytes_of(encode_attach(a)), 0).ok());
+}
+
 }  // namespace
 }  // namespace stoker::shm::detail

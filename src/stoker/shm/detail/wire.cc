@@ -157,6 +157,25 @@ std::string encode_release(std::uint64_t id) {
   return w.take();
 }
 
+std::string encode_attach(const Attach& a) {
+  Writer w(MsgType::kAttach);
+  w.put(a.rank);
+  w.put(a.world_size);
+  w.put(static_cast<std::uint8_t>(a.has_state ? 1 : 0));
+  w.put(a.epoch);
+  w.put(a.position);
+  w.put(a.errors);
+  return w.take();
+}
+
+std::string encode_refuse(std::string_view reason) {
+  Writer w(MsgType::kRefuse);
+  reason = reason.substr(0, 1024);
+  w.put(static_cast<std::uint16_t>(reason.size()));
+  w.put_bytes(reason);
+  return w.take();
+}
+
 Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_bytes) {
   Reader r(bytes);
   std::uint32_t magic = 0;
@@ -177,6 +196,23 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
     case MsgType::kRelease:
       if (!r.get(m.release_id)) return malformed("short release");
       break;
+    case MsgType::kAttach: {
+      std::uint8_t has = 0;
+      Attach& a = m.attach;
+      if (!r.get(a.rank) || !r.get(a.world_size) || !r.get(has) || !r.get(a.epoch) ||
+          !r.get(a.position) || !r.get(a.errors))
+        return malformed("short attach");
+      if (has > 1 || a.world_size < 1 || a.rank < 0 || a.rank >= a.world_size)
+        return malformed("attach: rank " + std::to_string(a.rank) + " of " +
+                         std::to_string(a.world_size));
+      a.has_state = has == 1;
+      break;
+    }
+    case MsgType::kRefuse: {
+      std::uint16_t len = 0;
+      if (!r.get(len) || len > 1024 || !r.get_string(len, m.reason)) return malformed("short refuse");
+      break;
+    }
     case MsgType::kBatch: {
       BatchMsg& b = m.batch;
       batch::BatchLayout& l = b.layout;

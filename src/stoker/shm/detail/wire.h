@@ -4,6 +4,9 @@
 //   batch   server→client: id, send time (CLOCK_MONOTONIC ns), step, epoch, block, tensors
 //   end     server→client: the stream is over (the client's next() returns nullopt)
 //   release client→server: the client dropped its view of batch `id`
+//   attach  client→server, first (ranked servers wait for it before the hello): global rank,
+//           world size, optionally the resume state the client saved (epoch, position, errors)
+//   refuse  server→client instead of the hello: why the attach was refused (text)
 // Dtypes travel as explicit wire codes (not batch::DType's enum order), so the protocol does not
 // change when the enum does. decode() checks everything a hostile or corrupt peer could get
 // wrong: sizes, counts, dtype codes, shape overflow, and that each tensor lies inside its block
@@ -13,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "stoker/base/result.h"
 #include "stoker/batch/batch.h"
@@ -25,7 +29,16 @@ inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
 inline constexpr std::size_t kMaxTensors = 256;
 inline constexpr std::size_t kMaxRank = 8;
 
-enum class MsgType : std::uint16_t { kHello = 1, kBatch = 2, kEnd = 3, kRelease = 4 };
+enum class MsgType : std::uint16_t {
+  kHello = 1, kBatch = 2, kEnd = 3, kRelease = 4, kAttach = 5, kRefuse = 6,
+};
+
+struct Attach {
+  std::int32_t rank = 0;
+  std::int32_t world_size = 1;
+  bool has_state = false;  // else the server resumes the rank from what it last saw released
+  std::uint64_t epoch = 0, position = 0, errors = 0;
+};
 
 struct Hello {
   std::uint64_t arena_bytes = 0;
@@ -43,6 +56,8 @@ struct Message {
   Hello hello;
   BatchMsg batch;
   std::uint64_t release_id = 0;
+  Attach attach;
+  std::string reason;  // kRefuse
 };
 
 std::string encode_hello(const Hello& hello);
@@ -50,6 +65,8 @@ std::string encode_hello(const Hello& hello);
 Result<std::string> encode_batch(const BatchMsg& msg);
 std::string encode_end();
 std::string encode_release(std::uint64_t id);
+std::string encode_attach(const Attach& a);
+std::string encode_refuse(std::string_view reason);  // cut to 1024 bytes
 
 // arena_bytes bounds the blocks of batch messages (0 on the server side: release/hello only).
 Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_bytes);
