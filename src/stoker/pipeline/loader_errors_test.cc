@@ -117,6 +117,29 @@ TEST(LoaderErrorsTest, SkipsReportsAndDeliversEveryGoodSample) {
   EXPECT_EQ(testing::run_loader(c8).hashes, r.hashes);
 }
 
+// With failures, ranks consume different numbers of samples per batch, so each rank's state is its
+// own: resuming every rank from its own state (same world size) is still exact.
+TEST(LoaderErrorsTest, EachRankResumesExactlyFromItsOwnStateWithFailures) {
+  STOKER_REQUIRE_TOKENIZER();
+  auto ds = testing::make_dataset("ranks-broken", 48, 0.125);
+  for (int r = 0; r < 2; ++r) {
+    LoaderConfig c = testing::small_config(ds.data_path);
+    c.rank.rank = r;
+    c.rank.world_size = 2;
+    c.epochs = 2;
+    testing::RunResult full = testing::run_loader(c);
+    ASSERT_FALSE(full.error);
+    for (std::int64_t k : {1, 2, 4}) {
+      testing::RunResult head = testing::run_loader(c, std::nullopt, k);
+      testing::RunResult tail = testing::run_loader(c, head.state);
+      std::vector<std::uint64_t> joined = head.ids;
+      joined.insert(joined.end(), tail.ids.begin(), tail.ids.end());
+      EXPECT_EQ(joined, full.ids) << "rank " << r << " after " << k << " batches";
+      EXPECT_EQ(head.stats.failed + tail.stats.failed, full.stats.failed);
+    }
+  }
+}
+
 TEST(LoaderErrorsTest, StrictAndBudgetStopWithTheLastError) {
   STOKER_REQUIRE_TOKENIZER();
   auto ds = testing::make_dataset("budget", 40, 0.125);  // 5 bad
