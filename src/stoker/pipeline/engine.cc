@@ -4,6 +4,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/batch/collate.h"
+#include "stoker/pipeline/store_fetcher.h"
 
 namespace stoker::pipeline {
 
@@ -89,7 +90,10 @@ Engine::Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Are
       options_(options),
       failed_(options.errors_before) {}
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  std::lock_guard lock(gate_->mu);
+  gate_->engine = nullptr;  // reads still in flight on the store's I/O thread find no engine
+}
 
 double Engine::arena_wait_s() const { return arena_wait_ns_.load() * 1e-9; }
 
@@ -102,6 +106,10 @@ void Engine::deliver(Prepared&& p) {
 }
 
 void Engine::submit(const Item& item) {
+  if (cpu_ != nullptr && io_ != nullptr && ctx_.fetcher->asynchronous()) {
+    submit_async(item);
+    return;
+  }
   if (cpu_ == nullptr || io_ == nullptr) {
     deliver(prepare(ctx_, read_and_fetch(ctx_, item, {})));
     return;
@@ -124,6 +132,22 @@ void Engine::submit(const Item& item) {
         fetched_.pop();
       }
       deliver(prepare(ctx_, std::move(*f)));
+    });
+  });
+}
+
+// Remote media: the I/O pool thread reads the record and takes budget, then leaves; the reads
+// complete on the store's I/O thread and the last one hands the sample to the CPU pool. So the
+// requests in flight are bounded by the window and the byte budget, not by the pool's threads.
+void Engine::submit_async(const Item& item) {
+  (void)io_->submit([this, item, gate = gate_](std::stop_token stop) {
+    read_and_fetch_async(ctx_, item, stop, [gate](Fetched&& fetched) {
+      std::lock_guard lock(gate->mu);
+      Engine* e = gate->engine;
+      if (e == nullptr) return;
+      (void)e->cpu_->submit([e, f = std::make_unique<Fetched>(std::move(fetched))]() mutable {
+        e->deliver(prepare(e->ctx_, std::move(*f)));
+      });
     });
   });
 }
@@ -180,6 +204,17 @@ std::optional<Error> Engine::count_failure(const SampleFailure& f) {
   return std::nullopt;
 }
 
+namespace {
+
+// Media or record reads that failed because storage was unreachable (retries spent) — not a
+// property of the sample, so never skipped as bad data.
+bool is_outage(const SampleFailure& f) {
+  return (f.stage == "fetch" || f.stage == "read") &&
+         (f.code == "Unavailable" || f.code == "DeadlineExceeded");
+}
+
+}  // namespace
+
 ReadyBatch Engine::produce(std::stop_token stop) {
   ReadyBatch out;
   std::vector<Prepared> goods;
@@ -206,6 +241,17 @@ ReadyBatch Engine::produce(std::stop_token stop) {
     epoch = cur.item.epoch;
     ++seen_;
     out.state_after = LoaderState{cur.item.next_epoch, cur.item.next_position, 0};
+    if (cur.failure && is_outage(*cur.failure)) {
+      // The store is down (retries spent), not the data broken: stop without consuming this
+      // sample, so that a resume from the state delivers it once the store is back.
+      out.state_after.reset();
+      out.fatal = Error(cur.failure->code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded
+                                                                : ErrorCode::kUnavailable,
+                        "sample " + std::to_string(cur.failure->sample) + " (" + cur.failure->file +
+                            ":" + std::to_string(cur.failure->line) + "): " + cur.failure->reason)
+                      .with_context("storage unavailable; resume from the last saved state");
+      return out;
+    }
     if (cur.failure) {
       out.failures.push_back(*cur.failure);
       out.state_after->errors = failed_ + 1;

@@ -118,6 +118,16 @@ class Engine {
   std::optional<Prepared> carried_;  // first item of the next epoch, taken while flushing
   std::uint64_t failed_ = 0, seen_ = 0, step_ = 0;
   std::atomic<std::int64_t> arena_wait_ns_{0};
+
+  // Asynchronous fetches complete on the store's I/O thread, possibly after the engine is gone:
+  // they reach it only through the gate, which the destructor closes.
+  void submit_async(const Item& item);
+  struct AsyncGate {
+    explicit AsyncGate(Engine* e) : engine(e) {}
+    std::mutex mu;
+    Engine* engine;
+  };
+  std::shared_ptr<AsyncGate> gate_ = std::make_shared<AsyncGate>(this);
 };
 
 }  // namespace stoker::pipeline

@@ -34,6 +34,22 @@ Result<ByteBudget::Lease> ByteBudget::acquire(std::int64_t bytes, std::stop_toke
   return Lease(this, bytes);
 }
 
+void ByteBudget::Lease::resize(std::int64_t bytes) {
+  if (budget_ == nullptr || bytes == bytes_) return;
+  if (bytes > bytes_) {
+    budget_->charge(bytes - bytes_);
+  } else {
+    budget_->release(bytes_ - bytes);
+  }
+  bytes_ = bytes;
+}
+
+void ByteBudget::charge(std::int64_t bytes) {
+  std::lock_guard lock(mu_);
+  in_flight_ += bytes;
+  if (in_flight_ > peak_) peak_ = in_flight_;
+}
+
 void ByteBudget::release(std::int64_t bytes) {
   {
     std::lock_guard lock(mu_);
@@ -53,6 +69,11 @@ std::int64_t ByteBudget::peak() const {
 }
 
 Fetcher::~Fetcher() = default;
+
+void Fetcher::fetch_async(const std::string& uri,
+                          std::function<void(Result<std::vector<std::uint8_t>>)> done) const {
+  done(unimplemented("this fetcher has no asynchronous reads: " + uri));
+}
 
 namespace {
 

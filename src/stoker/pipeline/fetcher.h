@@ -1,7 +1,7 @@
 // Media fetching for the pipeline: a Fetcher reads one whole object by URI into memory, taking
 // its size from a shared ByteBudget first, so the bytes of media in flight stay bounded (the
 // lease is returned when the prepared sample no longer needs the encoded bytes). Only local files
-// today (pread); S3/HTTP fetchers plug in behind the same interface (io/ module, later).
+// LocalFetcher (pread) here; StoreFetcher (store_fetcher.h) serves s3:// and http(s):// via io.
 // resolve_media turns a record's media reference into a URI relative to its manifest.
 // ByteBudget and LocalFetcher are thread-safe. Errors: NotFound, PermissionDenied, DataLoss
 // (short read), Unimplemented (a scheme this fetcher does not serve), Cancelled (stop while
@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -32,6 +33,9 @@ class ByteBudget {
     Lease& operator=(Lease&& o) noexcept;
     ~Lease() { reset(); }
     void reset();
+    // Re-charges the lease to `bytes` without waiting (an async fetch charged an estimate before
+    // the object's size was known; the budget may overshoot by the difference, briefly).
+    void resize(std::int64_t bytes);
 
    private:
     friend class ByteBudget;
@@ -48,6 +52,7 @@ class ByteBudget {
 
  private:
   void release(std::int64_t bytes);
+  void charge(std::int64_t bytes);
   const std::int64_t limit_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
@@ -64,6 +69,11 @@ class Fetcher {
   virtual ~Fetcher();
   virtual Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
                        FetchedMedia* out) const = 0;
+  // Remote fetchers also read without blocking: `done` runs once, on an I/O thread (keep it
+  // short). The engine then keeps many requests in flight instead of one per pool thread.
+  virtual bool asynchronous() const { return false; }
+  virtual void fetch_async(const std::string& uri,
+                           std::function<void(Result<std::vector<std::uint8_t>>)> done) const;
 };
 
 // file:// URIs and plain paths; refuses s3:// and http(s):// with Unimplemented.

@@ -8,6 +8,7 @@
 #include "stoker/exec/bounded_queue.h"
 #include "stoker/exec/thread_pool.h"
 #include "stoker/pipeline/engine.h"
+#include "stoker/pipeline/store_fetcher.h"
 #include "stoker/pipeline/error_report.h"
 #include "stoker/pipeline/prepare.h"
 
@@ -238,8 +239,7 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(ctx->model.image));
   ctx->processor.emplace(std::move(proc));
   ctx->rope = batch::RopeConfig::from_model(ctx->model);
-  STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(config.data));
-  ctx->fetcher = make_local_fetcher();
+  STOKER_RETURN_IF_ERROR(open_sources(config.data, ctx.get()));  // local or s3/http
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;
   ctx->io_delay_hook = config.io_delay_hook;

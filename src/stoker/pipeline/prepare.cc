@@ -3,13 +3,14 @@
 #include "stoker/base/clock.h"
 #include "stoker/image/decode.h"
 #include "stoker/image/resample.h"
+#include "stoker/io/uri.h"
 
 namespace stoker::pipeline {
 namespace {
 
 SampleFailure failure(const Context& ctx, const Item& item, const char* stage, const Error& e) {
   dataset::RecordLocation loc = ctx.index->location(item.sample);
-  return {item.sample, ctx.index->files()[loc.file].path, loc.line, stage,
+  return {item.sample, ctx.manifest_name(loc.file), loc.line, stage,
           std::string(error_code_name(e.code())), e.to_string()};
 }
 
@@ -32,10 +33,14 @@ const char* stage_name(int stage) {
   return stage >= 0 && stage < kNumStages ? kNames[stage] : "?";
 }
 
-Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop) {
+std::string Context::manifest_name(std::uint32_t file) const {
+  return file < manifest_uris.size() ? manifest_uris[file] : index->files()[file].path;
+}
+
+Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris_out) {
   Fetched out;
   out.item = item;
-  std::vector<std::string> uris;
+  std::vector<std::string>& uris = *uris_out;
   {
     StageTimer timer(ctx, kRead);
     std::string record;
@@ -53,8 +58,9 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
       return out;
     }
     out.conversation = std::move(conv).value();
-    const std::string& manifest =
-        ctx.index->files()[ctx.index->location(item.sample).file].path;
+    const std::uint32_t file = ctx.index->location(item.sample).file;
+    const bool remote = file < ctx.manifest_uris.size();
+    const std::string manifest = ctx.manifest_name(file);
     for (const dataset::Message& m : out.conversation.messages) {
       for (const dataset::Part& p : m.parts) {
         if (p.kind == dataset::Part::Kind::kVideo) {
@@ -62,10 +68,24 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
                                 unimplemented("video " + p.value + ": videos are not supported yet"));
           return out;
         }
-        if (p.kind == dataset::Part::Kind::kImage) uris.push_back(resolve_media(p.value, manifest));
+        if (p.kind == dataset::Part::Kind::kImage) {
+          uris.push_back(remote ? io::resolve_uri(p.value, manifest) : resolve_media(p.value, manifest));
+        }
       }
     }
   }
+  return out;
+}
+
+SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
+                            const Error& e) {
+  return failure(ctx, item, "fetch", Error(e).with_context("image " + std::to_string(image)));
+}
+
+Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop) {
+  std::vector<std::string> uris;
+  Fetched out = read_stage(ctx, item, &uris);
+  if (out.failure) return out;
   StageTimer timer(ctx, kFetch);
   out.media.resize(uris.size());
   for (std::size_t i = 0; i < uris.size(); ++i) {
@@ -73,8 +93,7 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
     Status st = ctx.fetcher->fetch(uris[i], *ctx.budget, stop, &out.media[i]);
     if (!st.ok()) {
       out.media.clear();
-      out.failure = failure(ctx, item, "fetch",
-                            Error(st.error()).with_context("image " + std::to_string(i)));
+      out.failure = fetch_failure(ctx, item, i, st.error());
       return out;
     }
   }

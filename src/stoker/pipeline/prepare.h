@@ -48,11 +48,17 @@ struct Context {
   std::optional<image::ImageProcessor> processor;
   batch::RopeConfig rope;
   std::unique_ptr<dataset::ManifestIndex> index;
-  std::unique_ptr<Fetcher> fetcher;
+  // Remote manifests (s3://, http(s)://) are indexed from a local cached copy: their URIs, per
+  // index file, name them in errors and resolve their media. Empty for local manifests.
+  std::vector<std::string> manifest_uris;
+  // Before the fetcher: a remote fetcher's pending reads complete (Cancelled) when it is
+  // destroyed, and their leases go back to a budget that must still exist.
   std::unique_ptr<ByteBudget> budget;
+  std::unique_ptr<Fetcher> fetcher;
   std::int64_t max_length = 0;
   std::function<void(std::uint64_t, int)> io_delay_hook;
   mutable StageCounters counters;
+  std::string manifest_name(std::uint32_t file) const;  // URI or path of index file `file`
 };
 
 // One position of this rank's stream.
@@ -84,6 +90,10 @@ struct Prepared {
 };
 
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop);
+// The read half alone (record → conversation → media URIs); for the asynchronous fetch path.
+Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris);
+SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
+                            const Error& e);
 Prepared prepare(const Context& ctx, Fetched&& fetched);
 
 }  // namespace stoker::pipeline
