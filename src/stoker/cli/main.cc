@@ -10,6 +10,8 @@ int run_run(int argc, char** argv);  // run_cmd.cc
 
 int run_consume(int argc, char** argv);  // consume_cmd.cc
 
+int run_serve(int argc, char** argv);  // serve_cmd.cc
+
 namespace {
 
 const Command kCommands[] = {
@@ -25,6 +27,8 @@ const Command kCommands[] = {
     {"bench", "benchmarks against real alternatives (image, ...)", run_bench},
     {"consume", "simulated trainer fed zero-copy by a hand-off server (bench ladder)",
      run_consume},
+    {"serve", "node-local server: every local rank's own shard, zero-copy over shared memory",
+     run_serve},
 };
 
 void usage() {

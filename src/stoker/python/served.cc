@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "stoker/dataset/order.h"
 #include "stoker/python/bindings.h"
 #include "stoker/shm/client.h"
 #include "stoker/shm/server.h"
@@ -23,9 +24,28 @@ std::string socket_or_default(const std::string& path) {
 
 class RawClient {
  public:
-  RawClient(const std::string& socket_path, std::int64_t connect_timeout_ms) {
+  // rank/world_size: -1 = from the launcher's variables (torchrun, Open MPI, Slurm; else 0 of 1).
+  // Sent as the attach: a ranked server (`stoker serve`) serves this rank's shard, resumed from
+  // `state` when given (epoch, position, errors); an unranked one (stoker.serve) ignores it.
+  RawClient(const std::string& socket_path, std::int64_t connect_timeout_ms, int rank,
+            int world_size, const py::object& state) {
+    dataset::RankFlags flags;
+    if (rank >= 0) flags.rank = rank;
+    if (world_size >= 0) flags.world_size = world_size;
+    dataset::RankInfo ri = unwrap(dataset::resolve_rank_info(flags));
+    shm::ClientAttach attach{.rank = ri.rank, .world_size = ri.world_size};
+    if (!state.is_none()) {
+      py::dict d = state.cast<py::dict>();
+      attach.has_state = true;
+      attach.epoch = d.contains("epoch") ? d["epoch"].cast<std::uint64_t>() : 0;
+      attach.position = d.contains("position") ? d["position"].cast<std::uint64_t>() : 0;
+      attach.errors = d.contains("errors") ? d["errors"].cast<std::uint64_t>() : 0;
+    }
+    rank_ = ri.rank;
+    world_ = ri.world_size;
     shm::ClientOptions o{.socket_path = socket_or_default(socket_path),
-                         .connect_timeout_ms = connect_timeout_ms};
+                         .connect_timeout_ms = connect_timeout_ms,
+                         .attach = attach};
     py::gil_scoped_release nogil;
     client_ = unwrap(shm::BatchClient::connect(o));
   }
@@ -59,6 +79,8 @@ class RawClient {
     d["server_pid"] = c.server_pid();
     d["batches"] = c.stats().batches;
     d["socket_bytes"] = c.stats().socket_bytes;
+    d["rank"] = rank_;
+    d["world_size"] = world_;
     return d;
   }
 
@@ -69,6 +91,7 @@ class RawClient {
   }
   std::mutex next_mu_;
   std::unique_ptr<shm::BatchClient> client_;
+  int rank_ = 0, world_ = 1;
 };
 
 // Runs a Loader and serves its batches until the data ends (then waits for every batch to be
@@ -130,7 +153,9 @@ py::dict serve(const py::dict& kw, const std::string& socket_path, int clients, 
 
 void bind_served(py::module_& m) {
   py::class_<RawClient>(m, "RawClient")
-      .def(py::init<const std::string&, std::int64_t>())
+      .def(py::init<const std::string&, std::int64_t, int, int, const py::object&>(),
+           py::arg("socket"), py::arg("connect_timeout_ms"), py::arg("rank") = -1,
+           py::arg("world_size") = -1, py::arg("state") = py::none())
       .def("next", &RawClient::next)
       .def("info", &RawClient::info)
       .def("close", &RawClient::close);

@@ -160,12 +160,31 @@ class Loader:
         self._handoff_ns: "collections.deque[int]" = collections.deque(maxlen=8192)
         self.batch_size = batch_size
         self._client = None
+        if connect is None and data is None:
+            # Launched next to a node server (`stoker serve`): STOKER_SERVER names its socket,
+            # else the per-user default socket when one exists.
+            env = os.environ.get("STOKER_SERVER")
+            if env:
+                connect = env
+            else:
+                try:
+                    if os.path.exists(_stoker.default_socket_path()):
+                        connect = True
+                except StokerError:
+                    pass  # no private socket folder: no server; the error below says what to pass
         if connect is not None:
-            # Served mode: batches come from a `stoker.serve` process on this node; `data` and
-            # the pipeline options are the server's business (pass data=None).
+            # Served mode: batches come from a `stoker serve` / `stoker.serve` process on this
+            # node; `data` and the pipeline options are the server's business (pass data=None).
+            # The attach names this rank (rank/world_size, else torchrun's RANK/WORLD_SIZE, Open
+            # MPI, Slurm): `stoker serve` sends this rank's own shard, resumed from resume_state
+            # (a dict with epoch/position/errors) or from what this rank last released.
             timeout_ms = int(1000 * float(advanced.pop("connect_timeout_s", 30)))
-            self._client = _stoker.RawClient("" if connect is True else os.fspath(connect),
-                                             timeout_ms)
+            resume_state = advanced.pop("resume_state", None)
+            self._client = _stoker.RawClient(
+                "" if connect is True else os.fspath(connect), timeout_ms,
+                -1 if rank is None else rank, -1 if world_size is None else world_size,
+                None if resume_state is None else {k: int(v) for k, v in resume_state.items()
+                                                   if k in ("epoch", "position", "errors")})
             self._raw = self._client
             return
         if data is None:
