@@ -2,7 +2,10 @@
 // every local rank's process (stoker.Loader(connect=...)) through shm::BatchServer/BatchClient:
 // the client maps the server's arena (read-only) and wraps each batch zero-copy, exactly like the
 // in-process path (same SharedBatch → DLPack capsules). Dropping the last tensor of a batch sends
-// its release. GIL released in connect, next and the whole serve loop.
+// its release. The client's first message is an attach (rank, world size, optional resume
+// state): `stoker serve` (cli/serve_cmd.cc) answers with that rank's own shard and arena;
+// stoker.serve (an unranked server: one shared stream) ignores it. GIL released in connect, next
+// and the whole serve loop.
 #include <chrono>
 #include <memory>
 #include <mutex>

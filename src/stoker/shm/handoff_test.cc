@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -104,8 +105,10 @@ void write_str(int fd, const std::string& s) {
 }
 
 // Consumes until the end; per batch one line: step hash inside wire_bytes handoff_ns.
-int consume_and_report(const std::string& path, int out) {
-  auto client = BatchClient::connect({.socket_path = path, .connect_timeout_ms = 10000});
+int consume_and_report(const std::string& path, int out,
+                       std::optional<ClientAttach> attach = std::nullopt) {
+  auto client = BatchClient::connect(
+      {.socket_path = path, .connect_timeout_ms = 10000, .attach = attach});
   if (!client.ok()) {
     write_str(out, "error " + client.error().to_string() + "\n");
     return 3;
@@ -461,6 +464,66 @@ TEST(SocketTest, ConnectWithoutServerIsNotFound) {
   auto client = BatchClient::connect({.socket_path = sock.path, .connect_timeout_ms = 50});
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.error().code(), ErrorCode::kNotFound);
+}
+
+TEST(HandoffTest, RankedServerGivesEachRankItsOwnArenaAndStream) {
+  TempSocket sock;
+  auto attach = [](int rank, int world) { return ClientAttach{.rank = rank, .world_size = world}; };
+  Child r0 = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out, attach(0, 2)); });
+  Child r1 = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out, attach(1, 2)); });
+  Child bad = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out, attach(0, 3)); });
+  std::unique_ptr<batch::Arena> arenas[2] = {make_arena(), make_arena()};
+  auto server = BatchServer::create(-1, 0, {.socket_path = sock.path, .window = 2, .ranked = true});
+  ASSERT_TRUE(server.ok()) << server.error().to_string();
+  EXPECT_FALSE((*server)->send(batch::BatchLayout{}, [] {}).ok()) << "ranked: send_to only";
+  std::uint64_t client_of[2] = {0, 0};
+  for (int i = 0; i < 3; ++i) {
+    auto a = (*server)->next_attach(10s);
+    ASSERT_TRUE(a.ok()) << a.error().to_string();
+    if (a->world_size != 2) {
+      (*server)->refuse(a->client, "world size 2, not " + std::to_string(a->world_size));
+      continue;
+    }
+    client_of[a->rank] = a->client;
+    const batch::Arena& arena = *arenas[a->rank];
+    ASSERT_TRUE((*server)->accept_attach(a->client, arena.fd(), arena.capacity()).ok());
+  }
+  std::atomic<int> consumed{0}, reclaimed{0};
+  std::vector<std::uint64_t> hashes[2];
+  for (int r = 0; r < 2; ++r) {
+    for (std::uint64_t step = 0; step < 5; ++step) {
+      batch::Arena* ap = arenas[r].get();
+      Produced p = produce(*ap, 100 * r + step);
+      hashes[r].push_back(p.hash);
+      batch::Block block = p.layout.block;
+      ASSERT_TRUE((*server)->send_to(client_of[r], p.layout, [&, ap, block](bool c) {
+        ap->release(block);
+        ++(c ? consumed : reclaimed);
+      }).ok());
+    }
+  }
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE((*server)->end_client(client_of[r]));
+  Child* kids[2] = {&r0, &r1};
+  for (int r = 0; r < 2; ++r) {
+    std::istringstream in(kids[r]->read_all());
+    EXPECT_EQ(kids[r]->wait(), 0);
+    for (std::uint64_t step = 0; step < 5; ++step) {
+      std::uint64_t got_step = 0, hash = 0;
+      int inside = 0;
+      std::string rest;
+      ASSERT_TRUE(in >> got_step >> hash >> inside) << "rank " << r;
+      std::getline(in, rest);
+      EXPECT_EQ(got_step, 100 * r + step) << "rank " << r << " got another rank's batch";
+      EXPECT_EQ(hash, hashes[r][step]);
+      EXPECT_EQ(inside, 1) << "not read in place in its own arena mapping";
+    }
+  }
+  std::string refused = bad.read_all();
+  EXPECT_NE(bad.wait(), 0);
+  EXPECT_NE(refused.find("world size 2, not 3"), std::string::npos) << refused;
+  EXPECT_TRUE(eventually([&] { return consumed == 10; }));
+  EXPECT_EQ(reclaimed, 0);
+  EXPECT_EQ(arenas[0]->in_use() + arenas[1]->in_use(), 0u);
 }
 
 }  // namespace

@@ -106,7 +106,8 @@ def serve(
     until the data ends, waits until every batch is released, returns the counters. Blocks with
     the GIL released. socket=None: the per-user default path (also the clients' default with
     connect=True). Each batch goes to the connected client holding the fewest, so with several
-    clients each sees a share of the stream (not a per-rank split)."""
+    clients each sees a share of the stream (not a per-rank split; for that, each rank its own
+    shard, run the `stoker serve` command)."""
     if isinstance(data, (str, os.PathLike)):
         data = [data]
     kw: Dict[str, Any] = {"data": [os.fspath(p) for p in data]}
