@@ -145,7 +145,18 @@ void Engine::submit_async(const Item& item) {
       std::lock_guard lock(gate->mu);
       Engine* e = gate->engine;
       if (e == nullptr) return;
-      (void)e->cpu_->submit([e, f = std::make_unique<Fetched>(std::move(fetched))]() mutable {
+      {
+        std::lock_guard heap_lock(e->fetched_mu_);
+        e->fetched_.push(std::make_unique<Fetched>(std::move(fetched)));
+      }
+      (void)e->cpu_->submit([e] {  // as submit(): the lowest-numbered fetched sample first
+        std::unique_ptr<Fetched> f;
+        {
+          std::lock_guard heap_lock(e->fetched_mu_);
+          if (e->fetched_.empty()) return;
+          f = std::move(const_cast<std::unique_ptr<Fetched>&>(e->fetched_.top()));
+          e->fetched_.pop();
+        }
         e->deliver(prepare(e->ctx_, std::move(*f)));
       });
     });

@@ -18,7 +18,8 @@ constexpr std::int64_t kSizeEstimate = std::int64_t{1} << 20;
 
 class StoreFetcher final : public Fetcher {
  public:
-  explicit StoreFetcher(std::shared_ptr<io::ObjectStore> store) : store_(std::move(store)) {}
+  StoreFetcher(std::shared_ptr<io::ObjectStore> store, bool blocking)
+      : store_(std::move(store)), blocking_(blocking) {}
 
   Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
                FetchedMedia* out) const override {
@@ -28,7 +29,7 @@ class StoreFetcher final : public Fetcher {
     return ok_status();
   }
 
-  bool asynchronous() const override { return true; }
+  bool asynchronous() const override { return !blocking_; }
 
   void fetch_async(const std::string& uri,
                    std::function<void(Result<std::vector<std::uint8_t>>)> done) const override {
@@ -37,6 +38,7 @@ class StoreFetcher final : public Fetcher {
 
  private:
   std::shared_ptr<io::ObjectStore> store_;
+  bool blocking_;
 };
 
 // One sample's reads in flight; the last callback hands the sample on.
@@ -62,8 +64,8 @@ bool is_remote_uri(const std::string& uri) {
          uri.rfind("https://", 0) == 0;
 }
 
-std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store) {
-  return std::make_unique<StoreFetcher>(std::move(store));
+std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store, bool blocking) {
+  return std::make_unique<StoreFetcher>(std::move(store), blocking);
 }
 
 std::string default_cache_dir() {
@@ -156,7 +158,9 @@ Status open_sources(const std::vector<std::string>& data, Context* ctx) {
   }
   STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(local));
   ctx->manifest_uris = data;
-  ctx->fetcher = make_store_fetcher(std::move(store));
+  // STOKER_FETCH_BLOCKING=1: one blocking read per I/O pool thread (the A/B baseline).
+  const char* blocking = std::getenv("STOKER_FETCH_BLOCKING");
+  ctx->fetcher = make_store_fetcher(std::move(store), blocking != nullptr && *blocking == '1');
   return ok_status();
 }
 

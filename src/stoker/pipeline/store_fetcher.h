@@ -24,7 +24,10 @@ namespace stoker::pipeline {
 bool is_remote_uri(const std::string& uri);
 
 // Media of any scheme io::open_store serves, through `store` (shared with the manifest cache).
-std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store);
+// `blocking`: asynchronous() is false, so the engine calls fetch() from its I/O pool — one request
+// per pool thread; kept as the baseline the asynchronous path is measured against.
+std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
+                                            bool blocking = false);
 
 // $STOKER_CACHE_DIR, else $XDG_CACHE_HOME/stoker, else ~/.cache/stoker, else /tmp/stoker-cache.
 std::string default_cache_dir();
