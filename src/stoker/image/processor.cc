@@ -1,5 +1,5 @@
 // Qwen-VL image processor: plan from the header, decode, exact resize, then one pass that
-// normalises with a SIMD kernel (exact IEEE arithmetic) and writes the patch rows in their final order.
+// normalises through a per-channel table and writes the patch rows in their final order.
 #include "stoker/image/processor.h"
 
 #include <cmath>
@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "stoker/image/detail/normalize_kernels.h"
 #include "stoker/image/resample.h"
 
 #if defined(__SSE2__)
@@ -16,6 +15,14 @@
 
 namespace stoker::image {
 namespace {
+
+// float32 → bfloat16, round to nearest even (values here are finite).
+inline std::uint16_t to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
 
 // Copies `bytes` to the batch buffer. The ~50 MB a 1080p image becomes is not read again by this
 // core (the consumer copies it to the GPU), so aligned spans use non-temporal stores: no
@@ -52,22 +59,25 @@ inline void emit_fence() {
 }
 
 // Writes rows in output order (spec §1.5): row r = ((hb·(gw/m) + wb)·m + mh)·m + mw, and inside a
-// row column k = ((c·T + tp)·P + py)·P + px. Each patch's P runs of 3·P bytes are gathered into a
-// small buffer, normalised by the SIMD kernel into one plane per channel, then written as 3·T
-// contiguous P·P spans, strictly in address order. Source reads stay inside one band of P·m image
-// rows (in L2). kP > 0 fixes the patch size at compile time (14 and 16: constant-size copies).
+// row column k = ((c·T + tp)·P + py)·P + px. Each row is gathered (P runs of P pixels through the
+// lookup table) into a small per-channel block, then written as 3·T contiguous P·P spans, strictly
+// in address order. Source reads stay inside one band of P·m image rows (in L2).
+// kP > 0 fixes the patch size at compile time (14 and 16: the inner loops unroll).
 // Only merge-row bands [hb_begin, hb_end) are written (each band = P·m image rows = (gw/m)·m² rows
 // of output), so a caller can patchify bands as the resampler finishes them.
 template <typename T, int kP>
-void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_w, int hb_begin,
-              int hb_end, const detail::NormalizeParams& norm, T* out) {
+void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_h, int grid_w,
+              int hb_begin, int hb_end, const std::array<std::array<float, 256>, 3>& lut,
+              T* out) {
   const int P = kP > 0 ? kP : patch;
   const size_t plane = static_cast<size_t>(P) * P;
   const size_t cols = 3 * tps * plane;
-  const size_t stride = plane + detail::kNormalizePad;  // per-channel plane with the kernel's slack
-  std::vector<std::uint8_t> pix(3 * stride);
-  std::vector<T> vbuf(3 * stride);
-  T* const vals[3] = {vbuf.data(), vbuf.data() + stride, vbuf.data() + 2 * stride};
+  std::vector<float> fbuf(3 * plane);
+  std::vector<T> tbuf(sizeof(T) == sizeof(float) ? 0 : 3 * plane);
+  float* vals[3] = {fbuf.data(), fbuf.data() + plane, fbuf.data() + 2 * plane};
+  const float* __restrict l = lut[0].data();  // the 3 tables are contiguous: l[c·256 + x]
+  static_assert(sizeof(lut) == 3 * 256 * sizeof(float), "lut must be contiguous");
+  float* __restrict v = fbuf.data();
   T* row = out + static_cast<size_t>(hb_begin) * (grid_w / merge) * merge * merge * cols;
   for (int hb = hb_begin; hb < hb_end; ++hb) {
     for (int wb = 0; wb < grid_w / merge; ++wb) {
@@ -76,17 +86,23 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_w, in
           const int y0 = (hb * merge + mh) * P;
           const int x0 = (wb * merge + mw) * P;
           for (int py = 0; py < P; ++py) {
-            std::memcpy(pix.data() + static_cast<size_t>(py) * 3 * P,
-                        img.row(y0 + py) + static_cast<size_t>(x0) * 3, 3 * static_cast<size_t>(P));
-          }
-          if constexpr (sizeof(T) == sizeof(float)) {
-            detail::normalize_rgb_f32(pix.data(), static_cast<int>(plane), norm, vals);
-          } else {
-            detail::normalize_rgb_bf16(pix.data(), static_cast<int>(plane), norm, vals);
+            const std::uint8_t* __restrict s = img.row(y0 + py) + static_cast<size_t>(x0) * 3;
+            float* __restrict vp = v + py * P;
+            for (int px = 0; px < P; ++px) {
+              vp[px] = l[s[3 * px + 0]];
+              vp[plane + px] = l[256 + s[3 * px + 1]];
+              vp[2 * plane + px] = l[512 + s[3 * px + 2]];
+            }
           }
           for (int c = 0; c < 3; ++c) {
+            const void* src = vals[c];
+            if constexpr (sizeof(T) != sizeof(float)) {
+              T* t = tbuf.data() + c * plane;
+              for (size_t i = 0; i < plane; ++i) t[i] = to_bf16(vals[c][i]);
+              src = t;
+            }
             for (int tp = 0; tp < tps; ++tp) {
-              emit(row + (static_cast<size_t>(c) * tps + tp) * plane, vals[c], plane * sizeof(T));
+              emit(row + (static_cast<size_t>(c) * tps + tp) * plane, src, plane * sizeof(T));
             }
           }
         }
@@ -97,15 +113,16 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_w, in
 }
 
 template <typename T>
-void patchify_any(const RgbImage& img, int patch, int tps, int merge, int grid_w, int hb_begin,
-                  int hb_end, const detail::NormalizeParams& norm, T* out) {
+void patchify_any(const RgbImage& img, int patch, int tps, int merge, int grid_h, int grid_w,
+                  int hb_begin, int hb_end, const std::array<std::array<float, 256>, 3>& lut,
+                  T* out) {
   switch (patch) {
     case 14:
-      return patchify<T, 14>(img, patch, tps, merge, grid_w, hb_begin, hb_end, norm, out);
+      return patchify<T, 14>(img, patch, tps, merge, grid_h, grid_w, hb_begin, hb_end, lut, out);
     case 16:
-      return patchify<T, 16>(img, patch, tps, merge, grid_w, hb_begin, hb_end, norm, out);
+      return patchify<T, 16>(img, patch, tps, merge, grid_h, grid_w, hb_begin, hb_end, lut, out);
     default:
-      return patchify<T, 0>(img, patch, tps, merge, grid_w, hb_begin, hb_end, norm, out);
+      return patchify<T, 0>(img, patch, tps, merge, grid_h, grid_w, hb_begin, hb_end, lut, out);
   }
 }
 
@@ -136,15 +153,20 @@ Status ImageProcessorConfig::validate() const {
 }
 
 ImageProcessor::ImageProcessor(const ImageProcessorConfig& config) : config_(config) {
-  // The slow processor's arithmetic: x.astype(float64) * rescale_factor, cast to float32; then
-  // (v − mean_f32) / std_f32 in float32 (numpy casts mean/std to the image dtype).
-  norm_.rescale_factor = config_.rescale_factor;
+  // The slow processor's arithmetic, value by value: x.astype(float64) * rescale_factor, cast to
+  // float32; then (v − mean_f32) / std_f32 in float32 (numpy casts mean/std to the image dtype).
   for (int c = 0; c < 3; ++c) {
-    norm_.mean[c] = config_.image_mean[c];
-    norm_.std[c] = config_.image_std[c];
+    for (int x = 0; x < 256; ++x) {
+      float v = config_.do_rescale
+                    ? static_cast<float>(static_cast<double>(x) * config_.rescale_factor)
+                    : static_cast<float>(x);
+      if (config_.do_normalize) {
+        const float diff = v - config_.image_mean[c];
+        v = diff / config_.image_std[c];
+      }
+      lut_[c][x] = v;
+    }
   }
-  norm_.do_rescale = config_.do_rescale;
-  norm_.do_normalize = config_.do_normalize;
 }
 
 Result<ImageProcessor> ImageProcessor::create(const ImageProcessorConfig& config) {
@@ -246,9 +268,10 @@ void ImageProcessor::write_bands(const RgbImage& img, const ImagePlan& plan, Pix
                                  int hb_begin, int hb_end, void* out) const {
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
   if (dtype == PixelDType::kFloat32) {
-    patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_, static_cast<float*>(out));
+    patchify_any(img, P, T, m, plan.grid_h, plan.grid_w, hb_begin, hb_end, lut_,
+                 static_cast<float*>(out));
   } else {
-    patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_,
+    patchify_any(img, P, T, m, plan.grid_h, plan.grid_w, hb_begin, hb_end, lut_,
                  static_cast<std::uint16_t*>(out));
   }
 }
