@@ -202,11 +202,13 @@ def test_client_state_wins_and_wrong_world_is_refused(stoker, data, server, cons
     del other
 
 
-def test_socket_and_arena_are_private_and_cleaned_up_on_sigterm(stoker, server, consumer_env):
+def test_socket_and_arena_are_private_and_cleaned_up_on_sigterm(stoker, server, monkeypatch):
     srv = server()
     mode = os.lstat(srv.sock).st_mode
     assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
-    loader = stoker.Loader(connect=srv.sock, rank=0, world_size=WORLD)
+    monkeypatch.setenv("STOKER_SERVER", srv.sock)  # no data, no connect: the node server
+    loader = stoker.Loader(rank=0, world_size=WORLD)
+    assert loader.arena_info()["server_pid"] == srv.proc.pid
     next(iter(loader))
     # The arena is a memfd: no name in any filesystem; its inode is 0600 all the same.
     memfds = []

@@ -5,7 +5,7 @@
 // in place in that rank's shared arena (memfd, mapped read-only: no pixel byte is copied).
 // One pipeline::Loader per rank (LoaderConfig.rank set), created when the rank attaches: the
 // Loader API has no way to share a CPU pool or an arena between Loaders, so each rank gets
-// threads/W pool threads and its own memfd arena (pipeline/README.md has the wish).
+// threads/W pool threads and its own memfd arena (a wish for the Loader: an injected pool/arena).
 // Crash/reattach: a rank's state is the position after the longest prefix of batches its
 // process RELEASED. A process that dies loses nothing: batches it held (sent, unreleased) are
 // reclaimed and sent again to the next process that attaches as that rank (a fresh Loader resumed
@@ -162,9 +162,10 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
     auto made = pipeline::Loader::create(c);
     Status ok = made.ok() ? (*made)->resume(from) : Status(made.error());
     if (!ok.ok()) {
-      std::lock_guard lock(slot.mu);
-      slot.error = ok.error().to_string();
-      sh.server->refuse(client, "rank " + std::to_string(slot.rank) + ": " + slot.error);
+      std::string why = ok.error().to_string();
+      sh.server->refuse(client, "rank " + std::to_string(slot.rank) + ": " + why);
+      std::lock_guard lock(slot.mu);  // not around refuse(): done callbacks take this lock
+      slot.error = why;
       continue;
     }
     loader = std::move(*made);
