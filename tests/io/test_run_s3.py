@@ -1,6 +1,6 @@
 """`stoker run` over S3 (s3rver, SigV4 checked) end to end (ctest `run_s3`, label `net`): a
 synthetic dataset uploaded with boto3 and read through `stoker run s3://…` delivers exactly the
-batches (sample ids, in order) of a local run over the same files; a missing object is one
+batches (sample ids, in order) of a local run over the same files (and so does http://); a missing object is one
 NotFound line (stage fetch) in the error report and the run goes on; a wrong secret is a clear
 PermissionDenied; the server killed and restarted within the retry window → every sample once;
 killed for longer → a clear Unavailable/DeadlineExceeded stop, and --resume after the server is
@@ -81,6 +81,18 @@ def test_s3_run_equals_local_run(s3, local_log, tmp_path):
     assert r.returncode == 0, r.stderr
     assert read_log(w / "delivered.log") == local_log
     assert len(list((tmp_path / "cache" / "stoker").glob("data.jsonl-*.jsonl"))) == 1
+
+
+def test_http_run_equals_local_run(dataset, local_log, tmp_path):
+    server = servers.ThreadServer("range", root=str(dataset))
+    try:
+        w = tmp_path / "w"
+        w.mkdir()
+        r = run(f"http://127.0.0.1:{server.port}/data.jsonl", w)
+        assert r.returncode == 0, r.stderr
+        assert read_log(w / "delivered.log") == local_log
+    finally:
+        server.stop()
 
 
 def test_missing_object_is_one_not_found(s3, local_log, tmp_path, dataset):
