@@ -47,7 +47,9 @@ zero-copy (prefetch in this process, trainer in a separate process fed through s
 
 options:
   --quick             small synthetic set, steps sized to finish in well under 45 s
-  --data PATH         a JSONL manifest or a folder holding data.jsonl (default: synthetic, temp)
+  --data PATH         a JSONL manifest or a folder holding data.jsonl (default: synthetic, temp);
+                      s3://bucket/key.jsonl or http(s)://… read the set from object storage
+                      (AWS env / ~/.aws; with added latency: tests/io/s3_ladder.py --latency-ms)
   --model M           model preset or HF folder (default qwen2.5-vl)
   --tokenizer DIR     folder with tokenizer.json (default: the model folder, else the bundled
                       Qwen2.5 tokenizer under tools/oracles)
