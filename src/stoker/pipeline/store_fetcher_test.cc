@@ -1,0 +1,90 @@
+#include "stoker/pipeline/store_fetcher.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace stoker::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_dir(const char* name) {
+  fs::path d = fs::temp_directory_path() /
+               (std::string("stoker-store-fetcher-") + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(ByteBudgetTest, LeaseResizeChargesAndReturnsWithoutWaiting) {
+  ByteBudget budget(100);
+  {
+    ByteBudget::Lease a = budget.acquire(60).value();
+    a.resize(150);  // over the limit: charged anyway, never blocks
+    EXPECT_EQ(budget.in_flight(), 150);
+    EXPECT_EQ(budget.peak(), 150);
+    a.resize(10);
+    EXPECT_EQ(budget.in_flight(), 10);
+  }
+  EXPECT_EQ(budget.in_flight(), 0);
+}
+
+TEST(StoreFetcherTest, RemoteUrisAreRecognised) {
+  EXPECT_TRUE(is_remote_uri("s3://b/k.jsonl"));
+  EXPECT_TRUE(is_remote_uri("http://h/x"));
+  EXPECT_TRUE(is_remote_uri("https://h/x"));
+  EXPECT_FALSE(is_remote_uri("file:///a/b"));
+  EXPECT_FALSE(is_remote_uri("data/s3://x"));
+}
+
+// The manifest cache through the local store (same head + stream path as S3): reused while the
+// object's ETag and size hold, fetched again when they change.
+TEST(StoreFetcherTest, ManifestCacheFollowsTheEtag) {
+  const std::string dir = temp_dir("cache");
+  const std::string src = dir + "/data.jsonl";
+  std::ofstream(src) << "{\"a\":1}\n{\"a\":2}\n";
+  auto store = io::make_local_store();
+  Result<std::string> first = cache_remote_manifest(*store, src, dir + "/cache");
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  EXPECT_EQ(slurp(*first), slurp(src));
+  Result<std::string> again = cache_remote_manifest(*store, src, dir + "/cache");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *first);
+  std::ofstream(src, std::ios::app) << "{\"a\":3}\n";
+  Result<std::string> changed = cache_remote_manifest(*store, src, dir + "/cache");
+  ASSERT_TRUE(changed.ok());
+  EXPECT_NE(*changed, *first);
+  EXPECT_EQ(slurp(*changed), slurp(src));
+  fs::remove_all(dir);
+}
+
+TEST(StoreFetcherTest, MissingManifestIsNotFound) {
+  const std::string dir = temp_dir("missing");
+  auto store = io::make_local_store();
+  Result<std::string> r = cache_remote_manifest(*store, dir + "/nope.jsonl", dir + "/cache");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kNotFound);
+  fs::remove_all(dir);
+}
+
+TEST(StoreFetcherTest, CacheDirFollowsTheEnvironment) {
+  ::setenv("STOKER_CACHE_DIR", "/x/y", 1);
+  EXPECT_EQ(default_cache_dir(), "/x/y");
+  ::unsetenv("STOKER_CACHE_DIR");
+  ::setenv("XDG_CACHE_HOME", "/c", 1);
+  EXPECT_EQ(default_cache_dir(), "/c/stoker");
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+}  // namespace
+}  // namespace stoker::pipeline
