@@ -34,7 +34,8 @@ def run(data, workdir, env=None, extra=(), timeout=120):
     args = [STOKER, "run", data, "--batch-size", "4", "--threads", "2", "--io-threads", "2",
             "--seed", "3", "--quiet", "--max-error-rate", "1", "--arena-mb", "128",
             "--error-report", str(workdir / "errors.jsonl"),
-            "--delivered-log", str(workdir / "delivered.log"), *extra]
+            "--delivered-log", str(workdir / "delivered.log"),
+            "--batch-hashes", str(workdir / "hashes.txt"), *extra]
     e = dict(env or os.environ)
     e["XDG_CACHE_HOME"] = str(workdir.parent / "cache")
     return subprocess.run(args, env=e, capture_output=True, text=True, timeout=timeout)
@@ -53,7 +54,9 @@ def local_log(dataset, tmp_path_factory):
     w = tmp_path_factory.mktemp("local")
     r = run(str(dataset / "data.jsonl"), w)
     assert r.returncode == 0, r.stderr
-    return read_log(w / "delivered.log")
+    hashes = open(w / "hashes.txt").read()
+    assert len(hashes.split()) == len(read_log(w / "delivered.log")) > 0
+    return read_log(w / "delivered.log"), hashes
 
 
 @pytest.fixture()
@@ -75,11 +78,11 @@ def test_s3_run_equals_local_run(s3, local_log, tmp_path):
     w.mkdir()
     r = run(f"s3://{s3.bucket}/set/data.jsonl", w, env=s3.env())
     assert r.returncode == 0, r.stderr
-    assert read_log(w / "delivered.log") == local_log
+    assert (read_log(w / "delivered.log"), open(w / "hashes.txt").read()) == local_log
     # Second run: the manifest comes from the cache (same URI + ETag), same result.
     r = run(f"s3://{s3.bucket}/set/data.jsonl", w, env=s3.env())
     assert r.returncode == 0, r.stderr
-    assert read_log(w / "delivered.log") == local_log
+    assert (read_log(w / "delivered.log"), open(w / "hashes.txt").read()) == local_log
     assert len(list((tmp_path / "cache" / "stoker").glob("data.jsonl-*.jsonl"))) == 1
 
 
@@ -90,7 +93,7 @@ def test_http_run_equals_local_run(dataset, local_log, tmp_path):
         w.mkdir()
         r = run(f"http://127.0.0.1:{server.port}/data.jsonl", w)
         assert r.returncode == 0, r.stderr
-        assert read_log(w / "delivered.log") == local_log
+        assert (read_log(w / "delivered.log"), open(w / "hashes.txt").read()) == local_log
     finally:
         server.stop()
 
@@ -110,7 +113,7 @@ def test_missing_object_is_one_not_found(s3, local_log, tmp_path, dataset):
                                                   f"s3://{s3.bucket}/set/data.jsonl"), e
     assert first_image in e["reason"] and "404" in e["reason"], e
     delivered = sorted(i for _, ids in read_log(w / "delivered.log") for i in ids)
-    expected = sorted(i for _, ids in local_log for i in ids)
+    expected = sorted(i for _, ids in local_log[0] for i in ids)
     assert len(delivered) == len(expected) - len(errors)
 
 
@@ -146,7 +149,7 @@ def test_server_restarted_within_the_window(s3, local_log, tmp_path):
             extra=["--step-ms", "200", "--prefetch", "1"])
     t.join()
     assert r.returncode == 0, r.stderr
-    assert read_log(w / "delivered.log") == local_log
+    assert (read_log(w / "delivered.log"), open(w / "hashes.txt").read()) == local_log
 
 
 def test_server_gone_too_long_then_resume(s3, local_log, tmp_path):
@@ -165,4 +168,4 @@ def test_server_gone_too_long_then_resume(s3, local_log, tmp_path):
     r = run(f"s3://{s3.bucket}/set/data.jsonl", w, env=env,
             extra=["--state-file", str(state), "--resume", str(state)])
     assert r.returncode == 0, r.stderr
-    assert read_log(w / "delivered.log") == local_log
+    assert read_log(w / "delivered.log") == local_log[0]

@@ -58,6 +58,8 @@ options:
   --state-file F       after each batch, write the loader state to F (atomically)
   --resume F           continue from the state in F (a --state-file of an earlier run)
   --delivered-log F    append "epoch step id id ..." per delivered batch (cut back on resume)
+  --batch-hashes F     write one FNV-1a hash of every batch's tensors (shapes + bytes) per line,
+                       to compare runs byte for byte (e.g. local vs s3://; not kept over resumes)
   --step-ms MS         simulated trainer step: hold each batch MS ms before taking the next
   --limit-batches N    stop after N batches
   --arena-mb MB        batch arena size (default 1024)
@@ -108,8 +110,22 @@ std::string progress_line(const pipeline::LoaderStats& s) {
   return out;
 }
 
+// FNV-1a over every tensor's shape and bytes: equal hashes = byte-identical batches.
+std::uint64_t batch_hash(const pipeline::Batch& b) {
+  std::uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](const void* data, std::size_t n) {
+    const auto* p = static_cast<const std::uint8_t*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  for (const batch::TensorView& t : b.layout().tensors) {
+    for (std::int64_t d : t.shape) mix(&d, sizeof d);
+    mix(b.data(t), t.bytes());
+  }
+  return h;
+}
+
 struct Options {
-  std::string state_file, resume_file, delivered_log;
+  std::string state_file, resume_file, delivered_log, batch_hashes;
   double step_ms = 0;
   double pause_after_log_ms = 0;
   long long limit_batches = -1;
@@ -285,6 +301,7 @@ int run(const Args& args) {
   o.state_file = args.get("state-file");
   o.resume_file = args.get("resume");
   o.delivered_log = args.get("delivered-log");
+  o.batch_hashes = args.get("batch-hashes");
   o.quiet = args.has("quiet");
   Result<double> step = args.get_double("step-ms", 0);
   if (!step.ok()) return report("run", step.error());
@@ -315,6 +332,11 @@ int run(const Args& args) {
     log = std::fopen(o.delivered_log.c_str(), "a");
     if (log == nullptr) return report("run", not_found("opening --delivered-log " + o.delivered_log));
   }
+  std::FILE* hashes = nullptr;
+  if (!o.batch_hashes.empty()) {
+    hashes = std::fopen(o.batch_hashes.c_str(), "w");
+    if (hashes == nullptr) return report("run", not_found("opening --batch-hashes " + o.batch_hashes));
+  }
 
   int rc = 0;
   {
@@ -337,6 +359,7 @@ int run(const Args& args) {
         std::fwrite(line.data(), 1, line.size(), log);
         std::fflush(log);
       }
+      if (hashes != nullptr) std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(batch_hash(batch)));
       ++logged;
       if (o.pause_after_log_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.pause_after_log_ms));
@@ -355,6 +378,7 @@ int run(const Args& args) {
     }
   }
   if (log != nullptr) std::fclose(log);
+  if (hashes != nullptr) std::fclose(hashes);
   print_summary(**loader, *config, o);
   return rc;
 }
@@ -367,7 +391,7 @@ int run_run(int argc, char** argv) {
       {"model", "tokenizer", "batch-size", "max-length", "threads", "io-threads", "prefetch",
        "mode", "seed", "epochs", "rank", "world-size", "max-errors", "max-error-rate",
        "error-report", "state-file", "resume", "delivered-log", "step-ms", "limit-batches",
-       "arena-mb", "pause-after-log-ms"},
+       "arena-mb", "pause-after-log-ms", "batch-hashes"},
       {"strict", "quiet", "bf16", "pad-to-max", "help"});
   if (!args.ok()) return report("run", args.error());
   if (args->has("help") || args->positional().empty()) {
