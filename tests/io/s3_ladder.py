@@ -6,6 +6,7 @@ it; extra arguments go to the ladder.
 Run: /usr/bin/python3 tests/io/s3_ladder.py --stoker build/stoker --latency-ms 50 -- --quick"""
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,9 +48,13 @@ def main():
     ap.add_argument("--data", help="a folder with data.jsonl and its media (default: synth)")
     ap.add_argument("--n", type=int, default=96, help="synthetic records")
     ap.add_argument("--latency-ms", type=int, default=0)
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (ladder.csv/png)")
     ap.add_argument("ladder_args", nargs="*")
     a = ap.parse_args()
     why = servers.missing_s3rver()
+    if not why and a.latency_ms > 0 and not os.path.exists(
+            "/usr/lib/nginx/modules/ngx_http_lua_module.so"):
+        why = "nginx with the lua module is missing: apt-get install nginx-light libnginx-mod-http-lua"
     if why:
         print("skipped:", why)
         return 77
@@ -82,6 +87,8 @@ def main():
         if proxy and proxy.poll() is None:
             os.killpg(proxy.pid, signal.SIGKILL)
         server.stop()
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
