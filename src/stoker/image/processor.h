@@ -13,6 +13,7 @@
 
 #include "stoker/base/result.h"
 #include "stoker/image/decode.h"
+#include "stoker/image/detail/normalize_kernels.h"
 #include "stoker/image/smart_resize.h"
 
 namespace stoker::image {
@@ -78,9 +79,8 @@ class ImageProcessor {
   void write_bands(const RgbImage& img, const ImagePlan& plan, PixelDType dtype, int hb_begin,
                    int hb_end, void* out) const;
   ImageProcessorConfig config_;
-  // Per-channel lookup: uint8 value → normalised float, computed with the slow processor's
-  // exact arithmetic (float64 rescale, float32 normalise), so the hot loop is a table lookup.
-  std::array<std::array<float, 256>, 3> lut_{};
+  // Rescale/normalise constants for the SIMD kernel (detail/normalize_kernels.h).
+  detail::NormalizeParams norm_;
 };
 
 }  // namespace stoker::image
