@@ -202,7 +202,8 @@ def test_client_state_wins_and_wrong_world_is_refused(stoker, data, server, cons
     del other
 
 
-def test_socket_and_arena_are_private_and_cleaned_up_on_sigterm(stoker, server, monkeypatch):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_socket_and_arena_are_private_and_cleaned_up_on_signal(stoker, server, monkeypatch, sig):
     srv = server()
     mode = os.lstat(srv.sock).st_mode
     assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
@@ -217,7 +218,7 @@ def test_socket_and_arena_are_private_and_cleaned_up_on_sigterm(stoker, server, 
         if target.startswith("/memfd:"):
             memfds.append(stat.S_IMODE(os.stat(f"/proc/{srv.proc.pid}/fd/{fd}").st_mode))
     assert memfds and all(m == 0o600 for m in memfds), memfds
-    srv.proc.send_signal(signal.SIGTERM)
+    srv.proc.send_signal(sig)
     rc, out, err = srv.wait(timeout=30)
     assert rc == 0, err
     assert "stopped by signal" in out and "socket removed" in out, out
