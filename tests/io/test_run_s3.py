@@ -38,7 +38,9 @@ def run(data, workdir, env=None, extra=(), timeout=120):
             "--batch-hashes", str(workdir / "hashes.txt"), *extra]
     e = dict(env or os.environ)
     e["XDG_CACHE_HOME"] = str(workdir.parent / "cache")
-    return subprocess.run(args, env=e, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(args, env=e, capture_output=True, text=True, timeout=timeout)
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr  # ASan tree
+    return r
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +171,13 @@ def test_server_gone_too_long_then_resume(s3, local_log, tmp_path):
             extra=["--state-file", str(state), "--resume", str(state)])
     assert r.returncode == 0, r.stderr
     assert read_log(w / "delivered.log") == local_log[0]
+
+
+def test_stop_with_reads_in_flight(s3, tmp_path):
+    # The loader is destroyed after one batch while the rest of the window's reads are in flight:
+    # their callbacks must find the engine gone and return their budget (clean under ASan).
+    w = tmp_path / "w"
+    w.mkdir()
+    r = run(f"s3://{s3.bucket}/set/data.jsonl", w, env=s3.env(), extra=["--limit-batches", "1"])
+    assert r.returncode == 0, r.stderr
+    assert len(read_log(w / "delivered.log")) == 1
