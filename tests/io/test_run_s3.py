@@ -130,9 +130,13 @@ def test_wrong_secret_is_permission_denied(s3, tmp_path):
     assert time.time() - t0 < 10  # no retry storm
 
 
-def restart_later(server, delay_s, down_s):
+def restart_later(server, log, down_s):
+    """Kills the server once the run has delivered its first batch (most of the epoch still to
+    fetch: step 400 ms, prefetch 1), restarts it `down_s` later."""
     def go():
-        time.sleep(delay_s)
+        end = time.time() + 30
+        while time.time() < end and not (log.exists() and log.read_text().count("\n") >= 1):
+            time.sleep(0.01)
         server.stop()
         time.sleep(down_s)
         server.start()
@@ -146,9 +150,9 @@ def test_server_restarted_within_the_window(s3, local_log, tmp_path):
     w.mkdir()
     env = s3.env()
     env["STOKER_IO_MAX_ATTEMPTS"] = "30"  # the 120 s deadline is the window, not 8 attempts
-    t = restart_later(s3, 0.8, 1.0)
+    t = restart_later(s3, w / "delivered.log", 1.0)
     r = run(f"s3://{s3.bucket}/set/data.jsonl", w, env=env,
-            extra=["--step-ms", "200", "--prefetch", "1"])
+            extra=["--step-ms", "400", "--prefetch", "1"])
     t.join()
     assert r.returncode == 0, r.stderr
     assert (read_log(w / "delivered.log"), open(w / "hashes.txt").read()) == local_log
@@ -160,9 +164,9 @@ def test_server_gone_too_long_then_resume(s3, local_log, tmp_path):
     state = w / "state"
     env = s3.env()
     env["STOKER_IO_DEADLINE_MS"] = "1500"  # a short retry window keeps the test short
-    t = restart_later(s3, 0.8, 6.0)
+    t = restart_later(s3, w / "delivered.log", 6.0)
     r = run(f"s3://{s3.bucket}/set/data.jsonl", w, env=env,
-            extra=["--step-ms", "200", "--prefetch", "1", "--state-file", str(state)])
+            extra=["--step-ms", "400", "--prefetch", "1", "--state-file", str(state)])
     assert r.returncode != 0
     assert "Unavailable" in r.stderr or "DeadlineExceeded" in r.stderr, r.stderr
     assert "resume" in r.stderr
