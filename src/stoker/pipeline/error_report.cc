@@ -5,36 +5,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "stoker/base/json_text.h"
+
 namespace stoker::pipeline {
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
-
 std::string failure_json(const SampleFailure& f) {
-  return "{\"sample\": " + std::to_string(f.sample) + ", \"file\": \"" + json_escape(f.file) +
-         "\", \"line\": " + std::to_string(f.line) + ", \"stage\": \"" + json_escape(f.stage) +
-         "\", \"code\": \"" + json_escape(f.code) + "\", \"reason\": \"" + json_escape(f.reason) +
-         "\"}";
+  return "{\"sample\": " + std::to_string(f.sample) + ", \"file\": " + json_string(f.file) +
+         ", \"line\": " + std::to_string(f.line) + ", \"stage\": " + json_string(f.stage) +
+         ", \"code\": " + json_string(f.code) + ", \"reason\": " + json_string(f.reason) + "}";
 }
 
 ErrorReport::~ErrorReport() {

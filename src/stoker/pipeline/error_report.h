@@ -26,7 +26,6 @@ struct SampleFailure {
 };
 
 std::string failure_json(const SampleFailure& f);
-std::string json_escape(const std::string& s);
 
 class ErrorReport {
  public:
