@@ -7,17 +7,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "stoker/base/mix.h"
+
 namespace stoker::dataset {
-namespace {
-
-// splitmix64's finaliser: a strong 64-bit mixer, used for key derivation and as the round function.
-constexpr std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 // ---- EpochPermutation ----------------------------------------------------------------------
 

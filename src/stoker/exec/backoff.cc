@@ -7,16 +7,9 @@
 #include <string>
 #include <thread>
 
+#include "stoker/base/mix.h"
+
 namespace stoker::exec {
-namespace {
-
-constexpr std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 Status BackoffOptions::validate() const {
   if (initial_delay.count() < 0) return invalid_argument("backoff: initial_delay must be >= 0");

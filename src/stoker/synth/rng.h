@@ -8,14 +8,9 @@
 #include <cstdint>
 #include <span>
 
-namespace stoker::synth {
+#include "stoker/base/mix.h"
 
-// splitmix64's output function: a good 64-bit mixer, also used to hash coordinates.
-constexpr std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+namespace stoker::synth {
 
 class Rng {
  public:
