@@ -48,6 +48,8 @@ options:
   --pad-to-max         pad every batch to --max-length (default: to the longest sample)
   --threads N          CPU pool (default: all cores)      --io-threads N   I/O pool (default 4)
   --prefetch K         ready batches kept ahead (default 4)
+  --worker-sched C     scheduling class of the loader's threads: batch (default: they never
+                       preempt the trainer's thread), idle (only spare CPU), normal
   --mode M             serial | concurrent | prefetch (default)
   --seed S             order seed (default 0)          --epochs E   (default 1; -1 forever)
   --rank R --world-size W   this rank (default: torchrun / Open MPI / Slurm env, else 0 of 1)
@@ -168,6 +170,7 @@ Result<pipeline::LoaderConfig> make_config(const Args& args) {
   if (arena_mb < 1) return invalid_argument("--arena-mb must be >= 1");
   c.arena.bytes = static_cast<std::size_t>(arena_mb) << 20;
   if (args.has("bf16")) c.pixel_dtype = image::PixelDType::kBFloat16;
+  STOKER_ASSIGN_OR_RETURN(c.worker_sched, exec::parse_sched_class(args.get("worker-sched", "batch")));
   std::string mode = args.get("mode", "prefetch");
   if (mode == "serial") c.mode = pipeline::Mode::kSerial;
   else if (mode == "concurrent") c.mode = pipeline::Mode::kConcurrent;
@@ -377,7 +380,7 @@ int run(const Args& args) {
 int run_run(int argc, char** argv) {
   auto args = Args::parse(
       argc, argv,
-      {"model", "tokenizer", "batch-size", "max-length", "threads", "io-threads", "prefetch",
+      {"model", "tokenizer", "batch-size", "max-length", "threads", "io-threads", "prefetch", "worker-sched",
        "mode", "seed", "epochs", "rank", "world-size", "max-errors", "max-error-rate",
        "error-report", "state-file", "resume", "delivered-log", "step-ms", "limit-batches",
        "arena-mb", "pause-after-log-ms", "batch-hashes"},

@@ -63,6 +63,8 @@ options:
   --threads N          CPU threads for all ranks together (default: all cores), split W ways
   --io-threads N       I/O threads per rank (default 2)
   --prefetch K         ready batches kept ahead per rank (default 4)
+  --worker-sched C     scheduling class of the loader's threads: batch (default: they never
+                       preempt the trainer's thread), idle (only spare CPU), normal
   --window N           unreleased batches one rank's process may hold (default 4)
   --seed S             order seed (default 0)          --epochs E   (default 1; -1 forever)
   --arena-mb MB        shared arena per rank (default 512)
@@ -241,6 +243,7 @@ Result<pipeline::LoaderConfig> make_config(const Args& args) {
   c.arena.bytes = static_cast<std::size_t>(arena_mb) << 20;
   c.arena.shared = true;  // the clients map it
   if (args.has("bf16")) c.pixel_dtype = image::PixelDType::kBFloat16;
+  STOKER_ASSIGN_OR_RETURN(c.worker_sched, exec::parse_sched_class(args.get("worker-sched", "batch")));
   return c;
 }
 
@@ -387,7 +390,7 @@ int run_serve(int argc, char** argv) {
   Result<Args> args = Args::parse(
       argc, argv,
       {"socket", "world-size", "model", "tokenizer", "batch-size", "max-length", "threads",
-       "io-threads", "prefetch", "window", "seed", "epochs", "arena-mb", "progress-s"},
+       "io-threads", "prefetch", "worker-sched", "window", "seed", "epochs", "arena-mb", "progress-s"},
       {"bf16"});
   if (!args.ok()) return report("serve", args.error());
   Status st = run(*args);

@@ -22,12 +22,13 @@ Result<std::unique_ptr<ThreadPool>> ThreadPool::create(const ThreadPoolOptions& 
   STOKER_RETURN_IF_ERROR(options.validate());
   int n = options.num_threads;
   if (n == 0) n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return std::unique_ptr<ThreadPool>(new ThreadPool(n, options.name));
+  return std::unique_ptr<ThreadPool>(new ThreadPool(n, options.name, options.sched));
 }
 
 ThreadPool::ThreadPool(int num_threads) : ThreadPool(num_threads, "stoker-pool") {}
 
-ThreadPool::ThreadPool(int num_threads, std::string name) : name_(std::move(name)) {
+ThreadPool::ThreadPool(int num_threads, std::string name, SchedClass sched)
+    : name_(std::move(name)), sched_(sched) {
   STOKER_CHECK(num_threads >= 1, "a thread pool needs at least one thread");
   workers_.reserve(static_cast<std::size_t>(num_threads));
   for (int i = 0; i < num_threads; ++i) {
@@ -56,7 +57,9 @@ Status ThreadPool::submit_task(detail::Task task) {
 
 void ThreadPool::worker_loop() {
   const std::stop_token stop = cancel_.get_token();
+  Status sched = sched_ == SchedClass::kNormal ? ok_status() : set_current_thread_sched(sched_);
   std::unique_lock lock(mu_);
+  if (!sched.ok() && !sched_error_) sched_error_ = std::move(sched).error();
   for (;;) {
     work_cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
     if (queue_.empty()) return;  // closing and drained
@@ -101,6 +104,12 @@ void ThreadPool::shutdown(ShutdownMode mode) {
 std::size_t ThreadPool::queued() const {
   std::lock_guard lock(mu_);
   return queue_.size();
+}
+
+Status ThreadPool::sched_status() const {
+  std::lock_guard lock(mu_);
+  if (sched_error_) return *sched_error_;
+  return ok_status();
 }
 
 bool ThreadPool::on_worker_thread() const {

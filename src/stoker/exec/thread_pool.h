@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -21,12 +22,16 @@
 
 #include "stoker/base/result.h"
 #include "stoker/exec/detail/task.h"
+#include "stoker/exec/sched.h"
 
 namespace stoker::exec {
 
 struct ThreadPoolOptions {
   int num_threads = 0;  // 0: std::thread::hardware_concurrency() (at least 1)
   std::string name = "stoker-pool";  // worker thread names: "<name>/<i>", cut to 15 bytes
+  // Each worker moves itself to this class before its first task (sched.h). A worker the kernel
+  // refuses stays in its inherited class; sched_status() reports the first refusal.
+  SchedClass sched = SchedClass::kNormal;
 
   Status validate() const;
 };
@@ -66,9 +71,11 @@ class ThreadPool {
   std::size_t queued() const;
   // True on one of this pool's worker threads.
   bool on_worker_thread() const;
+  // OK, or why a worker could not take the requested scheduling class (the pool still works).
+  Status sched_status() const;
 
  private:
-  ThreadPool(int num_threads, std::string name);
+  ThreadPool(int num_threads, std::string name, SchedClass sched = SchedClass::kNormal);
   Status submit_task(detail::Task task);
   void worker_loop();
 
@@ -83,6 +90,8 @@ class ThreadPool {
   std::mutex join_mu_;       // one shutdown() joins; concurrent callers wait for it
   std::vector<std::jthread> workers_;
   std::vector<std::thread::id> worker_ids_;  // written before any task runs, then read-only
+  SchedClass sched_ = SchedClass::kNormal;
+  std::optional<Error> sched_error_;  // guarded by mu_
 };
 
 }  // namespace stoker::exec

@@ -1,5 +1,7 @@
 #include "stoker/pipeline/loader.h"
 
+#include <pthread.h>
+
 #include <charconv>
 #include <mutex>
 #include <thread>
@@ -135,7 +137,11 @@ struct Loader::Impl {
   std::int64_t batches = 0, samples = 0, failed = 0;
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
 
-  ~Impl() {
+  ~Impl() { stop_engine(); }
+
+  // Stops the producer and the pools, drops what was produced and not delivered (their blocks
+  // go back to the arena), and destroys the engine. Idempotent.
+  void stop_engine() {
     if (producer.joinable()) {
       producer.request_stop();
       if (ring) ring->close();
@@ -149,20 +155,38 @@ struct Loader::Impl {
     if (cpu) cpu->shutdown(exec::ShutdownMode::kCancel);
     if (emit) emit->shutdown(exec::ShutdownMode::kCancel);
     engine.reset();
+    producer = std::jthread();
+    ring.reset();
+    io.reset();
+    cpu.reset();
+    emit.reset();
   }
 
+  // Schedule from start_state, pools, engine and (kPrefetch) the producer thread.
+  Status start_engine();
+  Status open_report();
   Status start();
   ReadyBatch produce_one();
 };
 
+// At the first next(): the engine (unless prefetch_on_create already started it) and the error
+// report. The report is opened only here — after any resume() — because opening it truncates
+// it to the start state's cursor.
 Status Loader::Impl::start() {
+  if (!engine) STOKER_RETURN_IF_ERROR(start_engine());
+  return open_report();
+}
+
+Status Loader::Impl::open_report() {
+  if (config.errors.report_path.empty()) return ok_status();
+  return report.open(config.errors.report_path,
+                     resumed ? static_cast<std::int64_t>(start_state.errors) : -1);
+}
+
+Status Loader::Impl::start_engine() {
   dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
   STOKER_ASSIGN_OR_RETURN(Schedule schedule, Schedule::make(ctx->index->size(), order, rank,
                                                             config.epochs, start_state));
-  if (!config.errors.report_path.empty()) {
-    STOKER_RETURN_IF_ERROR(report.open(config.errors.report_path,
-                                       resumed ? static_cast<std::int64_t>(start_state.errors) : -1));
-  }
   EngineOptions eo;
   eo.batch_size = config.batch_size;
   eo.padding = config.padding;
@@ -182,20 +206,27 @@ Status Loader::Impl::start() {
   eo.on_demand = config.mode != Mode::kPrefetch;
   if (config.mode != Mode::kSerial) {
     STOKER_ASSIGN_OR_RETURN(cpu, exec::ThreadPool::create({.num_threads = config.threads,
-                                                           .name = "stoker-cpu"}));
+                                                           .name = "stoker-cpu",
+                                                           .sched = config.worker_sched}));
     STOKER_ASSIGN_OR_RETURN(io, exec::ThreadPool::create({.num_threads = config.io_threads,
-                                                          .name = "stoker-io"}));
+                                                          .name = "stoker-io",
+                                                          .sched = config.worker_sched}));
     cpu_threads = cpu->num_threads();
     // Emit helpers are idle except while a batch is emitted; the producer emits too.
     emit_threads = std::max(1, cpu_threads / 2);
     STOKER_ASSIGN_OR_RETURN(emit, exec::ThreadPool::create({.num_threads = emit_threads,
-                                                            .name = "stoker-emit"}));
+                                                            .name = "stoker-emit",
+                                                            .sched = config.worker_sched}));
   }
   engine = std::make_unique<Engine>(*ctx, std::move(schedule), arena, cpu.get(), io.get(),
                                     emit.get(), eo);
   if (config.mode == Mode::kPrefetch) {
     ring = std::make_unique<exec::BoundedQueue<ReadyBatch>>(static_cast<std::size_t>(config.prefetch));
     producer = std::jthread([this](std::stop_token stop) {
+      // Best effort, as the pools: a refused class leaves the producer in the caller's class.
+      if (config.worker_sched != exec::SchedClass::kNormal) {
+        (void)exec::set_current_thread_sched(config.worker_sched);
+      }
       for (;;) {
         ReadyBatch rb = engine->produce(stop);
         bool last = rb.end || rb.fatal.has_value();
@@ -203,6 +234,7 @@ Status Loader::Impl::start() {
         if (last) return;
       }
     });
+    pthread_setname_np(producer.native_handle(), "stoker-produce");
   }
   return ok_status();
 }
@@ -246,6 +278,11 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   impl->ctx = std::move(ctx);
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
   impl->arena = std::move(arena);
+  if (config.mode == Mode::kPrefetch && config.prefetch_on_create) {
+    // A failure here (e.g. an empty dataset) is left for the first next() to report, as
+    // without prefetch_on_create: it retries and returns the same error.
+    if (!impl->start_engine().ok()) impl->stop_engine();
+  }
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 
@@ -255,6 +292,11 @@ Status Loader::resume(const LoaderState& s) {
   impl_->start_state = s;
   impl_->state = s;
   impl_->resumed = true;
+  if (impl_->engine) {
+    // prefetch_on_create began at the start of the order: discard that and start again at `s`.
+    impl_->stop_engine();
+    return impl_->start_engine();
+  }
   return ok_status();
 }
 

@@ -24,6 +24,7 @@
 #include "stoker/batch/arena.h"
 #include "stoker/batch/batch.h"
 #include "stoker/dataset/order.h"
+#include "stoker/exec/sched.h"
 #include "stoker/image/processor.h"
 
 namespace stoker::pipeline {
@@ -59,11 +60,19 @@ struct LoaderConfig {
   Mode mode = Mode::kPrefetch;
   int threads = 0;                  // CPU pool size; 0: hardware concurrency
   int prefetch = 4;                 // ready batches kept ahead (kPrefetch)
+  // kPrefetch: start producing when the loader is created, so the ring fills while the trainer
+  // builds its model; a resume() before the first next() restarts production at its state.
+  // Off: production starts at the first next().
+  bool prefetch_on_create = true;
   int io_threads = 4;               // record reads + media fetches (blocking pread)
   int window = 0;                   // samples in flight incl. finished-but-unconsumed; 0: auto
                                     // (2·batch_size·(prefetch+1) for kPrefetch, batch_size for
                                     // kConcurrent, 1 for kSerial)
   std::int64_t fetch_bytes_in_flight = std::int64_t{256} << 20;
+  // Scheduling class of the loader's own threads (CPU, I/O and emit pools, the prefetch
+  // producer); the caller's thread is never changed. Batch: a waking loader thread does not
+  // preempt the trainer's thread, so next() is not left waiting for a core (exec/sched.h).
+  exec::SchedClass worker_sched = exec::SchedClass::kBatch;
   batch::ArenaOptions arena;
   ErrorPolicy errors;
   // Test hook: called before each media read with (record id, media index); may sleep to

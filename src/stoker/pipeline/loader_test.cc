@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -192,6 +196,68 @@ TEST(LoaderResumeTest, ResumeContinuesExactly) {
   ASSERT_TRUE(loader.ok());
   ASSERT_TRUE((*loader)->next().ok());
   EXPECT_FALSE((*loader)->resume(LoaderState{}).ok());
+}
+
+// prefetch_on_create: the ring fills before the first next(); a resume() arriving after that
+// throws the early batches away and restarts at its state — nothing from the discarded start
+// leaks into the delivered stream.
+TEST(LoaderResumeTest, ResumeAfterEagerProductionRestartsAtTheState) {
+  STOKER_REQUIRE_TOKENIZER();
+  auto ds = make_dataset("eager", 16);
+  LoaderConfig c = small_config(ds.data_path);
+  c.mode = Mode::kPrefetch;
+  c.prefetch_on_create = true;
+  testing::RunResult full = run_loader(c);
+  ASSERT_EQ(full.ids.size(), 16u);
+  testing::RunResult head = run_loader(c, std::nullopt, 2);
+  auto loader = Loader::create(c);
+  ASSERT_TRUE(loader.ok());
+  // Production is under way before any next(): batches appear in the arena.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((*loader)->arena().in_use() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_GT((*loader)->arena().in_use(), 0u) << "nothing produced before the first next()";
+  ASSERT_TRUE((*loader)->resume(head.state).ok());
+  std::vector<std::uint64_t> joined = head.ids;
+  for (;;) {
+    auto b = (*loader)->next();
+    ASSERT_TRUE(b.ok()) << b.error().to_string();
+    if (!*b) break;
+    const auto* ids = (*b)->as<std::uint64_t>("sample_ids");
+    joined.insert(joined.end(), ids, ids + (*b)->size());
+  }
+  EXPECT_EQ(joined, full.ids);
+}
+
+// The loader's own threads run in worker_sched; the caller's thread is left alone.
+TEST(LoaderTest, WorkerThreadsTakeTheConfiguredSchedulingClass) {
+  STOKER_REQUIRE_TOKENIZER();
+  auto ds = make_dataset("sched", 8);
+  for (exec::SchedClass want : {exec::SchedClass::kBatch, exec::SchedClass::kIdle}) {
+    LoaderConfig c = small_config(ds.data_path);
+    c.mode = Mode::kPrefetch;
+    c.worker_sched = want;
+    const int caller = sched_getscheduler(0);
+    auto loader = Loader::create(c);
+    ASSERT_TRUE(loader.ok());
+    auto b = (*loader)->next();  // every pool has started and run work
+    ASSERT_TRUE(b.ok() && *b);
+    const int policy = want == exec::SchedClass::kBatch ? SCHED_BATCH : SCHED_IDLE;
+    int checked = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name.rfind("stoker-", 0) != 0) continue;  // not a loader thread
+      const pid_t tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
+      EXPECT_EQ(sched_getscheduler(tid), policy) << name;
+      ++checked;
+    }
+    // cpu (2) + io (2) + emit (1) + the producer.
+    EXPECT_GE(checked, 6);
+    EXPECT_EQ(sched_getscheduler(0), caller);
+  }
 }
 
 // One rank runs part of the epoch; the rest is re-split over two ranks from the same global

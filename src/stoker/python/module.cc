@@ -55,7 +55,7 @@ pipeline::LoaderConfig make_config(const py::dict& kw) {
         "data", "model", "tokenizer", "batch_size", "max_length", "padding", "pixel_dtype",
         "seed", "epochs", "rank", "world_size", "local_rank", "local_world_size", "mode",
         "threads", "prefetch", "io_threads", "window", "fetch_bytes_in_flight", "arena_bytes",
-        "arena_shared", "strict", "max_errors", "max_error_rate", "min_seen", "error_report"};
+        "arena_shared", "worker_sched", "strict", "max_errors", "max_error_rate", "min_seen", "error_report"};
     std::string key = item.first.cast<std::string>();
     bool known = false;
     for (const char* k : kKnown) known = known || key == k;
@@ -99,6 +99,11 @@ pipeline::LoaderConfig make_config(const py::dict& kw) {
     if (has("fetch_bytes_in_flight")) c.fetch_bytes_in_flight = i64("fetch_bytes_in_flight");
     if (has("arena_bytes")) c.arena.bytes = kw["arena_bytes"].cast<std::size_t>();
     if (has("arena_shared")) c.arena.shared = kw["arena_shared"].cast<bool>();
+    if (has("worker_sched")) {
+      auto sched = exec::parse_sched_class(str("worker_sched"));
+      if (!sched.ok()) raise(std::move(sched).error().with_context("Loader: worker_sched"));
+      c.worker_sched = *sched;
+    }
     if (has("strict")) c.errors.strict = kw["strict"].cast<bool>();
     if (has("max_errors")) c.errors.max_errors = i64("max_errors");
     if (has("max_error_rate")) c.errors.max_error_rate = kw["max_error_rate"].cast<double>();
