@@ -48,7 +48,7 @@ double bicubic(double x) {
 }
 
 // Fixed-point filter taps for one axis: output i reads `count[i]` inputs from `start[i]` with
-// weights k[i·ksize ...]. The padded form (when in_size ≥ ksize) gives every output exactly ksize
+// weights k[i·ksize ...]. The padded form (when in_size ≥ ptaps) gives every output exactly ptaps
 // taps — the window slid left at the right edge, zero weights outside Pillow's window — so the
 // kernels run a compile-time tap count with no per-pixel branches. Zero weights add exactly 0.
 struct Coeffs {
@@ -57,8 +57,11 @@ struct Coeffs {
   std::vector<int> count;
   std::vector<std::int32_t> k;  // out_size × ksize, zero beyond count
   bool padded = false;
+  // Taps of the padded form: the widest window any output has, not Pillow's ksize bound
+  // (2·ceil(support)+1). Upscales need 4, not 5 — a fifth of the multiply-adds.
+  int ptaps = 0;
   std::vector<int> pstart;
-  std::vector<std::int32_t> pk;  // out_size × ksize
+  std::vector<std::int32_t> pk;  // out_size × ptaps
 };
 
 std::shared_ptr<const Coeffs> compute_coeffs(int in_size, int out_size) {
@@ -95,16 +98,22 @@ std::shared_ptr<const Coeffs> compute_coeffs(int in_size, int out_size) {
     c->start[xx] = xmin;
     c->count[xx] = n;
   }
-  if (in_size >= c->ksize) {
+  const int widest = *std::max_element(c->count.begin(), c->count.end());
+  c->ptaps = detail::fixed_kernel_taps(widest);
+  if (c->ptaps == 0) c->ptaps = c->ksize;  // no fixed kernel that wide: portable loops
+  if (in_size >= c->ptaps) {
+    // Slide each window left at the right edge so it stays inside the source; start + count ≤
+    // in_size keeps the real taps inside the ptaps slots.
+    const int n = c->ptaps;
     c->padded = true;
     c->pstart.resize(out_size);
-    c->pk.assign(static_cast<size_t>(out_size) * c->ksize, 0);
+    c->pk.assign(static_cast<size_t>(out_size) * n, 0);
     for (int xx = 0; xx < out_size; ++xx) {
-      const int s = std::min(c->start[xx], in_size - c->ksize);
+      const int s = std::min(c->start[xx], in_size - n);
       const int shift = c->start[xx] - s;
       c->pstart[xx] = s;
       for (int t = 0; t < c->count[xx]; ++t) {
-        c->pk[static_cast<size_t>(xx) * c->ksize + shift + t] =
+        c->pk[static_cast<size_t>(xx) * n + shift + t] =
             c->k[static_cast<size_t>(xx) * c->ksize + t];
       }
     }
@@ -241,9 +250,10 @@ struct AxisPlan {
   const Coeffs* c;
   bool fixed;
   int start(int i) const { return fixed ? c->pstart[i] : c->start[i]; }
-  int taps(int i) const { return fixed ? c->ksize : c->count[i]; }
+  int taps(int i) const { return fixed ? c->ptaps : c->count[i]; }
   const std::int32_t* k(int i) const {
-    return (fixed ? c->pk.data() : c->k.data()) + static_cast<size_t>(i) * c->ksize;
+    return fixed ? c->pk.data() + static_cast<size_t>(i) * c->ptaps
+                 : c->k.data() + static_cast<size_t>(i) * c->ksize;
   }
 };
 
@@ -256,7 +266,7 @@ void horizontal_pass(const RgbImage& src, const Coeffs& hc, int out_w, int first
   s->il.resize(static_cast<size_t>(src.width) * kLanes + 1);
   s->il_out.resize(static_cast<size_t>(out_w) * kLanes + 1);
   s->sink_row.resize(out_stride + 1);
-  const bool fixed = hc.padded && detail::has_fixed_kernel(hc.ksize);
+  const bool fixed = hc.padded && detail::has_fixed_kernel(hc.ptaps);
   const std::uint8_t* in_rows[kBlockRows];
   std::uint8_t* out_rows[kBlockRows];
   for (int y0 = first; y0 < last; y0 += kBlockRows) {
@@ -269,7 +279,7 @@ void horizontal_pass(const RgbImage& src, const Coeffs& hc, int out_w, int first
     }
     interleave_rows(in_rows, src.width, s->il.data());
     if (fixed) {
-      detail::horizontal_block_fixed(hc.ksize, s->il.data(), hc.pstart.data(), hc.pk.data(), out_w,
+      detail::horizontal_block_fixed(hc.ptaps, s->il.data(), hc.pstart.data(), hc.pk.data(), out_w,
                                      out_rows);
     } else {
       horizontal_any(s->il.data(), hc, out_w, s->il_out.data());
@@ -332,7 +342,7 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
     return;
   }
   auto vc = coeff_cache().get(src.height, dst_h);
-  const AxisPlan v{vc.get(), vc->padded && detail::has_fixed_kernel(vc->ksize)};
+  const AxisPlan v{vc.get(), vc->padded && detail::has_fixed_kernel(vc->ptaps)};
   if (!need_h) {  // vertical only, from the source rows
     for (int y = 0; y < dst_h; ++y) {
       vertical_output_row(v, y, src.pixels.data(), out_stride, 0, out + y * out_stride, &scratch);

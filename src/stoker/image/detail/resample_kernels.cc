@@ -96,10 +96,15 @@ HWY_INLINE void VerticalT(const std::uint8_t* const* rows, const std::int32_t* k
 void HorizontalFixed(int taps, const std::uint8_t* il, const int* start, const std::int32_t* k,
                      int out_w, std::uint8_t* const* out_rows) {
   switch (taps) {
+    case 4: return HorizontalT<4>(il, start, k, out_w, out_rows);
     case 5: return HorizontalT<5>(il, start, k, out_w, out_rows);
+    case 6: return HorizontalT<6>(il, start, k, out_w, out_rows);
     case 7: return HorizontalT<7>(il, start, k, out_w, out_rows);
+    case 8: return HorizontalT<8>(il, start, k, out_w, out_rows);
     case 9: return HorizontalT<9>(il, start, k, out_w, out_rows);
+    case 10: return HorizontalT<10>(il, start, k, out_w, out_rows);
     case 11: return HorizontalT<11>(il, start, k, out_w, out_rows);
+    case 12: return HorizontalT<12>(il, start, k, out_w, out_rows);
     case 13: return HorizontalT<13>(il, start, k, out_w, out_rows);
   }
 }
@@ -107,10 +112,15 @@ void HorizontalFixed(int taps, const std::uint8_t* il, const int* start, const s
 void VerticalFixed(int taps, const std::uint8_t* const* rows, const std::int32_t* k, int n,
                    std::uint8_t* out) {
   switch (taps) {
+    case 4: return VerticalT<4>(rows, k, n, out);
     case 5: return VerticalT<5>(rows, k, n, out);
+    case 6: return VerticalT<6>(rows, k, n, out);
     case 7: return VerticalT<7>(rows, k, n, out);
+    case 8: return VerticalT<8>(rows, k, n, out);
     case 9: return VerticalT<9>(rows, k, n, out);
+    case 10: return VerticalT<10>(rows, k, n, out);
     case 11: return VerticalT<11>(rows, k, n, out);
+    case 12: return VerticalT<12>(rows, k, n, out);
     case 13: return VerticalT<13>(rows, k, n, out);
   }
 }
@@ -124,10 +134,6 @@ namespace stoker::image::detail {
 
 HWY_EXPORT(HorizontalFixed);
 HWY_EXPORT(VerticalFixed);
-
-bool has_fixed_kernel(int taps) {
-  return taps == 5 || taps == 7 || taps == 9 || taps == 11 || taps == 13;
-}
 
 void horizontal_block_fixed(int taps, const std::uint8_t* il, const int* start,
                             const std::int32_t* k, int out_w, std::uint8_t* const* out_rows) {

@@ -10,8 +10,15 @@ namespace stoker::image::detail {
 // Rows per horizontal block; the interleaved layout is [x][row][RGB].
 inline constexpr int kResampleBlockRows = 16;
 
-// True when a fixed-tap kernel exists for `taps` (the odd sizes 5..13 bicubic produces).
-bool has_fixed_kernel(int taps);
+// Fixed-tap kernels exist for 4..13 taps (bicubic windows: 4 for any upscale, about
+// 4·scale + 1 for a downscale by `scale` ≤ 3).
+inline constexpr int kMinFixedTaps = 4, kMaxFixedTaps = 13;
+inline bool has_fixed_kernel(int taps) { return taps >= kMinFixedTaps && taps <= kMaxFixedTaps; }
+// The fixed kernel a window of `widest` taps runs in (padded with zero weights): `widest` itself,
+// or kMinFixedTaps below it; 0 above kMaxFixedTaps.
+inline int fixed_kernel_taps(int widest) {
+  return widest > kMaxFixedTaps ? 0 : (widest < kMinFixedTaps ? kMinFixedTaps : widest);
+}
 
 // Horizontal pass over one block of 16 rows interleaved per pixel ([x][row][RGB] = 48 bytes):
 // out_rows[r][3x + c] = clip8(Σ_t il[(start[x] + t)·48 + 3r + c] · k[x·taps + t]).
