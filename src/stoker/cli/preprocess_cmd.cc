@@ -66,10 +66,17 @@ Status process_file(const image::ImageProcessor& proc, const Options& opt, const
   const std::int64_t cols = proc.columns();
   const std::size_t elem = opt.dtype == image::PixelDType::kFloat32 ? 4 : 2;
   std::vector<std::uint8_t> pixel_values(static_cast<std::size_t>(plan.rows() * cols) * elem);
-  image::RgbImage resized;
-  STOKER_RETURN_IF_ERROR(proc.process(bytes, plan, opt.dtype, pixel_values.data(), scratch,
-                                      opt.dump_dir.empty() ? nullptr : &resized));
+  // pixel_values come from the production path (streaming: decode → resize → patchify by bands).
+  STOKER_RETURN_IF_ERROR(proc.process(bytes, plan, opt.dtype, pixel_values.data(), scratch));
   if (!opt.dump_dir.empty()) {
+    // The resized image for the dump comes from the whole-image path; its pixel_values must be
+    // the same bytes, or the streaming path is wrong — checked on every dumped file.
+    image::RgbImage resized;
+    std::vector<std::uint8_t> whole(pixel_values.size());
+    STOKER_RETURN_IF_ERROR(proc.process(bytes, plan, opt.dtype, whole.data(), scratch, &resized));
+    if (whole != pixel_values) {
+      return internal_error("streaming and whole-image paths differ on " + file);
+    }
     const std::string base = opt.dump_dir + "/" + std::to_string(index);
     STOKER_RETURN_IF_ERROR(write_file(base + ".resized.npy",
                                       npy_bytes("|u1", {resized.height, resized.width, 3},

@@ -61,7 +61,7 @@ inline void emit_fence() {
 // Only merge-row bands [hb_begin, hb_end) are written (each band = P·m image rows = (gw/m)·m² rows
 // of output), so a caller can patchify bands as the resampler finishes them.
 template <typename T, int kP>
-void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_w, int hb_begin,
+void patchify(const RgbRows& img, int patch, int tps, int merge, int grid_w, int hb_begin,
               int hb_end, const detail::NormalizeParams& norm, T* out) {
   const int P = kP > 0 ? kP : patch;
   const size_t plane = static_cast<size_t>(P) * P;
@@ -99,7 +99,7 @@ void patchify(const RgbImage& img, int patch, int tps, int merge, int grid_w, in
 }
 
 template <typename T>
-void patchify_any(const RgbImage& img, int patch, int tps, int merge, int grid_w, int hb_begin,
+void patchify_any(const RgbRows& img, int patch, int tps, int merge, int grid_w, int hb_begin,
                   int hb_end, const detail::NormalizeParams& norm, T* out) {
   switch (patch) {
     case 14:
@@ -212,25 +212,35 @@ Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImageP
                             std::to_string(decoded.height) + " differs from the plan's " +
                             std::to_string(plan.src_width) + "x" + std::to_string(plan.src_height));
   }
-  const RgbImage* img = &decoded;
-  if (plan.width != decoded.width || plan.height != decoded.height) {
-    // Patchify each band of P·m rows as soon as the resampler has finished it, while those rows
-    // are still in cache, instead of re-reading the whole resized image afterwards.
-    const int band_rows = P * m;
-    int bands_done = 0;
-    resize_bicubic_exact(decoded, plan.width, plan.height, &scratch->resized, [&](int rows) {
-      const int ready = rows / band_rows;
-      if (ready > bands_done) {
-        write_bands(scratch->resized, plan, dtype, bands_done, ready, out);
-        bands_done = ready;
-      }
-    });
-    img = &scratch->resized;
-  } else {
-    normalize_patchify(*img, plan, dtype, out);
+  if (resized_out != nullptr) {  // the whole resized image is wanted too (tools, tests)
+    resize_bicubic_exact(decoded, plan.width, plan.height, &scratch->resized);
+    normalize_patchify(scratch->resized, plan, dtype, out);
+    *resized_out = scratch->resized;
+    return ok_status();
   }
-  if (resized_out != nullptr) *resized_out = *img;
-  return ok_status();
+  // Streaming: the resampler writes each output row into a one-band ring (P·m rows) and the band
+  // is normalised + patchified the moment its last row is final, while it is in L2. No
+  // image-sized buffer is written after the decode.
+  const int band_rows = P * m;
+  const size_t stride = static_cast<size_t>(plan.width) * 3;
+  scratch->band.resize(static_cast<size_t>(band_rows) * stride);
+  std::uint8_t* band = scratch->band.data();
+  int next_src = 0, bands_done = 0;
+  return resize_bicubic_exact_stream(
+      decoded.width, decoded.height,
+      [&](int n, const std::uint8_t** rows) {
+        for (int r = 0; r < n; ++r) rows[r] = decoded.row(next_src + r);
+        next_src += n;
+        return ok_status();
+      },
+      plan.width, plan.height,
+      [&](int y) { return band + static_cast<size_t>(y % band_rows) * stride; },
+      [&](int rows) {
+        if (rows < (bands_done + 1) * band_rows) return;
+        const RgbRows view{band, stride, bands_done * band_rows};
+        write_bands(view, plan, dtype, bands_done, bands_done + 1, out);
+        ++bands_done;
+      });
 }
 
 void ImageProcessor::normalize_patchify(const RgbImage& resized, const ImagePlan& plan,
@@ -241,10 +251,11 @@ void ImageProcessor::normalize_patchify(const RgbImage& resized, const ImagePlan
                    plan.grid_h * config_.patch_size == plan.height &&
                    plan.grid_w % config_.merge_size == 0 && plan.grid_h % config_.merge_size == 0,
                "normalize_patchify: plan grid does not tile the image");
-  write_bands(resized, plan, dtype, 0, plan.grid_h / config_.merge_size, out);
+  write_bands(RgbRows{resized.pixels.data(), static_cast<size_t>(resized.width) * 3, 0}, plan,
+              dtype, 0, plan.grid_h / config_.merge_size, out);
 }
 
-void ImageProcessor::write_bands(const RgbImage& img, const ImagePlan& plan, PixelDType dtype,
+void ImageProcessor::write_bands(const RgbRows& img, const ImagePlan& plan, PixelDType dtype,
                                  int hb_begin, int hb_end, void* out) const {
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
   if (dtype == PixelDType::kFloat32) {

@@ -52,6 +52,15 @@ struct ImagePlan {
 struct ImageScratch {
   RgbImage decoded;
   RgbImage resized;
+  std::vector<std::uint8_t> band;  // one band of P·merge resized rows (the streaming path)
+};
+
+// Rows of an RGB image held somewhere in memory: row y at base + (y − y0)·stride.
+struct RgbRows {
+  const std::uint8_t* base = nullptr;
+  std::size_t stride = 0;
+  int y0 = 0;
+  const std::uint8_t* row(int y) const { return base + static_cast<std::size_t>(y - y0) * stride; }
 };
 
 class ImageProcessor {
@@ -76,7 +85,7 @@ class ImageProcessor {
  private:
   explicit ImageProcessor(const ImageProcessorConfig& config);
   // Writes the output rows of merge-row bands [hb_begin, hb_end) (normalize_patchify = all).
-  void write_bands(const RgbImage& img, const ImagePlan& plan, PixelDType dtype, int hb_begin,
+  void write_bands(const RgbRows& img, const ImagePlan& plan, PixelDType dtype, int hb_begin,
                    int hb_end, void* out) const;
   ImageProcessorConfig config_;
   // Rescale/normalise constants for the SIMD kernel (detail/normalize_kernels.h).

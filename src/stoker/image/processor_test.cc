@@ -200,6 +200,43 @@ TEST(ProcessorTest, ProcessEqualsDecodeResizePatchify) {
   }
 }
 
+// process() streams (decode → ring of resampled rows → one-band ring → patchify); with
+// resized_out it takes the whole-image path. Both must give the same bytes for every kind of
+// resize: none, horizontal only, vertical only, both up, both down (antialiased, wide windows),
+// large upscales of tiny images (min_pixels), extreme aspect ratios; f32 and bf16.
+TEST(ProcessorTest, StreamingPathEqualsWholeImagePathForEveryResizeKind) {
+  ImageProcessorConfig small_max = qwen25();
+  small_max.max_pixels = 60000;  // forces ~2–4× downscales
+  const struct {
+    int w, h;
+    ImageProcessorConfig cfg;
+  } cases[] = {{280, 196, qwen25()},  {300, 196, qwen25()}, {280, 170, qwen25()},
+               {333, 177, qwen25()},  {30, 40, qwen25()},   {900, 700, small_max},
+               {1000, 30, qwen25()},  {29, 900, qwen25()},  {320, 256, qwen3()},
+               {1920, 1080, qwen3()}, {643, 1001, small_max}};
+  for (const auto& c : cases) {
+    const RgbImage src = make_image(c.w, c.h);
+    auto bytes = encode_png(src, {});
+    ASSERT_TRUE(bytes.ok());
+    auto proc = ImageProcessor::create(c.cfg);
+    auto plan = proc->plan(*bytes);
+    ASSERT_TRUE(plan.ok()) << c.w << "x" << c.h;
+    for (PixelDType dt : {PixelDType::kFloat32, PixelDType::kBFloat16}) {
+      const size_t bytes_out = plan->rows() * proc->columns() * (dt == PixelDType::kFloat32 ? 4 : 2);
+      std::vector<std::uint8_t> streamed(bytes_out, 0xAB), whole(bytes_out, 0xCD);
+      ImageScratch scratch;
+      RgbImage resized;
+      ASSERT_TRUE(proc->process(*bytes, *plan, dt, streamed.data(), &scratch).ok());
+      ASSERT_TRUE(proc->process(*bytes, *plan, dt, whole.data(), &scratch, &resized).ok());
+      EXPECT_TRUE(streamed == whole) << c.w << "x" << c.h << " -> " << plan->width << "x"
+                                     << plan->height;
+      RgbImage expect;
+      resize_bicubic_exact(src, plan->width, plan->height, &expect);
+      EXPECT_EQ(resized.pixels, expect.pixels);
+    }
+  }
+}
+
 TEST(ProcessorTest, ConcurrentCallsGiveIdenticalOutput) {
   // One processor shared by threads, each with its own scratch (per-thread TurboJPEG handles and
   // resampler buffers underneath).

@@ -232,17 +232,13 @@ void vertical_any(const std::uint8_t* const* rows, const std::int32_t* k, int ta
 }
 
 // Per-thread scratch, kept between calls so the steady state does not page-fault fresh
-// multi-megabyte buffers per image; dropped when oversized.
+// buffers per image. Everything here is a few hundred KB for a 4K image: the pipeline streams.
 struct Scratch {
-  std::vector<std::uint8_t> tmp;     // intermediate image (rows the vertical pass reads)
+  std::vector<std::uint8_t> ring;    // horizontally resampled rows the vertical pass still needs
   std::vector<std::uint8_t> il;      // interleaved source block
   std::vector<std::uint8_t> il_out;  // interleaved output block
   std::vector<std::uint8_t> sink_row;
   std::vector<std::int32_t> acc;     // vertical_any
-  void trim() {
-    constexpr size_t kKeep = size_t{64} << 20;
-    if (tmp.capacity() > kKeep) std::vector<std::uint8_t>().swap(tmp);
-  }
 };
 
 // One axis's taps in the form the kernels want: fixed-count (padded) when available.
@@ -257,56 +253,125 @@ struct AxisPlan {
   }
 };
 
-// Horizontal pass over source rows [first, last) into `dst` (row 0 = source row `first`),
-// calling on_done(rows_done) after each block of rows so the vertical pass can follow.
-template <typename OnDone>
-void horizontal_pass(const RgbImage& src, const Coeffs& hc, int out_w, int first, int last,
-                     std::uint8_t* dst, Scratch* s, OnDone on_done) {
-  const size_t out_stride = static_cast<size_t>(out_w) * 3;
-  s->il.resize(static_cast<size_t>(src.width) * kLanes + 1);
-  s->il_out.resize(static_cast<size_t>(out_w) * kLanes + 1);
-  s->sink_row.resize(out_stride + 1);
-  const bool fixed = hc.padded && detail::has_fixed_kernel(hc.ptaps);
+// Horizontal pass over one block of up to kBlockRows source rows into `out_rows`.
+void horizontal_block(const std::uint8_t* const* src_rows, int rows, int src_w, const Coeffs& hc,
+                      int out_w, std::uint8_t* const* dst_rows, Scratch* s) {
   const std::uint8_t* in_rows[kBlockRows];
   std::uint8_t* out_rows[kBlockRows];
-  for (int y0 = first; y0 < last; y0 += kBlockRows) {
-    const int rows = std::min(kBlockRows, last - y0);
-    for (int r = 0; r < kBlockRows; ++r) {
-      // A short final block repeats its last row; those outputs go to a throwaway row.
-      in_rows[r] = src.row(y0 + std::min(r, rows - 1));
-      out_rows[r] = r < rows ? dst + static_cast<size_t>(y0 - first + r) * out_stride
-                             : s->sink_row.data();
-    }
-    interleave_rows(in_rows, src.width, s->il.data());
-    if (fixed) {
-      detail::horizontal_block_fixed(hc.ptaps, s->il.data(), hc.pstart.data(), hc.pk.data(), out_w,
-                                     out_rows);
-    } else {
-      horizontal_any(s->il.data(), hc, out_w, s->il_out.data());
-      deinterleave_rows(s->il_out.data(), out_w, out_rows);
-    }
-    on_done(y0 + rows - first);
+  for (int r = 0; r < kBlockRows; ++r) {
+    // A short final block repeats its last row; those outputs go to a throwaway row.
+    in_rows[r] = src_rows[std::min(r, rows - 1)];
+    out_rows[r] = r < rows ? dst_rows[r] : s->sink_row.data();
+  }
+  interleave_rows(in_rows, src_w, s->il.data());
+  if (hc.padded && detail::has_fixed_kernel(hc.ptaps)) {
+    detail::horizontal_block_fixed(hc.ptaps, s->il.data(), hc.pstart.data(), hc.pk.data(), out_w,
+                                   out_rows);
+  } else {
+    horizontal_any(s->il.data(), hc, out_w, s->il_out.data());
+    deinterleave_rows(s->il_out.data(), out_w, out_rows);
   }
 }
 
-void vertical_output_row(const AxisPlan& v, int y, const std::uint8_t* base, size_t stride,
-                         int row_offset, std::uint8_t* out, Scratch* s) {
+// Output row y of the vertical pass; `row(j)` is horizontally resampled source row j.
+template <typename RowAt>
+void vertical_output_row(const AxisPlan& v, int y, int n, const RowAt& row, std::uint8_t* out,
+                         Scratch* s) {
   const std::uint8_t* rows[64];
   const int taps = v.taps(y);
-  const int n = static_cast<int>(stride);
   if (taps <= 64) {
-    for (int t = 0; t < taps; ++t) rows[t] = base + (v.start(y) - row_offset + t) * stride;
+    for (int t = 0; t < taps; ++t) rows[t] = row(v.start(y) + t);
     if (v.fixed) return detail::vertical_row_fixed(taps, rows, v.k(y), n, out);
-    s->acc.resize(stride);
+    s->acc.resize(static_cast<size_t>(n));
     return vertical_any(rows, v.k(y), taps, n, s->acc.data(), out);
   }
   std::vector<const std::uint8_t*> many(taps);  // huge downscales only
-  for (int t = 0; t < taps; ++t) many[t] = base + (v.start(y) - row_offset + t) * stride;
-  s->acc.resize(stride);
+  for (int t = 0; t < taps; ++t) many[t] = row(v.start(y) + t);
+  s->acc.resize(static_cast<size_t>(n));
   vertical_any(many.data(), v.k(y), taps, n, s->acc.data(), out);
 }
 
 }  // namespace
+
+Status resize_bicubic_exact_stream(int src_w, int src_h, const RowSource& source, int dst_w,
+                                   int dst_h, const RowSink& sink, const RowsReady& rows_ready) {
+  STOKER_CHECK(src_w > 0 && src_h > 0 && dst_w > 0 && dst_h > 0,
+               "resize_bicubic_exact: empty size");
+  const size_t in_stride = static_cast<size_t>(src_w) * 3;
+  const size_t out_stride = static_cast<size_t>(dst_w) * 3;
+  const int n_out = static_cast<int>(out_stride);
+  auto ready = [&rows_ready](int rows) {
+    if (rows_ready) rows_ready(rows);
+  };
+  const std::uint8_t* block[kBlockRows];
+  if (dst_w == src_w && dst_h == src_h) {  // Pillow returns a copy
+    for (int y = 0; y < dst_h; ++y) {
+      STOKER_RETURN_IF_ERROR(source(1, block));
+      std::memcpy(sink(y), block[0], out_stride);
+      ready(y + 1);
+    }
+    return ok_status();
+  }
+  thread_local Scratch scratch;
+  Scratch* s = &scratch;
+  const bool need_h = dst_w != src_w;
+  const bool need_v = dst_h != src_h;
+  std::shared_ptr<const Coeffs> hc, vc;
+  if (need_h) {
+    hc = coeff_cache().get(src_w, dst_w);
+    s->il.resize(in_stride * kBlockRows + 1);
+    s->il_out.resize(out_stride * kBlockRows + 1);
+    s->sink_row.resize(out_stride + 1);
+  }
+  // Source rows [first, last) are the ones the vertical pass reads (all of them without one).
+  AxisPlan v{nullptr, false};
+  int first = 0, last = src_h, widest = 1;
+  if (need_v) {
+    vc = coeff_cache().get(src_h, dst_h);
+    v = {vc.get(), vc->padded && detail::has_fixed_kernel(vc->ptaps)};
+    first = v.start(0);
+    last = v.start(dst_h - 1) + v.taps(dst_h - 1);
+    for (int y = 0; y < dst_h; ++y) widest = std::max(widest, v.taps(y));
+  }
+  // Horizontally resampled rows live in a ring: when a block of kBlockRows rows arrives, the rows
+  // still needed start at most `widest` rows before it (windows only move down), so 2 blocks +
+  // the widest window never overwrite a row that an unfinished output row reads.
+  const int ring_rows = std::min(last - first, 2 * kBlockRows + widest);
+  s->ring.resize(static_cast<size_t>(ring_rows) * out_stride);
+  auto ring_row = [&](int j) {  // j: source row index
+    return s->ring.data() + static_cast<size_t>((j - first) % ring_rows) * out_stride;
+  };
+  for (int y = 0; y < first; y += kBlockRows) {  // rows above every window: read and dropped
+    STOKER_RETURN_IF_ERROR(source(std::min(kBlockRows, first - y), block));
+  }
+  int next_y = 0;
+  for (int y0 = first; y0 < last; y0 += kBlockRows) {
+    const int rows = std::min(kBlockRows, last - y0);
+    STOKER_RETURN_IF_ERROR(source(rows, block));
+    std::uint8_t* dst_rows[kBlockRows];
+    for (int r = 0; r < rows; ++r) dst_rows[r] = ring_row(y0 + r);
+    if (need_h) {
+      horizontal_block(block, rows, src_w, *hc, dst_w, dst_rows, s);
+    } else {
+      for (int r = 0; r < rows; ++r) std::memcpy(dst_rows[r], block[r], out_stride);
+    }
+    const int done = y0 + rows;  // source rows [first, done) are in the ring
+    if (!need_v) {
+      for (; next_y < done; ++next_y) {
+        std::memcpy(sink(next_y), ring_row(next_y), out_stride);
+        ready(next_y + 1);
+      }
+      continue;
+    }
+    // start + taps is non-decreasing in y, so output rows complete in order.
+    while (next_y < dst_h && v.start(next_y) + v.taps(next_y) <= done) {
+      vertical_output_row(v, next_y, n_out, ring_row, sink(next_y), s);
+      ready(++next_y);
+    }
+  }
+  STOKER_CHECK(next_y == dst_h, "resize_bicubic_exact: output incomplete");
+  return ok_status();
+}
 
 void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* dst) {
   resize_bicubic_exact(src, dst_w, dst_h, dst, RowsReady());
@@ -314,9 +379,6 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
 
 void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* dst,
                           const RowsReady& rows_ready) {
-  auto ready = [&rows_ready](int rows) {
-    if (rows_ready) rows_ready(rows);
-  };
   STOKER_CHECK(src.width > 0 && src.height > 0 && dst_w > 0 && dst_h > 0,
                "resize_bicubic_exact: empty size");
   STOKER_CHECK(src.pixels.size() == static_cast<size_t>(src.width) * src.height * 3,
@@ -325,48 +387,16 @@ void resize_bicubic_exact(const RgbImage& src, int dst_w, int dst_h, RgbImage* d
   dst->width = dst_w;
   dst->height = dst_h;
   dst->pixels.resize(static_cast<size_t>(dst_w) * dst_h * 3);
-  if (dst_w == src.width && dst_h == src.height) {  // Pillow returns a copy
-    std::memcpy(dst->pixels.data(), src.pixels.data(), src.pixels.size());
-    ready(dst_h);
-    return;
-  }
-  const bool need_h = dst_w != src.width;
-  const bool need_v = dst_h != src.height;
-  thread_local Scratch scratch;
-  const size_t out_stride = static_cast<size_t>(dst_w) * 3;
-  std::uint8_t* out = dst->pixels.data();
-
-  if (!need_v) {  // horizontal only: every source row, straight into dst
-    auto hc = coeff_cache().get(src.width, dst_w);
-    horizontal_pass(src, *hc, dst_w, 0, src.height, out, &scratch, ready);
-    return;
-  }
-  auto vc = coeff_cache().get(src.height, dst_h);
-  const AxisPlan v{vc.get(), vc->padded && detail::has_fixed_kernel(vc->ptaps)};
-  if (!need_h) {  // vertical only, from the source rows
-    for (int y = 0; y < dst_h; ++y) {
-      vertical_output_row(v, y, src.pixels.data(), out_stride, 0, out + y * out_stride, &scratch);
-      if ((y + 1) % kBlockRows == 0 || y + 1 == dst_h) ready(y + 1);
-    }
-    return;
-  }
-  auto hc = coeff_cache().get(src.width, dst_w);
-  // Only the source rows the vertical pass reads are resampled horizontally.
-  const int first = v.start(0);
-  const int last = v.start(dst_h - 1) + v.taps(dst_h - 1);
-  scratch.tmp.resize(static_cast<size_t>(last - first) * out_stride);
-  std::uint8_t* tmp = scratch.tmp.data();
-  int next_y = 0;
-  // start + taps is non-decreasing in y, so output rows complete in order.
-  horizontal_pass(src, *hc, dst_w, first, last, tmp, &scratch, [&](int rows_done) {
-    while (next_y < dst_h && v.start(next_y) + v.taps(next_y) - first <= rows_done) {
-      vertical_output_row(v, next_y, tmp, out_stride, first, out + next_y * out_stride, &scratch);
-      ++next_y;
-    }
-    ready(next_y);
-  });
-  STOKER_CHECK(next_y == dst_h, "resize_bicubic_exact: vertical pass incomplete");
-  scratch.trim();
+  int next = 0;
+  Status st = resize_bicubic_exact_stream(
+      src.width, src.height,
+      [&](int n, const std::uint8_t** rows) {
+        for (int r = 0; r < n; ++r) rows[r] = src.row(next + r);
+        next += n;
+        return ok_status();
+      },
+      dst_w, dst_h, [&](int y) { return dst->row(y); }, rows_ready);
+  STOKER_CHECK(st.ok(), "resize_bicubic_exact: an in-memory source cannot fail");
 }
 
 }  // namespace stoker::image

@@ -148,6 +148,10 @@ TEST(ResampleTest, EqualsReferenceOnManySizes) {
       {{9, 57}, {200, 57}},      // horizontal only
       {{1, 1}, {5, 3}},
       {{64, 17}, {3, 1}},
+      // Tall enough that the ring of resampled rows (2·16 + widest window) wraps many times.
+      {{150, 700}, {156, 728}},  // slight upscale, 4 taps
+      {{120, 900}, {126, 310}},  // 2.9× down vertically: 13-tap windows
+      {{90, 1000}, {90, 140}},   // 7× down vertically: generic windows over the ring
   };
   auto check = [&](int sw, int sh, int dw, int dh) {
     const RgbImage src = random_image(sw, sh, &rng);
@@ -239,6 +243,57 @@ TEST(ResampleTest, ThreadsShareTheCoefficientCache) {
   }
   for (auto& th : threads) th.join();
   for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+}  // namespace
+}  // namespace stoker::image
+
+namespace stoker::image {
+namespace {
+
+// The streaming form reads the source in order, block by block, stops at the first failed read
+// (returning that error), and writes each output row once, in order, through the sink.
+TEST(ResampleStreamTest, ReadsInOrderAndStopsAtTheFirstFailedRead) {
+  std::mt19937 rng(5);
+  const RgbImage src = random_image(97, 61, &rng);
+  RgbImage expect;
+  resize_bicubic_exact(src, 130, 40, &expect);
+  RgbImage got{130, 40, std::vector<std::uint8_t>(130 * 40 * 3)};
+  int next = 0, last_sink = -1, reads = 0;
+  Status ok = resize_bicubic_exact_stream(
+      97, 61,
+      [&](int n, const std::uint8_t** rows) {
+        EXPECT_LE(n, 16);
+        for (int r = 0; r < n; ++r) rows[r] = src.row(next + r);
+        next += n;
+        ++reads;
+        return ok_status();
+      },
+      130, 40,
+      [&](int y) {
+        EXPECT_EQ(y, last_sink + 1);
+        last_sink = y;
+        return got.row(y);
+      },
+      {});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(got.pixels, expect.pixels);
+  EXPECT_LE(next, 61);
+
+  next = 0;
+  reads = 0;
+  Status failed = resize_bicubic_exact_stream(
+      97, 61,
+      [&](int n, const std::uint8_t** rows) -> Status {
+        if (++reads == 3) return data_loss("row source broke");
+        for (int r = 0; r < n; ++r) rows[r] = src.row(next + r);
+        next += n;
+        return ok_status();
+      },
+      130, 40, [&](int y) { return got.row(y); }, {});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code(), ErrorCode::kDataLoss);
+  EXPECT_EQ(reads, 3);
 }
 
 }  // namespace
