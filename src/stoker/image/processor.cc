@@ -147,6 +147,8 @@ ImageProcessor::ImageProcessor(const ImageProcessorConfig& config) : config_(con
   }
   norm_.do_rescale = config_.do_rescale;
   norm_.do_normalize = config_.do_normalize;
+  // The all-float32 kernel, only if it reproduces the exact formula for every byte value here.
+  norm_.fast = detail::verify_fast_normalize(norm_);
 }
 
 Result<ImageProcessor> ImageProcessor::create(const ImageProcessorConfig& config) {

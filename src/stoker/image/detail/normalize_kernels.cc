@@ -9,6 +9,8 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "stoker/image/detail/normalize_kernels.h"
 
@@ -70,6 +72,28 @@ HWY_INLINE void StoreBf16(hn::Vec<DF> v, std::uint16_t* HWY_RESTRICT out) {
   hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(u))), d16, out);
 }
 
+#if HWY_NATIVE_FMA
+constexpr bool kHasFma = true;
+// The exact value from all-float32 lanes (NormalizeParams::fast): x·rf as a float-float product
+// (hi + lo = rf to ~2^-48) rounded once, then the quotient (v − mean) / std by a reciprocal
+// multiply and two FMA residual corrections.
+HWY_INLINE hn::Vec<DF> FastValue(const std::uint8_t* HWY_RESTRICT u, hn::Vec<DF> rf_hi,
+                                 hn::Vec<DF> rf_lo, hn::Vec<DF> mean, hn::Vec<DF> std,
+                                 hn::Vec<DF> inv) {
+  const DF df;
+  const hn::Rebind<std::int32_t, DF> di;
+  const hn::Rebind<std::uint8_t, DF> d8;
+  const auto x = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, u)));
+  const auto v = hn::MulAdd(x, rf_hi, hn::Mul(x, rf_lo));
+  const auto d = hn::Sub(v, mean);
+  auto q = hn::Mul(d, inv);
+  q = hn::MulAdd(hn::NegMulAdd(q, std, d), inv, q);
+  return hn::MulAdd(hn::NegMulAdd(q, std, d), inv, q);
+}
+#else
+constexpr bool kHasFma = false;
+#endif
+
 template <typename T>
 HWY_INLINE void NormalizeRgb(const std::uint8_t* HWY_RESTRICT rgb, int n, const NormalizeParams& p,
                              T* const out[3]) {
@@ -92,6 +116,23 @@ HWY_INLINE void NormalizeRgb(const std::uint8_t* HWY_RESTRICT rgb, int n, const 
       const auto mean = hn::Set(df, p.mean[c]);
       const auto std = hn::Set(df, p.std[c]);
       T* HWY_RESTRICT o = out[c] + base;
+#if HWY_NATIVE_FMA
+      if (p.fast) {
+        const float hi = static_cast<float>(p.rescale_factor);
+        const auto rf_hi = hn::Set(df, hi);
+        const auto rf_lo = hn::Set(df, static_cast<float>(p.rescale_factor - hi));
+        const auto inv = hn::Set(df, 1.0f / p.std[c]);
+        for (size_t i = 0; i < m; i += LF) {
+          const auto v = FastValue(planes[c] + i, rf_hi, rf_lo, mean, std, inv);
+          if constexpr (sizeof(T) == sizeof(float)) {
+            hn::StoreU(v, df, o + i);
+          } else {
+            StoreBf16(v, o + i);
+          }
+        }
+        continue;
+      }
+#endif
       for (size_t i = 0; i < m; i += LF) {
         const auto v = Value(planes[c] + i, p, rf, mean, std);
         if constexpr (sizeof(T) == sizeof(float)) {
@@ -107,6 +148,8 @@ HWY_INLINE void NormalizeRgb(const std::uint8_t* HWY_RESTRICT rgb, int n, const 
 void NormalizeF32(const std::uint8_t* rgb, int n, const NormalizeParams& p, float* const out[3]) {
   NormalizeRgb(rgb, n, p, out);
 }
+
+bool TargetHasFma() { return kHasFma; }
 
 void NormalizeBf16(const std::uint8_t* rgb, int n, const NormalizeParams& p,
                    std::uint16_t* const out[3]) {
@@ -140,6 +183,32 @@ namespace stoker::image::detail {
 HWY_EXPORT(NormalizeF32);
 HWY_EXPORT(NormalizeBf16);
 HWY_EXPORT(StreamCopy);
+HWY_EXPORT(TargetHasFma);
+
+// The slow processor's formula, scalar (this file is built with -ffp-contract=off).
+float exact_value(int x, int c, const NormalizeParams& p) {
+  const float v = static_cast<float>(static_cast<double>(x) * p.rescale_factor);
+  return (v - p.mean[c]) / p.std[c];
+}
+
+bool verify_fast_normalize(const NormalizeParams& p) {
+  if (!p.do_rescale || !p.do_normalize || !HWY_DYNAMIC_DISPATCH(TargetHasFma)()) return false;
+  NormalizeParams fast = p;
+  fast.fast = true;
+  std::vector<std::uint8_t> rgb(3 * (256 + kNormalizePad));
+  for (int x = 0; x < 256; ++x) rgb[3 * x] = rgb[3 * x + 1] = rgb[3 * x + 2] = static_cast<std::uint8_t>(x);
+  std::vector<float> planes(3 * (256 + kNormalizePad));
+  float* const out[3] = {planes.data(), planes.data() + 256 + kNormalizePad,
+                         planes.data() + 2 * (256 + kNormalizePad)};
+  normalize_rgb_f32(rgb.data(), 256, fast, out);
+  for (int c = 0; c < 3; ++c) {
+    for (int x = 0; x < 256; ++x) {
+      const float want = exact_value(x, c, p);
+      if (std::memcmp(&want, &out[c][x], sizeof(float)) != 0) return false;
+    }
+  }
+  return true;
+}
 
 void stream_copy(void* dst, const void* src, size_t bytes) {
   HWY_DYNAMIC_DISPATCH(StreamCopy)(dst, src, bytes);

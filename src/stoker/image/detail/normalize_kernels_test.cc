@@ -75,7 +75,9 @@ TEST(NormalizeKernelTest, EverySimdTargetMatchesTheScalarFormula) {
     hwy::SetSupportedTargetsForTest(target);
     for (const ImageProcessorConfig& c : configs()) {
       const auto lut = scalar_table(c);
-      const NormalizeParams p = params_of(c);
+      NormalizeParams exact = params_of(c), fast = exact;
+      fast.fast = verify_fast_normalize(fast);  // this target's FMA kernel, if it checks out
+      for (const NormalizeParams& p : {exact, fast})
       for (int n : {1, 7, 16, 196, 255, 256, 257, kMax}) {
         std::vector<float> f(3 * (n + kNormalizePad));
         std::vector<std::uint16_t> b(3 * (n + kNormalizePad));
@@ -95,6 +97,19 @@ TEST(NormalizeKernelTest, EverySimdTargetMatchesTheScalarFormula) {
     }
   }
   hwy::SetSupportedTargetsForTest(0);  // back to the real CPU
+}
+
+// The fast form is offered only with rescale and normalise both on, and on this machine's best
+// target it verifies for the three Qwen presets' constants (CLIP mean/std; 0.5/0.5).
+TEST(NormalizeKernelTest, FastFormIsVerifiedOnlyWhereItApplies) {
+  for (const ImageProcessorConfig& c : configs()) {
+    const NormalizeParams p = params_of(c);
+    if (!c.do_rescale || !c.do_normalize) EXPECT_FALSE(verify_fast_normalize(p));
+  }
+  if (hwy::SupportedTargets() & (HWY_AVX2 | HWY_AVX3)) {  // FMA targets
+    EXPECT_TRUE(verify_fast_normalize(params_of(configs()[0])));
+    EXPECT_TRUE(verify_fast_normalize(params_of(configs()[1])));
+  }
 }
 
 TEST(NormalizeKernelTest, EverySimdTargetPatchifiesLikeTheScalarReference) {
