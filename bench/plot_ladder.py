@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Plot of `stoker bench ladder`: trainer wait per step, one line per mode.
 
-usage: plot_ladder.py ladder.csv ladder.png [step_ms]
+usage: plot_ladder.py ladder.csv ladder.png [step_ms [fill_steps]]
 
 Reads the CSV (mode,step,wait_ms,step_ms) that the bench writes and draws wait_ms per step for
 serial / concurrent / prefetch / zero-copy on a symlog axis (waits range from ~0 to hundreds of
-ms). Step 0 (start-up) is drawn but shaded: the bench's steady-state numbers exclude it.
+ms). Steps 0..fill_steps (start-up, then the prefetch ring filling; default 0) are drawn but
+shaded: the bench's steady-state numbers exclude them, as the legend's numbers do.
 Debian's /usr/bin/python3 with matplotlib, Agg backend (no display needed).
 """
 import csv
@@ -33,17 +34,20 @@ def main(argv):
             waits.append(float(row["wait_ms"]))
             totals.append(float(row["step_ms"]))
     step_ms = float(argv[3]) if len(argv) > 3 else None
+    fill = int(argv[4]) if len(argv) > 4 else 0
 
     fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
     for mode in ORDER + [m for m in series if m not in ORDER]:
         if mode not in series:
             continue
         steps, waits, totals = series[mode]
-        steady_wait = sum(waits[1:])
-        steady_total = sum(totals[1:]) or 1.0
-        label = f"{mode}  (steady wait {100 * steady_wait / steady_total:.1f}%)"
+        steady = [i for i, s in enumerate(steps) if s > fill]
+        steady_wait = sum(waits[i] for i in steady)
+        steady_total = sum(totals[i] for i in steady) or 1.0
+        label = f"{mode}  (steady wait {100 * steady_wait / steady_total:.2f}%)"
         ax.plot(steps, waits, marker=".", linewidth=1.2, label=label, color=COLORS.get(mode))
-    ax.axvspan(-0.5, 0.5, color="0.85", zorder=0, label="step 0: start-up (excluded)")
+    span = "step 0: start-up" if fill == 0 else f"steps 0-{fill}: start-up, ring filling"
+    ax.axvspan(-0.5, fill + 0.5, color="0.85", zorder=0, label=span + " (excluded)")
     if step_ms:
         ax.axhline(step_ms, color="0.4", linestyle="--", linewidth=0.8,
                    label=f"simulated GPU step {step_ms:.0f} ms")

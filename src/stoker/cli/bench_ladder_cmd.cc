@@ -517,7 +517,8 @@ Status run(const Options& opt_in) {
   const std::string csv = o.out + "/ladder.csv";
   STOKER_RETURN_IF_ERROR(write_csv(csv, results));
   std::string cmd = "/usr/bin/python3 '" + plot_script() + "' '" + csv + "' '" + o.out +
-                    "/ladder.png' " + std::to_string(step_ms) + " >/dev/null 2>&1";
+                    "/ladder.png' " + std::to_string(step_ms) + " " + std::to_string(o.prefetch) +
+                    " >/dev/null 2>&1";
   const bool plotted = std::system(cmd.c_str()) == 0;
   std::printf("wrote %s%s\n", csv.c_str(),
               plotted ? (" and " + o.out + "/ladder.png").c_str() : " (plot failed: matplotlib?)");
