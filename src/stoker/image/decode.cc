@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "stoker/image/detail/jpeg_warnings.h"
+
 namespace stoker::image {
 
 std::string_view format_name(ImageFormat f) {
@@ -143,31 +145,10 @@ tjhandle thread_decompressor() {
 // any failure drops it; the next call starts from a fresh one.
 void drop_thread_decompressor() { thread_handle().reset(); }
 
-// libjpeg-turbo reports recoverable problems as warnings and still returns every pixel. Pillow
-// raises "image file is truncated" when the data ends early, so a premature end is an error here,
-// and so is every warning about damaged entropy-coded data (bad Huffman code, lost restart
-// marker, premature end of a segment): Pillow would decode grey garbage there, and we never
-// return a silently wrong sample. Warnings about harmless oddities of valid files are accepted,
-// as Pillow accepts them.
-bool benign_jpeg_warning(const std::string& msg) {
-  static constexpr const char* kBenign[] = {
-      "extraneous bytes before marker",        // padding before a marker / EOI
-      "unknown JFIF revision number",          // JFIF 2.x files
-      "Unknown Adobe color transform code",    // treated as no transform
-      "Invalid SOS parameters for sequential",  // odd but decodable baseline scans
-      "Inconsistent progression sequence",     // odd but decodable progressive scans
-      "bad ICC marker",                        // colour profile is not used
-  };
-  for (const char* b : kBenign) {
-    if (msg.find(b) != std::string::npos) return true;
-  }
-  return false;
-}
-
 Status jpeg_failure(tjhandle tj, const char* what) {
   const std::string msg = tjGetErrorStr2(tj);
   const bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
-  if (warning && benign_jpeg_warning(msg)) return ok_status();
+  if (warning && detail::benign_jpeg_warning(msg)) return ok_status();
   drop_thread_decompressor();  // `tj` is invalid from here on
   if (msg.find("Premature end of JPEG file") != std::string::npos) {
     return data_loss("truncated JPEG (image file is truncated): " + msg);

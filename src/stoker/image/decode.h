@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,5 +52,45 @@ Result<ImageHeader> probe_image(std::span<const std::uint8_t> bytes);
 // Probes, checks the limits, and decodes. `out` is reused (its capacity is kept).
 Status decode_rgb(std::span<const std::uint8_t> bytes, const DecodeLimits& limits, RgbImage* out);
 Result<RgbImage> decode_rgb(std::span<const std::uint8_t> bytes, const DecodeLimits& limits = {});
+
+// Streams a JPEG's RGB rows top to bottom, a few at a time, into the caller's buffers, so a
+// consumer (the resampler) can use each block while it is still in cache. Same pixels as
+// decode_rgb (libjpeg defaults = Pillow's: ISLOW DCT, fancy upsampling; grey replicated to RGB),
+// through the libjpeg API instead of TurboJPEG (jpeg_rows.cc).
+// Only YCbCr/RGB and greyscale JPEGs with the sampling factors TurboJPEG classifies (4:4:4,
+// 4:2:2, 4:2:0, 4:4:0, 4:1:1, grey; decode_rgb refuses others): open() returns Unimplemented for
+// CMYK/YCCK and other sampling layouts (the caller then uses decode_rgb). Any libjpeg error, and
+// any warning decode_rgb's benign list does not accept — every warning is checked, not only the
+// first as TurboJPEG reports them — makes open()/read() return DataLoss; callers fall back to
+// decode_rgb, which gives the canonical error text. Other open() errors are decode_rgb's own:
+// probe_image's, InvalidArgument for a non-JPEG, ResourceExhausted over `limits` (checked from
+// the header before libjpeg allocates anything).
+// The read() that delivers the last row also reads on to EOI, so a missing EOI or trailing
+// damage fails as in decode_rgb; a caller that stops early skips that check (and may destroy the
+// decoder at any point). `bytes` is not copied: it must outlive the decoder.
+// Not thread-safe; one per thread/call. Movable; a moved-from decoder may only be destroyed or
+// assigned to.
+class JpegRowDecoder {
+ public:
+  static Result<JpegRowDecoder> open(std::span<const std::uint8_t> bytes,
+                                     const DecodeLimits& limits = {});
+  ~JpegRowDecoder();
+  JpegRowDecoder(JpegRowDecoder&&) noexcept;
+  JpegRowDecoder& operator=(JpegRowDecoder&&) noexcept;
+
+  int width() const;
+  int height() const;
+  int rows_read() const;  // rows delivered so far
+
+  // Decodes the next n rows (n ≥ 1, rows_read() + n ≤ height()) into rows[0..n), each
+  // width()·3 bytes. InvalidArgument for a bad n (nothing decoded). After a failure the rows may
+  // be partly written and every later read() returns the same error.
+  Status read(std::uint8_t* const* rows, int n);
+
+ private:
+  struct State;  // jpeg_rows.cc
+  explicit JpegRowDecoder(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace stoker::image
