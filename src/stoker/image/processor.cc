@@ -207,6 +207,16 @@ Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImageP
   }
   ImageScratch local;
   if (scratch == nullptr) scratch = &local;
+  if (resized_out == nullptr && bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8) {
+    // JPEG: decode rows straight into the resampler, 16 at a time, so not even the decoded image
+    // is written out. Anything this path does not take or cannot finish (CMYK, unusual sampling,
+    // damage, a warning) is redone below by the whole-image path, whose outcome — pixels or the
+    // canonical error — is authoritative; it rewrites every output row.
+    auto dec = JpegRowDecoder::open(bytes, config_.limits);
+    if (dec.ok() && dec->width() == plan.src_width && dec->height() == plan.src_height) {
+      if (stream_jpeg(*dec, plan, dtype, out, scratch).ok()) return ok_status();
+    }
+  }
   STOKER_RETURN_IF_ERROR(decode_rgb(bytes, config_.limits, &scratch->decoded));
   const RgbImage& decoded = scratch->decoded;
   if (decoded.width != plan.src_width || decoded.height != plan.src_height) {
@@ -220,22 +230,49 @@ Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImageP
     *resized_out = scratch->resized;
     return ok_status();
   }
-  // Streaming: the resampler writes each output row into a one-band ring (P·m rows) and the band
-  // is normalised + patchified the moment its last row is final, while it is in L2. No
-  // image-sized buffer is written after the decode.
-  const int band_rows = P * m;
-  const size_t stride = static_cast<size_t>(plan.width) * 3;
-  scratch->band.resize(static_cast<size_t>(band_rows) * stride);
-  std::uint8_t* band = scratch->band.data();
-  int next_src = 0, bands_done = 0;
-  return resize_bicubic_exact_stream(
-      decoded.width, decoded.height,
+  int next_src = 0;
+  return stream(
       [&](int n, const std::uint8_t** rows) {
         for (int r = 0; r < n; ++r) rows[r] = decoded.row(next_src + r);
         next_src += n;
         return ok_status();
       },
-      plan.width, plan.height,
+      plan, dtype, out, scratch);
+}
+
+Status ImageProcessor::stream_jpeg(JpegRowDecoder& dec, const ImagePlan& plan, PixelDType dtype,
+                                   void* out, ImageScratch* scratch) const {
+  constexpr int kBlock = 16;  // the resampler's block
+  const size_t in_stride = static_cast<size_t>(dec.width()) * 3;
+  scratch->decoded.pixels.resize(kBlock * in_stride);  // a 16-row window, not the image
+  std::uint8_t* window[kBlock];
+  for (int r = 0; r < kBlock; ++r) window[r] = scratch->decoded.pixels.data() + r * in_stride;
+  STOKER_RETURN_IF_ERROR(stream(
+      [&](int n, const std::uint8_t** rows) {
+        for (int r = 0; r < n; ++r) rows[r] = window[r];
+        return dec.read(window, n);
+      },
+      plan, dtype, out, scratch));
+  // Rows below every resampling window are not needed, but decode_rgb reads to the end marker
+  // and fails on damage there; so do we, to give the same outcome.
+  while (dec.rows_read() < dec.height()) {
+    STOKER_RETURN_IF_ERROR(dec.read(window, std::min(kBlock, dec.height() - dec.rows_read())));
+  }
+  return ok_status();
+}
+
+// Streaming: the resampler writes each output row into a one-band ring (P·m rows) and the band
+// is normalised + patchified the moment its last row is final, while it is in L2. No
+// image-sized buffer is written after the decode.
+Status ImageProcessor::stream(const RowSource& source, const ImagePlan& plan, PixelDType dtype,
+                              void* out, ImageScratch* scratch) const {
+  const int band_rows = config_.patch_size * config_.merge_size;
+  const size_t stride = static_cast<size_t>(plan.width) * 3;
+  scratch->band.resize(static_cast<size_t>(band_rows) * stride);
+  std::uint8_t* band = scratch->band.data();
+  int bands_done = 0;
+  return resize_bicubic_exact_stream(
+      plan.src_width, plan.src_height, source, plan.width, plan.height,
       [&](int y) { return band + static_cast<size_t>(y % band_rows) * stride; },
       [&](int rows) {
         if (rows < (bands_done + 1) * band_rows) return;

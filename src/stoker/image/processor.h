@@ -13,6 +13,7 @@
 
 #include "stoker/base/result.h"
 #include "stoker/image/decode.h"
+#include "stoker/image/resample.h"
 #include "stoker/image/detail/normalize_kernels.h"
 #include "stoker/image/smart_resize.h"
 
@@ -85,6 +86,11 @@ class ImageProcessor {
  private:
   explicit ImageProcessor(const ImageProcessorConfig& config);
   // Writes the output rows of merge-row bands [hb_begin, hb_end) (normalize_patchify = all).
+  // Resample rows from `source` (plan.src size) and patchify band by band (the streaming path).
+  Status stream(const RowSource& source, const ImagePlan& plan, PixelDType dtype, void* out,
+                ImageScratch* scratch) const;
+  Status stream_jpeg(JpegRowDecoder& dec, const ImagePlan& plan, PixelDType dtype, void* out,
+                     ImageScratch* scratch) const;
   void write_bands(const RgbRows& img, const ImagePlan& plan, PixelDType dtype, int hb_begin,
                    int hb_end, void* out) const;
   ImageProcessorConfig config_;
