@@ -22,17 +22,18 @@ struct NormalizeParams {
   bool do_rescale = true;
   bool do_normalize = true;
   // Fast form (rescale and normalise both on): all-float32 arithmetic with FMA corrections —
-  // v = fma(x, rf_hi, x·rf_lo) for the float64 multiply, then q = d·(1/std) refined twice by
-  // the FMA residual (Markstein) for the division. Usually bit-identical, but only ever used
-  // after verify_fast_normalize() has compared the running target's kernel against the exact
-  // formula for all 256 inputs of every channel (the input is a byte: that is every case).
-  bool fast = false;
+  // v = fma(x, rf_hi, x·rf_lo) for the float64 multiply, then q = d·(1/std) refined by the FMA
+  // residual (Markstein) `fast` times (1 or 2) for the division; 0 = the exact form. Usually
+  // bit-identical, but only ever used after verify_fast_normalize() has compared the running
+  // target's kernel against the exact formula for all 256 inputs of every channel (the input is
+  // a byte: that is every case).
+  int fast = 0;
 };
 
-// Runs the fast kernel of this CPU's dispatch target on all 256 byte values of each channel
-// and compares bit for bit with the exact scalar formula. False also where the target has no
-// native FMA (the fast form needs fused multiply-adds).
-bool verify_fast_normalize(const NormalizeParams& p);
+// The cheapest fast form (1, then 2 corrections) whose kernel on this CPU's dispatch target
+// reproduces the exact scalar formula bit for bit on all 256 byte values of each channel; 0 if
+// none does, or the target has no native FMA, or rescale/normalise is off.
+int verify_fast_normalize(const NormalizeParams& p);
 
 // out[c][i] = value(rgb[3i + c]) for i < n, where value(x) = v or (v − mean[c]) / std[c] with
 // v = float32(float64(x) · rescale_factor) or float32(x).

@@ -75,9 +75,10 @@ TEST(NormalizeKernelTest, EverySimdTargetMatchesTheScalarFormula) {
     hwy::SetSupportedTargetsForTest(target);
     for (const ImageProcessorConfig& c : configs()) {
       const auto lut = scalar_table(c);
-      NormalizeParams exact = params_of(c), fast = exact;
+      NormalizeParams exact = params_of(c), fast = exact, fast2 = exact;
       fast.fast = verify_fast_normalize(fast);  // this target's FMA kernel, if it checks out
-      for (const NormalizeParams& p : {exact, fast})
+      fast2.fast = fast.fast == 0 ? 0 : 2;      // two corrections are never worse than one
+      for (const NormalizeParams& p : {exact, fast, fast2})
       for (int n : {1, 7, 16, 196, 255, 256, 257, kMax}) {
         std::vector<float> f(3 * (n + kNormalizePad));
         std::vector<std::uint16_t> b(3 * (n + kNormalizePad));
@@ -104,11 +105,13 @@ TEST(NormalizeKernelTest, EverySimdTargetMatchesTheScalarFormula) {
 TEST(NormalizeKernelTest, FastFormIsVerifiedOnlyWhereItApplies) {
   for (const ImageProcessorConfig& c : configs()) {
     const NormalizeParams p = params_of(c);
-    if (!c.do_rescale || !c.do_normalize) EXPECT_FALSE(verify_fast_normalize(p));
+    if (!c.do_rescale || !c.do_normalize) EXPECT_EQ(verify_fast_normalize(p), 0);
   }
   if (hwy::SupportedTargets() & (HWY_AVX2 | HWY_AVX3)) {  // FMA targets
-    EXPECT_TRUE(verify_fast_normalize(params_of(configs()[0])));
-    EXPECT_TRUE(verify_fast_normalize(params_of(configs()[1])));
+    // One residual correction suffices for CLIP's mean/std and for 0.5/0.5 (checked offline
+    // with exact rational arithmetic too).
+    EXPECT_EQ(verify_fast_normalize(params_of(configs()[0])), 1);
+    EXPECT_EQ(verify_fast_normalize(params_of(configs()[1])), 1);
   }
 }
 
