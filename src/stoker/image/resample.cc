@@ -163,19 +163,6 @@ inline std::uint8_t clip8(std::int32_t acc) {
   return static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
-// [x][row][channel] ← kBlockRows rows of RGB. The 4-byte copies overlap: each writes one byte of the next
-// slot, which the next copy (or the next column) overwrites; the last column copies 3 bytes so no
-// source row is over-read. `il` must have 1 spare byte past w·kLanes.
-void interleave_rows(const std::uint8_t* const* rows, int w, std::uint8_t* il) {
-  int x = 0;
-  for (; x < w - 1; ++x) {
-    std::uint8_t* d = il + static_cast<size_t>(x) * kLanes;
-    for (int r = 0; r < kBlockRows; ++r) std::memcpy(d + r * 3, rows[r] + x * 3, 4);
-  }
-  std::uint8_t* d = il + static_cast<size_t>(x) * kLanes;
-  for (int r = 0; r < kBlockRows; ++r) std::memcpy(d + r * 3, rows[r] + x * 3, 3);
-}
-
 // The inverse: interleaved block → kBlockRows rows (rows are written in x order, so the 4th byte of each
 // copy is overwritten by the next pixel; the last pixel copies 3 bytes).
 void deinterleave_rows(const std::uint8_t* il, int w, std::uint8_t* const* rows) {
@@ -263,7 +250,7 @@ void horizontal_block(const std::uint8_t* const* src_rows, int rows, int src_w, 
     in_rows[r] = src_rows[std::min(r, rows - 1)];
     out_rows[r] = r < rows ? dst_rows[r] : s->sink_row.data();
   }
-  interleave_rows(in_rows, src_w, s->il.data());
+  detail::interleave_block(in_rows, src_w, s->il.data());
   if (hc.padded && detail::has_fixed_kernel(hc.ptaps)) {
     detail::horizontal_block_fixed(hc.ptaps, s->il.data(), hc.pstart.data(), hc.pk.data(), out_w,
                                    out_rows);

@@ -24,6 +24,86 @@ constexpr int kLanes = kRows * 3;  // interleaved bytes per pixel column
 // At most 16 int32 lanes: 48 must be a multiple of the vector length.
 using D32 = hn::CappedTag<std::int32_t, 16>;
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define STOKER_RESAMPLE_AVX512 1
+// AVX-512 block transposes between row-major RGB and the [x][row][RGB] interleaved layout: 16
+// pixels × 16 rows at a time as a 16×16 transpose of 32-bit RGB0 elements, instead of 256
+// separate 4-byte copies (which, on the output side, also stalled on store forwarding).
+constexpr __mmask64 kMask48 = 0x0000FFFFFFFFFFFFull;
+
+// m[i] lane j ↔ m[j] lane i (64 shuffles).
+HWY_INLINE void Transpose16x16(__m512i m[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(m[2 * i], m[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(m[2 * i], m[2 * i + 1]);
+  }
+  // u[4i + e], 128-bit lane L = column 4L + e of rows 4i..4i+3.
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // Per e, a 4×4 transpose of 128-bit lanes among u[e], u[4+e], u[8+e], u[12+e].
+  for (int e = 0; e < 4; ++e) {
+    const __m512i x0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44);
+    const __m512i x1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xEE);
+    const __m512i y0 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x44);
+    const __m512i y1 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xEE);
+    m[e] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+    m[4 + e] = _mm512_shuffle_i32x4(x0, y0, 0xDD);
+    m[8 + e] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+    m[12 + e] = _mm512_shuffle_i32x4(x1, y1, 0xDD);
+  }
+}
+
+// 16 RGB pixels (bytes 0..47) → 16 dwords RGB0.
+HWY_INLINE __m512i ExpandRgb(__m512i v) {
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0);
+  const __m512i bytes = _mm512_set4_epi32(static_cast<int>(0x800B0A09), static_cast<int>(0x80080706),
+                                          static_cast<int>(0x80050403), static_cast<int>(0x80020100));
+  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(lanes, v), bytes);
+}
+
+// 16 dwords RGB0 → 16 RGB pixels in bytes 0..47.
+HWY_INLINE __m512i CompressRgb(__m512i v) {
+  const __m512i bytes = _mm512_set4_epi32(static_cast<int>(0x80808080), static_cast<int>(0x0E0D0C0A),
+                                          static_cast<int>(0x09080605), static_cast<int>(0x04020100));
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
+  return _mm512_permutexvar_epi32(lanes, _mm512_shuffle_epi8(v, bytes));
+}
+#else
+#define STOKER_RESAMPLE_AVX512 0
+#endif
+
+// [x][row][channel] ← kRows rows of RGB; `il` must have 1 spare byte past w·kLanes.
+void InterleaveRows(const std::uint8_t* const* rows, int w, std::uint8_t* il) {
+  int x = 0;
+#if STOKER_RESAMPLE_AVX512
+  for (; x + 16 <= w; x += 16) {
+    __m512i m[16];
+    for (int r = 0; r < kRows; ++r) {
+      m[r] = ExpandRgb(_mm512_maskz_loadu_epi8(kMask48, rows[r] + 3 * x));
+    }
+    Transpose16x16(m);  // m[j] = pixel x + j of rows 0..15
+    for (int j = 0; j < 16; ++j) {
+      _mm512_mask_storeu_epi8(il + static_cast<size_t>(x + j) * kLanes, kMask48, CompressRgb(m[j]));
+    }
+  }
+#endif
+  // The 4-byte copies overlap: each writes one byte of the next slot, which the next copy (or
+  // the next column) overwrites; the last column copies 3 bytes so no source row is over-read.
+  for (; x < w - 1; ++x) {
+    std::uint8_t* d = il + static_cast<size_t>(x) * kLanes;
+    for (int r = 0; r < kRows; ++r) std::memcpy(d + r * 3, rows[r] + x * 3, 4);
+  }
+  if (x < w) {
+    std::uint8_t* d = il + static_cast<size_t>(x) * kLanes;
+    for (int r = 0; r < kRows; ++r) std::memcpy(d + r * 3, rows[r] + x * 3, 3);
+  }
+}
+
 template <int N>
 HWY_INLINE void HorizontalT(const std::uint8_t* HWY_RESTRICT il, const int* start,
                             const std::int32_t* k, int out_w, std::uint8_t* const* out_rows) {
@@ -33,8 +113,8 @@ HWY_INLINE void HorizontalT(const std::uint8_t* HWY_RESTRICT il, const int* star
   constexpr size_t C = kLanes / L;
   static_assert(kLanes % L == 0, "lane count must divide 48");
   const auto half = hn::Set(d, kHalf);
-  HWY_ALIGN std::uint8_t px[kLanes + 8];
-  for (int x = 0; x < out_w; ++x) {
+  // The 16 rows of output pixel x, as C vectors of L bytes (row r, channel c at byte 3r + c).
+  auto pixel = [&](int x, hn::Vec<decltype(d8)>* out) HWY_ATTR {
     const std::uint8_t* p = il + static_cast<size_t>(start[x]) * kLanes;
     const std::int32_t* kx = k + static_cast<size_t>(x) * N;
     hn::Vec<D32> acc[C];
@@ -45,38 +125,50 @@ HWY_INLINE void HorizontalT(const std::uint8_t* HWY_RESTRICT il, const int* star
         acc[c] = hn::Add(acc[c], hn::Mul(hn::PromoteTo(d, hn::LoadU(d8, p + c * L)), kt));
       }
     }
-    for (size_t c = 0; c < C; ++c) {
-      hn::StoreU(hn::DemoteTo(d8, hn::ShiftRight<kShift>(acc[c])), d8, px + c * L);
+    for (size_t c = 0; c < C; ++c) out[c] = hn::DemoteTo(d8, hn::ShiftRight<kShift>(acc[c]));
+  };
+  int x = 0;
+#if STOKER_RESAMPLE_AVX512
+  if constexpr (L == 16) {
+    for (; x + 16 <= out_w; x += 16) {
+      __m512i m[16];
+      for (int j = 0; j < 16; ++j) {
+        hn::Vec<decltype(d8)> v[C];
+        pixel(x + j, v);
+        __m512i z = _mm512_castsi128_si512(v[0].raw);
+        z = _mm512_inserti32x4(z, v[1].raw, 1);
+        z = _mm512_inserti32x4(z, v[2].raw, 2);
+        m[j] = ExpandRgb(z);  // element r = row r of pixel x + j
+      }
+      Transpose16x16(m);  // m[r] = pixels x..x+15 of row r
+      for (int r = 0; r < kRows; ++r) {
+        _mm512_mask_storeu_epi8(out_rows[r] + 3 * static_cast<size_t>(x), kMask48,
+                                CompressRgb(m[r]));
+      }
     }
-    // Straight into the 16 destination rows. Rows are written in x order, so the 4th byte of
-    // each copy is overwritten by the next pixel; the last pixel copies exactly 3 bytes.
+  }
+#endif
+  HWY_ALIGN std::uint8_t px[kLanes + 8];
+  for (; x < out_w; ++x) {
+    hn::Vec<decltype(d8)> v[C];
+    pixel(x, v);
+    for (size_t c = 0; c < C; ++c) hn::StoreU(v[c], d8, px + c * L);
     // Each piece is read back from within ONE of the vector stores above: a load spanning two
     // stores (rows 5 and 10 straddle the 16-byte boundaries, row 15's 4th byte was never
-    // stored) cannot be store-forwarded and stalls — measured at ~40 % of this pass when those
-    // rows were copied as one 4-byte piece.
-    static_assert(L == 16 || kLanes % L == 0, "");
+    // stored) cannot be store-forwarded and stalls.
     const size_t off = static_cast<size_t>(x) * 3;
-    if constexpr (L == 16) {
-      for (int r = 0; r < kRows; ++r) {
-        std::uint8_t* o = out_rows[r] + off;
-        const std::uint8_t* q = px + r * 3;
-        if (r == 5) {         // bytes 15 | 16 17
-          o[0] = q[0];
-          std::memcpy(o + 1, q + 1, 2);
-        } else if (r == 10) {  // bytes 30 31 | 32
-          std::memcpy(o, q, 2);
-          o[2] = q[2];
-        } else if (r == 15 || x + 1 == out_w) {
-          std::memcpy(o, q, 2);
-          o[2] = q[2];
-        } else {
-          std::memcpy(o, q, 4);  // the 4th byte is overwritten by the next pixel
-        }
+    for (int r = 0; r < kRows; ++r) {
+      std::uint8_t* o = out_rows[r] + off;
+      const std::uint8_t* q = px + r * 3;
+      if (L == 16 && r == 5) {  // bytes 15 | 16 17
+        o[0] = q[0];
+        std::memcpy(o + 1, q + 1, 2);
+      } else if ((L == 16 && (r == 10 || r == 15)) || x + 1 == out_w) {
+        std::memcpy(o, q, 2);
+        o[2] = q[2];
+      } else {
+        std::memcpy(o, q, 4);  // the 4th byte is overwritten by the next pixel
       }
-    } else if (x + 1 < out_w) {
-      for (int r = 0; r < kRows; ++r) std::memcpy(out_rows[r] + off, px + r * 3, 4);
-    } else {
-      for (int r = 0; r < kRows; ++r) std::memcpy(out_rows[r] + off, px + r * 3, 3);
     }
   }
 }
@@ -155,6 +247,11 @@ HWY_AFTER_NAMESPACE();
 namespace stoker::image::detail {
 
 HWY_EXPORT(HorizontalFixed);
+HWY_EXPORT(InterleaveRows);
+
+void interleave_block(const std::uint8_t* const* rows, int w, std::uint8_t* il) {
+  HWY_DYNAMIC_DISPATCH(InterleaveRows)(rows, w, il);
+}
 HWY_EXPORT(VerticalFixed);
 
 void horizontal_block_fixed(int taps, const std::uint8_t* il, const int* start,

@@ -25,6 +25,10 @@ inline int fixed_kernel_taps(int widest) {
 void horizontal_block_fixed(int taps, const std::uint8_t* il, const int* start,
                             const std::int32_t* k, int out_w, std::uint8_t* const* out_rows);
 
+// [x][row][RGB] ← 16 rows of w RGB pixels (il[x·48 + 3r + c] = rows[r][3x + c]); `il` must have
+// 1 spare byte past w·48.
+void interleave_block(const std::uint8_t* const* rows, int w, std::uint8_t* il);
+
 // Vertical pass for one output row: out[i] = clip8(Σ_t rows[t][i] · k[t]), i < n.
 void vertical_row_fixed(int taps, const std::uint8_t* const* rows, const std::int32_t* k, int n,
                         std::uint8_t* out);
