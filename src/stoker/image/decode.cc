@@ -127,8 +127,11 @@ struct TjDeleter {
 };
 using TjHandle = std::unique_ptr<void, TjDeleter>;
 
-// One decompressor per thread: tjInitDecompress allocates ~100 KB of state; reusing it keeps the
-// steady state allocation-free. Destroyed at thread exit.
+// A fresh decompressor per file. Reusing one per thread was measured to save nothing visible and
+// is wrong: libjpeg keeps the quantisation and Huffman tables of the previous datastream (for
+// abbreviated streams), so a JPEG that lacks its own tables decoded — with the previous image's
+// tables — on a warm handle and failed on a fresh one; Pillow, which starts fresh per image,
+// refuses it. (libjpeg-turbo 2.1.5 also rejected the next valid file on a handle that had failed.)
 TjHandle& thread_handle() {
   thread_local TjHandle handle;
   return handle;
@@ -136,13 +139,10 @@ TjHandle& thread_handle() {
 
 tjhandle thread_decompressor() {
   TjHandle& h = thread_handle();
-  if (!h) h.reset(tjInitDecompress());
+  h.reset(tjInitDecompress());
   return h.get();
 }
 
-// A handle that failed mid-stream can keep state that breaks the next, valid file (seen with
-// libjpeg-turbo 2.1.5: "Bogus Huffman table definition" on a good JPEG after a corrupt one), so
-// any failure drops it; the next call starts from a fresh one.
 void drop_thread_decompressor() { thread_handle().reset(); }
 
 Status jpeg_failure(tjhandle tj, const char* what) {

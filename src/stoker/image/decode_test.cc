@@ -248,6 +248,44 @@ TEST(DecodeTest, ValidJpegAfterCorruptOneOnTheSameThread) {
   }
 }
 
+// A JPEG whose quantisation tables were cut out (DQT segments removed) is refused — also right
+// after a good JPEG decoded on the same thread, whose tables a reused libjpeg state would keep
+// and silently apply (it used to). Pillow starts fresh per image and refuses it too. Same for
+// the image processor, whose streaming path falls back to decode_rgb.
+TEST(DecodeTest, JpegWithoutItsTablesFailsEvenAfterAGoodOne) {
+  const RgbImage src = make_image(64, 48, /*smooth=*/true);
+  const auto good = *encode_jpeg(src, {});
+  std::vector<std::uint8_t> no_dqt;
+  size_t i = 2;
+  no_dqt.assign(good.begin(), good.begin() + 2);  // SOI
+  int removed = 0;
+  while (i + 4 <= good.size() && good[i] == 0xFF && good[i + 1] != 0xDA) {
+    const size_t len = (size_t(good[i + 2]) << 8) | good[i + 3];
+    if (good[i + 1] == 0xDB) {
+      ++removed;
+    } else {
+      no_dqt.insert(no_dqt.end(), good.begin() + i, good.begin() + i + 2 + len);
+    }
+    i += 2 + len;
+  }
+  no_dqt.insert(no_dqt.end(), good.begin() + i, good.end());  // SOS .. EOI
+  ASSERT_GT(removed, 0);
+  for (int round = 0; round < 2; ++round) {
+    decode_ok(good);  // warm whatever per-thread state exists
+    auto bad = decode_rgb(no_dqt);
+    ASSERT_FALSE(bad.ok()) << "round " << round << ": decoded with another image's tables";
+    EXPECT_EQ(bad.error().code(), ErrorCode::kDataLoss);
+  }
+  auto rows = JpegRowDecoder::open(no_dqt);
+  if (rows.ok()) {
+    std::vector<std::uint8_t> buf(64 * 3);
+    std::uint8_t* row = buf.data();
+    Status st = ok_status();
+    while (st.ok() && rows->rows_read() < rows->height()) st = rows->read(&row, 1);
+    EXPECT_FALSE(st.ok());
+  }
+}
+
 TEST(DecodeTest, HarmlessJpegWarningsAreAccepted) {
   // Junk before EOI makes libjpeg warn "N extraneous bytes before marker 0xd9"; the pixels are
   // complete and Pillow decodes such files, so must we.
