@@ -105,7 +105,9 @@ TEST(NormalizeKernelTest, EverySimdTargetMatchesTheScalarFormula) {
 TEST(NormalizeKernelTest, FastFormIsVerifiedOnlyWhereItApplies) {
   for (const ImageProcessorConfig& c : configs()) {
     const NormalizeParams p = params_of(c);
-    if (!c.do_rescale || !c.do_normalize) EXPECT_EQ(verify_fast_normalize(p), 0);
+    if (!c.do_rescale || !c.do_normalize) {
+      EXPECT_EQ(verify_fast_normalize(p), 0);
+    }
   }
   if (hwy::SupportedTargets() & (HWY_AVX2 | HWY_AVX3)) {  // FMA targets
     // One residual correction suffices for CLIP's mean/std and for 0.5/0.5 (checked offline
