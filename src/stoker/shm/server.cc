@@ -160,6 +160,18 @@ struct BatchServer::Impl {
   bool finished = false;
   bool stopping = false;
   std::int64_t idle_since_ns = now_ns();  // when the last client left (or creation)
+  // Release callbacks taken out of `outstanding` but not yet run (they run unlocked); finish()
+  // waits for them too, so a caller that returns from finish() sees every callback's effect.
+  std::int64_t releasing = 0;
+
+  void run_releases(std::vector<Done>& releases) {
+    const auto n = static_cast<std::int64_t>(releases.size());
+    if (n == 0) return;
+    run_all(releases);
+    std::lock_guard lock(mu);
+    releasing -= n;
+    cv.notify_all();
+  }
   ServerStats stats;
   std::jthread io;
 
@@ -179,7 +191,7 @@ struct BatchServer::Impl {
         drop_locked(c, releases);
       }
     }
-    run_all(releases);
+    run_releases(releases);
     if (listen_fd >= 0) ::close(listen_fd);
     if (wake_fd >= 0) ::close(wake_fd);
     // Unlink only our own socket: a later server may have replaced a path we thought stale.
@@ -200,6 +212,7 @@ struct BatchServer::Impl {
     if (!c->outstanding.empty() || !c->ended) ++stats.clients_lost;
     for (auto& [id, r] : c->outstanding) {
       releases.emplace_back(std::move(r), false);
+      ++releasing;
       ++stats.batches_reclaimed;
     }
     stats.outstanding -= static_cast<std::int64_t>(c->outstanding.size());
@@ -273,12 +286,13 @@ struct BatchServer::Impl {
       auto it = c->outstanding.find(m->release_id);
       if (it == c->outstanding.end()) continue;  // unknown or repeated: never another's batch
       releases.emplace_back(std::move(it->second), true);
+      ++releasing;
       c->outstanding.erase(it);
       --stats.outstanding;
       ++stats.batches_released;
       cv.notify_all();
     }
-    run_all(releases);
+    run_releases(releases);
   }
 
   void loop(std::stop_token) {
@@ -384,7 +398,7 @@ Status BatchServer::send(batch::BatchLayout layout, std::function<void()> plain,
   if (plain) release = [plain = std::move(plain)](bool) { plain(); };
   std::vector<Done> releases;
   auto fail = [&](Error e) -> Status {
-    run_all(releases);
+    s.run_releases(releases);
     if (release) release(false);
     return e;
   };
@@ -442,7 +456,7 @@ Status BatchServer::send(batch::BatchLayout layout, std::function<void()> plain,
     c->outstanding.erase(id);
     s.drop_locked(c, releases);  // broken pipe, reset, or a client not reading: next client
     lock.unlock();
-    run_all(releases);
+    s.run_releases(releases);
     s.wake();
     lock.lock();
   }
@@ -489,7 +503,7 @@ void BatchServer::refuse(std::uint64_t client, const std::string& reason) {
     c->ended = true;  // refused is not lost
     s.drop_locked(c, releases);
   }
-  run_all(releases);
+  s.run_releases(releases);
   s.wake();
 }
 
@@ -544,7 +558,7 @@ Status BatchServer::send_to(std::uint64_t client, batch::BatchLayout layout,
   std::vector<Done> releases;
   s.drop_locked(c, releases);
   lock.unlock();
-  run_all(releases);
+  s.run_releases(releases);
   s.wake();
   return unavailable("client " + std::to_string(client) + ": send failed");
 }
@@ -590,7 +604,8 @@ Status BatchServer::finish(std::chrono::milliseconds timeout) {
     ::send(c->fd, end.data(), end.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     c->ended = true;
   }
-  if (!s.cv.wait_for(lock, timeout, [&] { return s.stats.outstanding == 0; }))
+  if (!s.cv.wait_for(lock, timeout,
+                     [&] { return s.stats.outstanding == 0 && s.releasing == 0; }))
     return deadline_exceeded(std::to_string(s.stats.outstanding) +
                              " batches still held by consumers");
   return ok_status();

@@ -109,7 +109,8 @@ class BatchServer {
   Status wait_for_clients(int n, std::chrono::milliseconds timeout);
 
   // Sends `end` to every client, then waits until all sent batches are released (or their
-  // clients gone). DeadlineExceeded after `timeout` (the batches stay outstanding).
+  // clients gone) and their release callbacks have returned. DeadlineExceeded after `timeout`
+  // (the batches stay outstanding).
   Status finish(std::chrono::milliseconds timeout);
 
   ServerStats stats() const;
