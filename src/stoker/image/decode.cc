@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "stoker/image/detail/jpeg_warnings.h"
+#include "stoker/image/detail/decode_checks.h"
 
 namespace stoker::image {
 
@@ -54,21 +54,6 @@ Result<ImageFormat> sniff(std::span<const std::uint8_t> b) {
   }
   if (b.size() < 8) return data_loss("not an image: only " + std::to_string(b.size()) + " bytes");
   return data_loss("not an image: unrecognised data (not JPEG, PNG or WebP)");
-}
-
-Status check_limits(const ImageHeader& h, const DecodeLimits& limits) {
-  if (h.width <= 0 || h.height <= 0) {
-    return data_loss("invalid image size " + std::to_string(h.width) + "x" +
-                     std::to_string(h.height));
-  }
-  const std::int64_t pixels = std::int64_t{h.width} * h.height;
-  if (pixels > limits.max_pixels) {
-    return resource_exhausted("image size " + std::to_string(h.width) + "x" +
-                              std::to_string(h.height) + " (" + std::to_string(pixels) +
-                              " pixels) exceeds the limit of " +
-                              std::to_string(limits.max_pixels) + " pixels");
-  }
-  return ok_status();
 }
 
 void size_output(int w, int h, RgbImage* out) {
@@ -457,18 +442,18 @@ Status decode_rgb(std::span<const std::uint8_t> bytes, const DecodeLimits& limit
   switch (fmt) {
     case ImageFormat::kJpeg: {
       STOKER_ASSIGN_OR_RETURN(ImageHeader h, probe_jpeg(bytes));
-      STOKER_RETURN_IF_ERROR(check_limits(h, limits));
+      STOKER_RETURN_IF_ERROR(detail::check_limits(h, limits));
       return decode_jpeg(bytes, h, out);
     }
     case ImageFormat::kPng: {
       STOKER_ASSIGN_OR_RETURN(ImageHeader h, probe_png(bytes));
-      STOKER_RETURN_IF_ERROR(check_limits(h, limits));
+      STOKER_RETURN_IF_ERROR(detail::check_limits(h, limits));
       return decode_png(bytes, out);
     }
     case ImageFormat::kWebp: {
       WebPBitstreamFeatures f;
       STOKER_ASSIGN_OR_RETURN(ImageHeader h, probe_webp(bytes, &f));
-      STOKER_RETURN_IF_ERROR(check_limits(h, limits));
+      STOKER_RETURN_IF_ERROR(detail::check_limits(h, limits));
       return decode_webp(bytes, f, out);
     }
   }

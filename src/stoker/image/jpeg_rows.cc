@@ -27,7 +27,7 @@
 #include <jpeglib.h>
 #include <turbojpeg.h>  // TJSAMP_*, tjMCUWidth/Height: the sampling classes decode_rgb accepts
 
-#include "stoker/image/detail/jpeg_warnings.h"
+#include "stoker/image/detail/decode_checks.h"
 
 namespace stoker::image {
 namespace {
@@ -204,17 +204,7 @@ Result<JpegRowDecoder> JpegRowDecoder::open(std::span<const std::uint8_t> bytes,
   if (h.mode == "CMYK") {
     return unimplemented("JpegRowDecoder: 4-component (CMYK/YCCK) JPEG; use decode_rgb");
   }
-  if (h.width <= 0 || h.height <= 0) {
-    return data_loss("invalid image size " + std::to_string(h.width) + "x" +
-                     std::to_string(h.height));
-  }
-  const std::int64_t pixels = std::int64_t{h.width} * h.height;
-  if (pixels > limits.max_pixels) {
-    return resource_exhausted("image size " + std::to_string(h.width) + "x" +
-                              std::to_string(h.height) + " (" + std::to_string(pixels) +
-                              " pixels) exceeds the limit of " +
-                              std::to_string(limits.max_pixels) + " pixels");
-  }
+  STOKER_RETURN_IF_ERROR(detail::check_limits(h, limits));
 
   auto s = std::make_unique<State>();
   const int rc = open_core(&s->cinfo, &s->err, &s->created, bytes.data(), bytes.size());

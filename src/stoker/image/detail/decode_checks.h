@@ -1,10 +1,33 @@
-// Which libjpeg warnings the JPEG decoders accept (decode_rgb through TurboJPEG, JpegRowDecoder
-// through the libjpeg API). One list, so both decoders refuse the same damage.
+// Checks shared by the decoders (decode_rgb in decode.cc, JpegRowDecoder in jpeg_rows.cc), one
+// copy each so both refuse the same inputs with the same words: the header's size against the
+// pixel limit, and which libjpeg warnings are accepted.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
+#include "stoker/base/result.h"
+#include "stoker/image/decode.h"
+
 namespace stoker::image::detail {
+
+// A header's size: DataLoss when not positive, ResourceExhausted over limits.max_pixels —
+// before anything image-sized is allocated (decompression bombs).
+inline Status check_limits(const ImageHeader& h, const DecodeLimits& limits) {
+  if (h.width <= 0 || h.height <= 0) {
+    return data_loss("invalid image size " + std::to_string(h.width) + "x" +
+                     std::to_string(h.height));
+  }
+  const std::int64_t pixels = std::int64_t{h.width} * h.height;
+  if (pixels > limits.max_pixels) {
+    return resource_exhausted("image size " + std::to_string(h.width) + "x" +
+                              std::to_string(h.height) + " (" + std::to_string(pixels) +
+                              " pixels) exceeds the limit of " +
+                              std::to_string(limits.max_pixels) + " pixels");
+  }
+  return ok_status();
+}
 
 // libjpeg-turbo reports recoverable problems as warnings and still returns every pixel. Pillow
 // raises "image file is truncated" when the data ends early, so a premature end is an error here,
