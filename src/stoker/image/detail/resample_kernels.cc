@@ -24,6 +24,8 @@ constexpr int kLanes = kRows * 3;  // interleaved bytes per pixel column
 // At most 16 int32 lanes: 48 must be a multiple of the vector length.
 using D32 = hn::CappedTag<std::int32_t, 16>;
 
+// (This file is included once per target: the switch is redefined each time.)
+#undef STOKER_RESAMPLE_AVX512
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define STOKER_RESAMPLE_AVX512 1
 // AVX-512 block transposes between row-major RGB and the [x][row][RGB] interleaved layout: 16
