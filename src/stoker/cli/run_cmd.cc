@@ -22,6 +22,7 @@
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
 #include "stoker/cli/args.h"
+#include "stoker/cli/loader_flags.h"
 #include "stoker/cli/commands.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
@@ -71,17 +72,6 @@ options:
                        widening the window a kill test must survive
 )";
 
-std::vector<std::string> split_paths(const std::vector<std::string>& positional) {
-  std::vector<std::string> out;
-  for (const std::string& p : positional) {
-    std::stringstream in(p);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-      if (!item.empty()) out.push_back(item);
-    }
-  }
-  return out;
-}
 
 long peak_rss_kib() {
   struct rusage ru {};
@@ -135,42 +125,17 @@ struct Options {
 };
 
 Result<pipeline::LoaderConfig> make_config(const Args& args) {
-  pipeline::LoaderConfig c;
-  c.data = split_paths(args.positional());
-  if (c.data.empty()) return invalid_argument("expected DATA.jsonl[,MORE.jsonl]");
-  c.model = args.get("model", "qwen2.5-vl");
-  c.tokenizer = args.get("tokenizer");
-  if (c.tokenizer.empty()) {
-    STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-    STOKER_ASSIGN_OR_RETURN(c.tokenizer, model::default_tokenizer_dir(m));
-  }
+  STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig c, loader_config_from_flags(args, {}));
   auto get = [&](const char* name, long long fallback) { return args.get_int(name, fallback); };
-  STOKER_ASSIGN_OR_RETURN(long long bs, get("batch-size", 8));
-  STOKER_ASSIGN_OR_RETURN(long long ml, get("max-length", 8192));
   STOKER_ASSIGN_OR_RETURN(long long th, get("threads", 0));
-  STOKER_ASSIGN_OR_RETURN(long long io, get("io-threads", 4));
-  STOKER_ASSIGN_OR_RETURN(long long pf, get("prefetch", 4));
-  STOKER_ASSIGN_OR_RETURN(long long seed, get("seed", 0));
-  STOKER_ASSIGN_OR_RETURN(long long ep, get("epochs", 1));
   STOKER_ASSIGN_OR_RETURN(long long me, get("max-errors", -1));
   STOKER_ASSIGN_OR_RETURN(double mr, args.get_double("max-error-rate", 0.1));
-  STOKER_ASSIGN_OR_RETURN(long long arena_mb, get("arena-mb", 1024));
-  c.batch_size = static_cast<int>(bs);
-  c.max_length = ml;
   c.padding = args.has("pad-to-max") ? pipeline::Padding::kFixed : pipeline::Padding::kLongest;
   c.threads = static_cast<int>(th);
-  c.io_threads = static_cast<int>(io);
-  c.prefetch = static_cast<int>(pf);
-  c.seed = static_cast<std::uint64_t>(seed);
-  c.epochs = ep;
   c.errors.strict = args.has("strict");
   c.errors.max_errors = me;
   c.errors.max_error_rate = mr;
   c.errors.report_path = args.get("error-report");
-  if (arena_mb < 1) return invalid_argument("--arena-mb must be >= 1");
-  c.arena.bytes = static_cast<std::size_t>(arena_mb) << 20;
-  if (args.has("bf16")) c.pixel_dtype = image::PixelDType::kBFloat16;
-  STOKER_ASSIGN_OR_RETURN(c.worker_sched, exec::parse_sched_class(args.get("worker-sched", "batch")));
   std::string mode = args.get("mode", "prefetch");
   if (mode == "serial") c.mode = pipeline::Mode::kSerial;
   else if (mode == "concurrent") c.mode = pipeline::Mode::kConcurrent;
@@ -378,13 +343,12 @@ int run(const Args& args) {
 }  // namespace
 
 int run_run(int argc, char** argv) {
-  auto args = Args::parse(
-      argc, argv,
-      {"model", "tokenizer", "batch-size", "max-length", "threads", "io-threads", "prefetch", "worker-sched",
-       "mode", "seed", "epochs", "rank", "world-size", "max-errors", "max-error-rate",
-       "error-report", "state-file", "resume", "delivered-log", "step-ms", "limit-batches",
-       "arena-mb", "pause-after-log-ms", "batch-hashes"},
-      {"strict", "quiet", "bf16", "pad-to-max", "help"});
+  std::set<std::string> values = loader_value_flags(), switches = loader_switch_flags();
+  values.insert({"threads", "mode", "rank", "world-size", "max-errors", "max-error-rate",
+                 "error-report", "state-file", "resume", "delivered-log", "step-ms",
+                 "limit-batches", "pause-after-log-ms", "batch-hashes"});
+  switches.insert({"strict", "quiet", "pad-to-max", "help"});
+  auto args = Args::parse(argc, argv, values, switches);
   if (!args.ok()) return report("run", args.error());
   if (args->has("help") || args->positional().empty()) {
     std::fputs(kHelp, args->has("help") ? stdout : stderr);

@@ -32,6 +32,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/cli/args.h"
+#include "stoker/cli/loader_flags.h"
 #include "stoker/cli/commands.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
@@ -75,16 +76,6 @@ options:
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
 
-std::vector<std::string> split_paths(const std::vector<std::string>& positional) {
-  std::vector<std::string> out;
-  for (const std::string& p : positional) {
-    std::stringstream in(p);
-    std::string item;
-    while (std::getline(in, item, ','))
-      if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 std::string state_text(const pipeline::LoaderState& s) {
   return "epoch " + std::to_string(s.epoch) + " position " + std::to_string(s.position);
@@ -216,34 +207,9 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
 }
 
 Result<pipeline::LoaderConfig> make_config(const Args& args) {
-  pipeline::LoaderConfig c;
-  c.data = split_paths(args.positional());
-  if (c.data.empty()) return invalid_argument("expected DATA.jsonl[,MORE.jsonl]");
-  c.model = args.get("model", "qwen2.5-vl");
-  c.tokenizer = args.get("tokenizer");
-  if (c.tokenizer.empty()) {
-    STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-    STOKER_ASSIGN_OR_RETURN(c.tokenizer, model::default_tokenizer_dir(m));
-  }
-  auto get = [&](const char* name, long long fallback) { return args.get_int(name, fallback); };
-  STOKER_ASSIGN_OR_RETURN(long long bs, get("batch-size", 8));
-  STOKER_ASSIGN_OR_RETURN(long long ml, get("max-length", 8192));
-  STOKER_ASSIGN_OR_RETURN(long long io, get("io-threads", 2));
-  STOKER_ASSIGN_OR_RETURN(long long pf, get("prefetch", 4));
-  STOKER_ASSIGN_OR_RETURN(long long seed, get("seed", 0));
-  STOKER_ASSIGN_OR_RETURN(long long ep, get("epochs", 1));
-  STOKER_ASSIGN_OR_RETURN(long long arena_mb, get("arena-mb", 512));
-  if (arena_mb < 1) return invalid_argument("--arena-mb must be >= 1");
-  c.batch_size = static_cast<int>(bs);
-  c.max_length = ml;
-  c.io_threads = static_cast<int>(io);
-  c.prefetch = static_cast<int>(pf);
-  c.seed = static_cast<std::uint64_t>(seed);
-  c.epochs = ep;
-  c.arena.bytes = static_cast<std::size_t>(arena_mb) << 20;
+  STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig c,
+                          loader_config_from_flags(args, {.io_threads = 2, .arena_mb = 512}));
   c.arena.shared = true;  // the clients map it
-  if (args.has("bf16")) c.pixel_dtype = image::PixelDType::kBFloat16;
-  STOKER_ASSIGN_OR_RETURN(c.worker_sched, exec::parse_sched_class(args.get("worker-sched", "batch")));
   return c;
 }
 
@@ -387,11 +353,9 @@ int run_serve(int argc, char** argv) {
       return 0;
     }
   }
-  Result<Args> args = Args::parse(
-      argc, argv,
-      {"socket", "world-size", "model", "tokenizer", "batch-size", "max-length", "threads",
-       "io-threads", "prefetch", "worker-sched", "window", "seed", "epochs", "arena-mb", "progress-s"},
-      {"bf16"});
+  std::set<std::string> values = loader_value_flags();
+  values.insert({"socket", "world-size", "threads", "window", "progress-s"});
+  Result<Args> args = Args::parse(argc, argv, values, loader_switch_flags());
   if (!args.ok()) return report("serve", args.error());
   Status st = run(*args);
   if (!st.ok()) return report("serve", st.error());
