@@ -28,6 +28,7 @@
 #include "stoker/base/clock.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/shm/server.h"
 #include "stoker/shm/socket_path.h"
@@ -51,8 +52,8 @@ options:
                       s3://bucket/key.jsonl or http(s)://… read the set from object storage
                       (AWS env / ~/.aws; with added latency: tests/io/s3_ladder.py --latency-ms)
   --model M           model preset or HF folder (default qwen2.5-vl)
-  --tokenizer DIR     folder with tokenizer.json (default: the model folder, else the bundled
-                      Qwen2.5 tokenizer under tools/oracles)
+  --tokenizer DIR     folder with tokenizer.json (default: the model folder; for a preset, the
+                      bundled Qwen tokenizer under tools/oracles, as stoker run)
   --batch-size B      samples per batch (default 4 with --quick, 8 otherwise)
   --step-ms MS        simulated GPU time per step (default: 1.25 x measured production time)
   --steps N           steps per mode (default: sized from the production time)
@@ -438,11 +439,9 @@ void print_table(const std::vector<ModeResult>& results, int cores, int fill_ste
 Status run(const Options& opt_in) {
   Options o = opt_in;
   if (o.batch_size <= 0) o.batch_size = o.quick ? 4 : 8;
-  if (o.tokenizer.empty() && !fs::exists(fs::path(o.model) / "tokenizer.json")) {
-#ifdef STOKER_SOURCE_DIR
-    o.tokenizer = std::string(STOKER_SOURCE_DIR) + "/tools/oracles/node_modules/@lenml/"
-                                                   "tokenizer-qwen2_5/models";
-#endif
+  if (o.tokenizer.empty()) {  // the model folder's, or the bundled one of a preset
+    STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(o.model));
+    STOKER_ASSIGN_OR_RETURN(o.tokenizer, model::default_tokenizer_dir(m));
   }
   const int cores = usable_cores();
   if (o.threads <= 0) o.threads = cores;  // the Loader's default counts every CPU, even masked

@@ -18,28 +18,12 @@
 #include <vector>
 
 #include "stoker/base/file.h"
+#include "stoker/base/json_text.h"
 #include "stoker/io/object_store.h"
 
 namespace {
 
 using namespace stoker;
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 std::string fnv1a(std::span<const std::uint8_t> bytes) {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -58,9 +42,9 @@ void emit(const std::string& line) {
 }
 
 std::string error_json(const std::string& uri, const Error& e) {
-  return "{\"uri\":\"" + json_escape(uri) + "\",\"ok\":false,\"code\":\"" +
-         std::string(error_code_name(e.code())) + "\",\"error\":\"" + json_escape(e.to_string()) +
-         "\"}";
+  return "{\"uri\":" + json_string(uri) + ",\"ok\":false,\"code\":\"" +
+         std::string(error_code_name(e.code())) + "\",\"error\":" + json_string(e.to_string()) +
+         "}";
 }
 
 int usage() {
@@ -128,7 +112,7 @@ int main(int argc, char** argv) {
         ++failures;
         emit(error_json(uris[k], r.error()));
       } else {
-        emit("{\"uri\":\"" + json_escape(uris[k]) + "\",\"ok\":true,\"size\":" +
+        emit("{\"uri\":" + json_string(uris[k]) + ",\"ok\":true,\"size\":" +
              std::to_string(r->size()) + ",\"fnv\":\"" + fnv1a(*r) + "\"}");
       }
     }
@@ -139,8 +123,8 @@ int main(int argc, char** argv) {
         ++failures;
         emit(error_json(u, r.error()));
       } else {
-        emit("{\"uri\":\"" + json_escape(u) + "\",\"ok\":true,\"size\":" +
-             std::to_string(r->size) + ",\"etag\":\"" + json_escape(r->etag) + "\"}");
+        emit("{\"uri\":" + json_string(u) + ",\"ok\":true,\"size\":" +
+             std::to_string(r->size) + ",\"etag\":" + json_string(r->etag) + "}");
       }
     }
   } else if (cmd == "stream" && args.size() == 1) {
@@ -157,9 +141,9 @@ int main(int argc, char** argv) {
       ++failures;
       emit(error_json(args[0], s.error()));
     } else {
-      emit("{\"uri\":\"" + json_escape(args[0]) + "\",\"ok\":true,\"size\":" +
+      emit("{\"uri\":" + json_string(args[0]) + ",\"ok\":true,\"size\":" +
            std::to_string(all.size()) + ",\"chunks\":" + std::to_string(chunks) +
-           ",\"etag\":\"" + json_escape(info.etag) + "\",\"fnv\":\"" + fnv1a(all) + "\"}");
+           ",\"etag\":" + json_string(info.etag) + ",\"fnv\":\"" + fnv1a(all) + "\"}");
     }
   } else if (cmd == "put" && args.size() == 2) {
     Result<std::vector<std::uint8_t>> bytes = read_file(args[1]);
@@ -173,7 +157,7 @@ int main(int argc, char** argv) {
       ++failures;
       emit(error_json(args[0], s.error()));
     } else {
-      emit("{\"uri\":\"" + json_escape(args[0]) + "\",\"ok\":true}");
+      emit("{\"uri\":" + json_string(args[0]) + ",\"ok\":true}");
     }
   } else {
     return usage();
