@@ -10,10 +10,10 @@
 //     formats the first one), and decode_rgb judges that one. Here every warning is judged, and
 //     the first one outside the benign list stops decoding at once (longjmp), so damaged data
 //     is never decoded further. That refuses a superset of what decode_rgb refuses.
-//   - A fresh libjpeg object per file. decode_rgb's per-thread TurboJPEG handle keeps the DQT/DHT
-//     tables of the thread's previous file, so a file that lacks its own decodes there with stale
-//     tables; here it fails ("Quantization table 0x00 was not defined") or, for DHT, gets
-//     libjpeg-turbo's standard Huffman tables, as any fresh decoder (Pillow's) does.
+//   - A fresh libjpeg object per file (decode_rgb, too, now starts a fresh TurboJPEG handle per
+//     file: a reused one kept the previous file's DQT/DHT tables). A file that lacks its own
+//     quantisation tables fails ("Quantization table 0x00 was not defined"); one without Huffman
+//     tables gets libjpeg-turbo's standard ones, as any fresh decoder (Pillow's) does.
 // libjpeg reports errors by longjmp: every libjpeg call lives in the two C-style functions
 // open_core / read_core, whose frames hold only trivially destructible locals.
 #include "stoker/image/decode.h"
