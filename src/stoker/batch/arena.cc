@@ -2,6 +2,7 @@
 // coalescing on release, and a condition variable that blocks allocate() while nothing fits.
 #include "stoker/batch/arena.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +11,9 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
+
+#include "stoker/exec/sched.h"
 
 namespace stoker::batch {
 namespace {
@@ -20,6 +24,11 @@ std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAl
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+constexpr std::uint64_t kPrefaultChunk = std::uint64_t{8} << 20;  // per madvise call
+
 }  // namespace
 
 struct Arena::State {
@@ -28,6 +37,16 @@ struct Arena::State {
   std::map<std::uint64_t, std::uint64_t> free;  // offset → size, disjoint, never adjacent
   std::uint64_t in_use = 0;
   std::uint64_t peak = 0;
+  // Prefault: the end of the highest block handed out, the largest block, how far the
+  // background thread has populated, and the thread (joined before the mapping goes).
+  std::uint64_t prefault_ahead = 0;
+  std::uint64_t high_water = 0, largest = 0, populated = 0;
+  std::condition_variable_any want_more;
+  std::jthread prefaulter;
+
+  std::uint64_t prefault_target(std::uint64_t capacity) const {
+    return std::min(capacity, high_water + std::max(prefault_ahead, largest));
+  }
 };
 
 Status ArenaOptions::validate() const {
@@ -58,15 +77,48 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
     if (fd >= 0) close(fd);
     return e;
   }
-  return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(base), capacity, fd));
+  return std::unique_ptr<Arena>(
+      new Arena(static_cast<std::uint8_t*>(base), capacity, fd, options.prefault_ahead));
 }
 
-Arena::Arena(std::uint8_t* base, std::uint64_t capacity, int fd)
+Arena::Arena(std::uint8_t* base, std::uint64_t capacity, int fd, std::uint64_t prefault_ahead)
     : state_(std::make_unique<State>()), base_(base), capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
+  state_->prefault_ahead = prefault_ahead;
+  if (prefault_ahead > 0) {
+    state_->prefaulter = std::jthread([this](std::stop_token stop) { prefault_loop(stop); });
+    pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");
+  }
+}
+
+// Populates [populated, target) in chunks, outside the lock; MADV_POPULATE_WRITE faults pages in
+// as a write would but leaves their contents alone, so live blocks in that range are safe. Stops
+// for good if the kernel refuses (before 5.14: EINVAL) — pages are then touched by their writers.
+void Arena::prefault_loop(std::stop_token stop) {
+  (void)exec::set_current_thread_sched(exec::SchedClass::kIdle);  // spare CPU only
+  State& st = *state_;
+  for (;;) {
+    std::uint64_t from = 0, to = 0;
+    {
+      std::unique_lock lock(st.mu);
+      if (!st.want_more.wait(lock, stop,
+                             [&] { return st.populated < st.prefault_target(capacity_); })) {
+        return;
+      }
+      from = st.populated;
+      to = std::min(st.prefault_target(capacity_), from + kPrefaultChunk);
+    }
+    if (madvise(base_ + from, to - from, MADV_POPULATE_WRITE) != 0) return;
+    std::lock_guard lock(st.mu);
+    st.populated = to;
+  }
 }
 
 Arena::~Arena() {
+  if (state_->prefaulter.joinable()) {
+    state_->prefaulter.request_stop();  // wakes the wait; a chunk in progress finishes first
+    state_->prefaulter.join();
+  }
   munmap(base_, capacity_);
   if (fd_ >= 0) close(fd_);
 }
@@ -95,6 +147,11 @@ Result<Block> Arena::allocate(std::uint64_t bytes, std::stop_token stop) {
   }
   state_->in_use += size;
   if (state_->in_use > state_->peak) state_->peak = state_->in_use;
+  if (block.offset + size > state_->high_water || size > state_->largest) {
+    state_->high_water = std::max(state_->high_water, block.offset + size);
+    state_->largest = std::max(state_->largest, size);
+    if (state_->prefault_ahead > 0) state_->want_more.notify_all();
+  }
   return block;
 }
 
@@ -130,6 +187,11 @@ void Arena::release(Block block) {
 std::uint64_t Arena::in_use() const {
   std::lock_guard lock(state_->mu);
   return state_->in_use;
+}
+
+std::uint64_t Arena::prefaulted() const {
+  std::lock_guard lock(state_->mu);
+  return state_->populated;
 }
 
 std::uint64_t Arena::peak_in_use() const {
