@@ -343,6 +343,33 @@ struct BatchServer::Impl {
     }
     return best;
   }
+
+  // The batch message under a fresh id (its send time is stamped by transmit_locked).
+  Result<std::string> encode(const batch::BatchLayout& layout, std::uint64_t* id) {
+    {
+      std::lock_guard lock(mu);
+      *id = next_batch++;
+    }
+    return detail::encode_batch({.id = *id, .sent_ns = 0, .layout = layout});
+  }
+
+  // Registers `release` as c's outstanding batch `id` and sends `msg`, stamped now. The window
+  // keeps a client's socket buffer far from full, so this never blocks; sending under the lock
+  // means a release can never arrive for a batch not yet registered. False: the send failed and
+  // the release is still among c's outstanding ones (the caller takes it back or drops c).
+  bool transmit_locked(const ClientPtr& c, std::uint64_t id, std::string& msg, Release release) {
+    constexpr std::size_t kSentAt = 8 + sizeof(std::uint64_t);  // header, id, then sent_ns
+    const std::int64_t t = now_ns();
+    std::memcpy(msg.data() + kSentAt, &t, sizeof(t));
+    c->outstanding.emplace(id, std::move(release));
+    const ssize_t n = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n != static_cast<ssize_t>(msg.size())) return false;
+    c->last_sent = id;
+    ++stats.batches_sent;
+    ++stats.outstanding;
+    stats.descriptor_bytes += n;
+    return true;
+  }
 };
 
 BatchServer::BatchServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -405,15 +432,9 @@ Status BatchServer::send(batch::BatchLayout layout, std::function<void()> plain,
   if (s.options.ranked) return fail(invalid_argument("ranked server: use send_to()"));
   if (Status v = detail::validate_layout(layout, s.arena_bytes); !v.ok())
     return fail(invalid_argument(v.error().message()));
-  std::uint64_t id;
-  {
-    std::lock_guard lock(s.mu);
-    id = s.next_batch++;
-  }
-  auto encoded = detail::encode_batch({.id = id, .sent_ns = 0, .layout = layout});
+  std::uint64_t id = 0;
+  auto encoded = s.encode(layout, &id);
   if (!encoded.ok()) return fail(std::move(encoded).error());
-  std::string& msg = *encoded;
-  constexpr std::size_t kSentAt = 8 + sizeof(std::uint64_t);  // header, id, then sent_ns
 
   std::unique_lock lock(s.mu);
   for (;;) {
@@ -439,19 +460,7 @@ Status BatchServer::send(batch::BatchLayout layout, std::function<void()> plain,
       }
       continue;
     }
-    std::int64_t t = now_ns();
-    std::memcpy(msg.data() + kSentAt, &t, sizeof(t));
-    // The window keeps a client's socket buffer far from full, so this never blocks; sending
-    // under the lock means a release can never arrive for a batch not yet registered.
-    c->outstanding.emplace(id, std::move(release));
-    ssize_t n = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n == static_cast<ssize_t>(msg.size())) {
-      c->last_sent = id;
-      ++s.stats.batches_sent;
-      ++s.stats.outstanding;
-      s.stats.descriptor_bytes += n;
-      return ok_status();
-    }
+    if (s.transmit_locked(c, id, *encoded, std::move(release))) return ok_status();
     release = std::move(c->outstanding[id]);
     c->outstanding.erase(id);
     s.drop_locked(c, releases);  // broken pipe, reset, or a client not reading: next client
@@ -516,15 +525,9 @@ Status BatchServer::send_to(std::uint64_t client, batch::BatchLayout layout,
   };
   if (Status v = detail::validate_layout(layout, s.arena_bytes_for(client)); !v.ok())
     return fail(invalid_argument(v.error().message()));
-  std::uint64_t id;
-  {
-    std::lock_guard lock(s.mu);
-    id = s.next_batch++;
-  }
-  auto encoded = detail::encode_batch({.id = id, .sent_ns = 0, .layout = layout});
+  std::uint64_t id = 0;
+  auto encoded = s.encode(layout, &id);
   if (!encoded.ok()) return fail(std::move(encoded).error());
-  std::string& msg = *encoded;
-  constexpr std::size_t kSentAt = 8 + sizeof(std::uint64_t);  // header, id, then sent_ns
 
   std::unique_lock lock(s.mu);
   Impl::ClientPtr c;
@@ -543,17 +546,7 @@ Status BatchServer::send_to(std::uint64_t client, batch::BatchLayout layout,
     lock.unlock();
     return fail(unavailable("client " + std::to_string(client) + " is gone"));
   }
-  std::int64_t t = now_ns();
-  std::memcpy(msg.data() + kSentAt, &t, sizeof(t));
-  c->outstanding.emplace(id, std::move(done));
-  ssize_t n = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n == static_cast<ssize_t>(msg.size())) {
-    c->last_sent = id;
-    ++s.stats.batches_sent;
-    ++s.stats.outstanding;
-    s.stats.descriptor_bytes += n;
-    return ok_status();
-  }
+  if (s.transmit_locked(c, id, *encoded, std::move(done))) return ok_status();
   // The batch is among its outstanding ones: dropping the client runs its done(false).
   std::vector<Done> releases;
   s.drop_locked(c, releases);
