@@ -112,29 +112,10 @@ struct TjDeleter {
 };
 using TjHandle = std::unique_ptr<void, TjDeleter>;
 
-// A fresh decompressor per file. Reusing one per thread was measured to save nothing visible and
-// is wrong: libjpeg keeps the quantisation and Huffman tables of the previous datastream (for
-// abbreviated streams), so a JPEG that lacks its own tables decoded — with the previous image's
-// tables — on a warm handle and failed on a fresh one; Pillow, which starts fresh per image,
-// refuses it. (libjpeg-turbo 2.1.5 also rejected the next valid file on a handle that had failed.)
-TjHandle& thread_handle() {
-  thread_local TjHandle handle;
-  return handle;
-}
-
-tjhandle thread_decompressor() {
-  TjHandle& h = thread_handle();
-  h.reset(tjInitDecompress());
-  return h.get();
-}
-
-void drop_thread_decompressor() { thread_handle().reset(); }
-
 Status jpeg_failure(tjhandle tj, const char* what) {
   const std::string msg = tjGetErrorStr2(tj);
   const bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
   if (warning && detail::benign_jpeg_warning(msg)) return ok_status();
-  drop_thread_decompressor();  // `tj` is invalid from here on
   if (msg.find("Premature end of JPEG file") != std::string::npos) {
     return data_loss("truncated JPEG (image file is truncated): " + msg);
   }
@@ -147,7 +128,13 @@ inline std::uint8_t muldiv255(int a, int b) {
 }
 
 Status decode_jpeg(std::span<const std::uint8_t> b, const ImageHeader& h, RgbImage* out) {
-  tjhandle tj = thread_decompressor();
+  // A fresh decompressor per file. Reusing one per thread was measured to save nothing visible and
+  // is wrong: libjpeg keeps the quantisation and Huffman tables of the previous datastream (for
+  // abbreviated streams), so a JPEG that lacks its own tables decoded — with the previous image's
+  // tables — on a warm handle and failed on a fresh one; Pillow, which starts fresh per image,
+  // refuses it. (libjpeg-turbo 2.1.5 also rejected the next valid file on a handle that had failed.)
+  const TjHandle handle(tjInitDecompress());
+  tjhandle tj = handle.get();
   if (tj == nullptr) return internal_error("tjInitDecompress failed");
   int w = 0, hh = 0, subsamp = 0, cs = 0;
   if (tjDecompressHeader3(tj, b.data(), static_cast<unsigned long>(b.size()), &w, &hh, &subsamp,
