@@ -128,11 +128,11 @@ inline std::uint8_t muldiv255(int a, int b) {
 }
 
 Status decode_jpeg(std::span<const std::uint8_t> b, const ImageHeader& h, RgbImage* out) {
-  // A fresh decompressor per file. Reusing one per thread was measured to save nothing visible and
-  // is wrong: libjpeg keeps the quantisation and Huffman tables of the previous datastream (for
-  // abbreviated streams), so a JPEG that lacks its own tables decoded — with the previous image's
-  // tables — on a warm handle and failed on a fresh one; Pillow, which starts fresh per image,
-  // refuses it. (libjpeg-turbo 2.1.5 also rejected the next valid file on a handle that had failed.)
+  // A fresh decompressor per file. Reusing one per thread saved nothing measurable and is wrong:
+  // libjpeg keeps the quantisation and Huffman tables of the previous datastream (for abbreviated
+  // streams), so a JPEG lacking its own tables decoded with the previous image's on a warm handle
+  // and failed on a fresh one; Pillow, fresh per image, refuses it. (libjpeg-turbo 2.1.5 also
+  // rejected the next valid file on a handle that had failed.)
   const TjHandle handle(tjInitDecompress());
   tjhandle tj = handle.get();
   if (tj == nullptr) return internal_error("tjInitDecompress failed");
