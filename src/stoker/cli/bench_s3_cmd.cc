@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "stoker/io/loopback.h"
 #include "stoker/base/clock.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
@@ -120,18 +121,6 @@ class Child {
   pid_t pid_ = -1;
   std::string log_;
 };
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 Status wait_port(int port, Child& child, const char* what) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -272,10 +261,10 @@ int run(int argc, char** argv) {
   ::signal(SIGINT, on_signal);
   ::signal(SIGTERM, on_signal);
 
-  const int s3_port = free_port();
+  const int s3_port = io::unused_loopback_port();
   const std::vector<int> delays = {0, 20, 50};
   std::vector<std::pair<int, int>> listeners;
-  for (int d : delays) listeners.push_back({free_port(), d});
+  for (int d : delays) listeners.push_back({io::unused_loopback_port(), d});
 
   fs::create_directories(dir / "s3");
   auto s3rver = Child::spawn({"timeout", "900", "node", launcher, "-d", (dir / "s3").string(), "-a",

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "stoker/io/loopback.h"
 #include "stoker/base/file.h"
 #include "stoker/io/aws_config.h"
 #include "stoker/io/http_client.h"
@@ -170,19 +171,6 @@ TEST(StreamObjectTest, StreamsInChunksWithTheEtag) {
   fs::remove_all(dir);
 }
 
-// A loopback port with nothing listening: every attempt is refused.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(HttpClientTest, RefusedConnectionsRetryABoundedNumberOfTimes) {
   HttpClientOptions o;
   o.backoff.initial_delay = std::chrono::milliseconds(5);
@@ -192,7 +180,7 @@ TEST(HttpClientTest, RefusedConnectionsRetryABoundedNumberOfTimes) {
   ASSERT_TRUE(client.ok());
   std::shared_ptr<HttpClient> shared(std::move(*client));
   auto store = make_http_store(shared);
-  const std::string uri = "http://127.0.0.1:" + std::to_string(closed_port()) + "/x";
+  const std::string uri = "http://127.0.0.1:" + std::to_string(unused_loopback_port()) + "/x";
   auto r = read_sync(*store, uri);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kUnavailable) << r.error().to_string();
@@ -237,7 +225,8 @@ TEST(HttpClientTest, DeadlineBoundsRetries) {
   std::shared_ptr<HttpClient> shared(std::move(*client));
   auto store = make_http_store(shared);
   auto t0 = std::chrono::steady_clock::now();
-  auto r = read_sync(*store, "http://127.0.0.1:" + std::to_string(closed_port()) + "/x");
+  const std::string refused = "http://127.0.0.1:" + std::to_string(unused_loopback_port()) + "/x";
+  auto r = read_sync(*store, refused);
   auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kDeadlineExceeded) << r.error().to_string();
@@ -252,7 +241,8 @@ TEST(HttpClientTest, ShutdownCancelsQueuedRequests) {
   ASSERT_TRUE(client.ok());
   std::shared_ptr<HttpClient> shared(std::move(*client));
   auto store = make_http_store(shared);
-  exec::Future<Bytes> f = store->read("http://127.0.0.1:" + std::to_string(closed_port()) + "/x");
+  exec::Future<Bytes> f =
+      store->read("http://127.0.0.1:" + std::to_string(unused_loopback_port()) + "/x");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // now waiting out a backoff
   store.reset();
   shared.reset();
