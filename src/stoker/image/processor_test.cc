@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "stoker/image/detail/patch_order_testing.h"
 #include "stoker/image/encode.h"
 #include "stoker/image/resample.h"
 
@@ -96,21 +97,11 @@ TEST(ProcessorTest, PatchOrderIsTheClosedForm) {
     const int64_t cols = proc->columns();
     std::vector<float> out(plan.rows() * cols, -1.0f);
     proc->normalize_patchify(img, plan, PixelDType::kFloat32, out.data());
-    for (int hb = 0; hb < gh / m; ++hb)
-      for (int wb = 0; wb < gw / m; ++wb)
-        for (int mh = 0; mh < m; ++mh)
-          for (int mw = 0; mw < m; ++mw) {
-            const int64_t r = ((int64_t(hb) * (gw / m) + wb) * m + mh) * m + mw;
-            for (int ch = 0; ch < 3; ++ch)
-              for (int tp = 0; tp < T; ++tp)
-                for (int py = 0; py < P; ++py)
-                  for (int px = 0; px < P; ++px) {
-                    const int64_t k = ((int64_t(ch) * T + tp) * P + py) * P + px;
-                    const int y = (hb * m + mh) * P + py, x = (wb * m + mw) * P + px;
-                    ASSERT_EQ(out[r * cols + k], float(img.row(y)[3 * x + ch]))
-                        << "P " << P << " row " << r << " col " << k;
-                  }
-          }
+    detail::for_each_patch_element(P, T, m, gh, gw, [&](int64_t r, int64_t k, int y, int x, int ch) {
+      EXPECT_EQ(out[r * cols + k], float(img.row(y)[3 * x + ch]))
+          << "P " << P << " row " << r << " col " << k;
+      return out[r * cols + k] == float(img.row(y)[3 * x + ch]);  // stop at the first mismatch
+    });
   }
 }
 

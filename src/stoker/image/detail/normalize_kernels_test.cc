@@ -10,6 +10,7 @@
 
 #include <hwy/targets.h>
 
+#include "stoker/image/detail/patch_order_testing.h"
 #include "stoker/image/processor.h"
 
 namespace stoker::image::detail {
@@ -139,23 +140,14 @@ TEST(NormalizeKernelTest, EverySimdTargetPatchifiesLikeTheScalarReference) {
       std::vector<std::uint16_t> b(plan.rows() * cols);
       proc->normalize_patchify(img, plan, PixelDType::kFloat32, f.data());
       proc->normalize_patchify(img, plan, PixelDType::kBFloat16, b.data());
-      for (int hb = 0; hb < gh / m; ++hb)
-        for (int wb = 0; wb < gw / m; ++wb)
-          for (int mh = 0; mh < m; ++mh)
-            for (int mw = 0; mw < m; ++mw) {
-              const int64_t r = ((int64_t(hb) * (gw / m) + wb) * m + mh) * m + mw;
-              for (int ch = 0; ch < 3; ++ch)
-                for (int tp = 0; tp < T; ++tp)
-                  for (int py = 0; py < P; ++py)
-                    for (int px = 0; px < P; ++px) {
-                      const int64_t k = ((int64_t(ch) * T + tp) * P + py) * P + px;
-                      const int y = (hb * m + mh) * P + py, x = (wb * m + mw) * P + px;
-                      const float want = lut[ch][img.row(y)[3 * x + ch]];
-                      ASSERT_EQ(std::memcmp(&f[r * cols + k], &want, 4), 0)
-                          << hwy::TargetName(target) << " P " << P << " row " << r << " col " << k;
-                      ASSERT_EQ(b[r * cols + k], scalar_bf16(want)) << hwy::TargetName(target);
-                    }
-            }
+      for_each_patch_element(P, T, m, gh, gw, [&](int64_t r, int64_t k, int y, int x, int ch) {
+        const float want = lut[ch][img.row(y)[3 * x + ch]];
+        const bool f_ok = std::memcmp(&f[r * cols + k], &want, 4) == 0;
+        const bool b_ok = b[r * cols + k] == scalar_bf16(want);
+        EXPECT_TRUE(f_ok) << hwy::TargetName(target) << " P " << P << " row " << r << " col " << k;
+        EXPECT_TRUE(b_ok) << hwy::TargetName(target) << " P " << P << " row " << r << " col " << k;
+        return f_ok && b_ok;  // stop at the first mismatch
+      });
     }
   }
   hwy::SetSupportedTargetsForTest(0);
