@@ -244,9 +244,9 @@ Status ImageProcessor::stream_jpeg(JpegRowDecoder& dec, const ImagePlan& plan, P
                                    void* out, ImageScratch* scratch) const {
   constexpr int kBlock = 16;  // the resampler's block
   const size_t in_stride = static_cast<size_t>(dec.width()) * 3;
-  scratch->decoded.pixels.resize(kBlock * in_stride);  // a 16-row window, not the image
+  scratch->window.resize(kBlock * in_stride);
   std::uint8_t* window[kBlock];
-  for (int r = 0; r < kBlock; ++r) window[r] = scratch->decoded.pixels.data() + r * in_stride;
+  for (int r = 0; r < kBlock; ++r) window[r] = scratch->window.data() + r * in_stride;
   STOKER_RETURN_IF_ERROR(stream(
       [&](int n, const std::uint8_t** rows) {
         for (int r = 0; r < n; ++r) rows[r] = window[r];

@@ -53,7 +53,8 @@ struct ImagePlan {
 struct ImageScratch {
   RgbImage decoded;
   RgbImage resized;
-  std::vector<std::uint8_t> band;  // one band of P·merge resized rows (the streaming path)
+  std::vector<std::uint8_t> band;    // one band of P·merge resized rows (the streaming path)
+  std::vector<std::uint8_t> window;  // 16 decoded JPEG rows on their way to the resampler
 };
 
 // Rows of an RGB image held somewhere in memory: row y at base + (y − y0)·stride.
