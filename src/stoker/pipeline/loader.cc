@@ -31,6 +31,17 @@ Status LoaderConfig::validate() const {
   if (prefetch < 1) return invalid_argument("loader: prefetch must be >= 1");
   if (window < 0) return invalid_argument("loader: window must be >= 0");
   if (fetch_bytes_in_flight < 1) return invalid_argument("loader: fetch_bytes_in_flight must be > 0");
+  if (max_object_bytes < 1) return invalid_argument("loader: max_object_bytes must be >= 1");
+  if (max_record_bytes < 1 || max_record_bytes > (std::int64_t{4} << 30)) {
+    return invalid_argument("loader: max_record_bytes must be in [1, 4 GiB]");
+  }
+  if (io_deadline_ms < 0) return invalid_argument("loader: io_deadline_ms must be >= 0");
+  for (const std::string& r : media_roots) {
+    if (r.empty()) return invalid_argument("loader: an empty media root");
+  }
+  for (const std::string& b : allow_buckets) {
+    if (b.empty()) return invalid_argument("loader: an empty bucket name in allow_buckets");
+  }
   if (errors.max_error_rate < 0 || errors.max_error_rate > 1) {
     return invalid_argument("loader: max_error_rate must be in [0, 1]");
   }

@@ -69,6 +69,22 @@ struct LoaderConfig {
                                     // (2·batch_size·(prefetch+1) for kPrefetch, batch_size for
                                     // kConcurrent, 1 for kSerial)
   std::int64_t fetch_bytes_in_flight = std::int64_t{256} << 20;
+  // What a record may reach (the trust boundary; README "Trust boundary", io/media_access.h).
+  // A local manifest reads local files only under its own folder and these roots; a remote
+  // manifest never reads local files; s3:// media only in a remote manifest's own bucket and
+  // in these buckets ("*": any bucket).
+  std::vector<std::string> media_roots;
+  bool trust_media_paths = false;   // local manifests may read any local file (loudly)
+  std::vector<std::string> allow_buckets;
+  // Every read is bounded: a media object (file, HTTP body) and a JSONL record (one line).
+  std::int64_t max_object_bytes = std::int64_t{256} << 20;
+  std::int64_t max_record_bytes = std::int64_t{16} << 20;
+  // The retry window of a remote request (all attempts together); 0: $STOKER_IO_DEADLINE_MS,
+  // else 120 s. A store that stays down longer stops the run (resumable).
+  std::int64_t io_deadline_ms = 0;
+  // S3 credentials from the EC2 instance metadata service: consulted only when true or when
+  // $AWS_EC2_METADATA_SERVICE_ENDPOINT is set — never on stoker's own initiative.
+  bool imds = false;
   // Scheduling class of the loader's own threads (CPU, I/O and emit pools, the prefetch
   // producer); the caller's thread is never changed. Batch: a waking loader thread does not
   // preempt the trainer's thread, so next() is not left waiting for a core (exec/sched.h).
