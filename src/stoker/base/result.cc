@@ -1,5 +1,7 @@
 #include "stoker/base/result.h"
 
+#include "stoker/base/redact.h"
+
 namespace stoker {
 
 std::string_view error_code_name(ErrorCode code) {
@@ -18,15 +20,18 @@ std::string_view error_code_name(ErrorCode code) {
   return "Unknown";
 }
 
+Error::Error(ErrorCode code, std::string message)
+    : code_(code), message_(redact_secrets(message)) {}
+
 std::string Error::to_string() const { return context_ + message_; }
 
 Error& Error::with_context(std::string context) & {
-  context_ = std::move(context) + ": " + context_;
+  context_ = redact_secrets(context) + ": " + context_;
   return *this;
 }
 
 Error&& Error::with_context(std::string context) && {
-  context_ = std::move(context) + ": " + context_;
+  context_ = redact_secrets(context) + ": " + context_;
   return std::move(*this);
 }
 

@@ -33,7 +33,9 @@ std::string_view error_code_name(ErrorCode code);
 
 class Error {
  public:
-  Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // Message and context frames pass through redact_secrets (base/redact.h): an Error never
+  // carries a presigned URL's signature or a URL's password, whoever built the message.
+  Error(ErrorCode code, std::string message);
 
   ErrorCode code() const { return code_; }
   // The innermost reason, without context.
