@@ -27,6 +27,7 @@ enum class ErrorCode {
   kUnimplemented,
   kCancelled,
   kInternal,
+  kFailedPrecondition,  // a condition the request set no longer holds (If-Match: object replaced)
 };
 
 std::string_view error_code_name(ErrorCode code);
@@ -63,6 +64,7 @@ Error resource_exhausted(std::string message);
 Error unimplemented(std::string message);
 Error cancelled(std::string message);
 Error internal_error(std::string message);
+Error failed_precondition(std::string message);
 
 template <typename T>
 class [[nodiscard]] Result {
