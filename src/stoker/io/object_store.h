@@ -37,7 +37,7 @@ using Bytes = std::vector<std::uint8_t>;
 struct ReadOptions {
   std::int64_t offset = 0;
   std::int64_t length = -1;
-  std::string if_match;
+  std::string if_match = {};
   std::int64_t max_bytes = -1;
   bool whole() const { return offset == 0 && length < 0; }
 };
