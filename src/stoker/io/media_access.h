@@ -22,9 +22,9 @@
 namespace stoker::io {
 
 struct MediaAccess {
-  std::vector<std::string> media_roots;  // extra local folders (absolute or relative to the cwd)
+  std::vector<std::string> media_roots = {};  // extra local folders (absolute or cwd-relative)
   bool trust_media_paths = false;
-  std::vector<std::string> allow_buckets;
+  std::vector<std::string> allow_buckets = {};
 };
 
 // A local folder that media may lie beneath: as named (absolute, folded) and its real path, so

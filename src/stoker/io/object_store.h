@@ -63,7 +63,7 @@ class ObjectStore {
 // restricts it to the folders of its local manifests and the media roots (media_access.h).
 struct LocalAccess {
   bool restricted = false;
-  std::vector<std::string> roots;  // folders; a read must lie beneath one (openat2 BENEATH)
+  std::vector<std::string> roots = {};  // folders; a read must lie beneath one (openat2 BENEATH)
 };
 
 // Where a store's remote requests go and how S3 is reached.
