@@ -37,7 +37,12 @@ std::string absolute(std::string_view path) {
   return fold_dots(std::string(cwd) + "/" + std::string(path));
 }
 
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quoted(std::string_view s) {
+  std::string q(1, '\'');
+  q.append(s);
+  q.push_back('\'');
+  return q;
+}
 
 }  // namespace
 
