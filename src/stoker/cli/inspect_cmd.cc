@@ -36,6 +36,7 @@ Exit status: 0 when everything was fine, 1 when any record or image had an error
 
 options:
   --model M     qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
+                (the summary names the chat template it would train with, or why it is refused)
   --limit N     inspect only the first N records
   --json        one JSON object per image / error, then {"summary": {...}} (no table)
 )";
@@ -290,7 +291,7 @@ int Inspector::finish(const std::string& data_path) {
     std::snprintf(t, sizeof t,
                   "{\"summary\":{\"model\":%s,\"records\":%d,\"record_errors\":%zu,\"images\":%zu,"
                   "\"image_errors\":%zu,\"vision_tokens\":%lld,\"tokens_p50\":%lld,\"tokens_max\":%lld,"
-                  "\"time_p50_ms\":%.3f,\"time_p99_ms\":%.3f,\"images_per_s\":%.2f,\"videos_skipped\":%d}}\n",
+                  "\"time_p50_ms\":%.3f,\"time_p99_ms\":%.3f,\"images_per_s\":%.2f,\"videos_skipped\":%d",
                   json_string(model_.name).c_str(), records_, record_errors_.size(), totals.size(),
                   failed.size(), static_cast<long long>(total_tokens),
                   static_cast<long long>(percentile(tokens, 50)),
@@ -298,12 +299,16 @@ int Inspector::finish(const std::string& data_path) {
                   percentile(totals, 50) * 1e3, percentile(totals, 99) * 1e3,
                   busy > 0 ? totals.size() / busy : 0.0, videos_skipped_);
     std::fputs(t, stdout);
+    // Long (a refusal quotes the template), so outside the fixed-size buffer.
+    std::printf(",\"chat_template\":%s}}\n", json_string(model::describe_chat_template(model_)).c_str());
     return errors ? 1 : 0;
   }
 
   std::printf("\n%s with %s (patch %d, merge %d, pixels %s..%s)\n", data_path.c_str(), model_.name.c_str(),
               cfg.patch_size, cfg.merge_size, with_commas(cfg.min_pixels).c_str(),
               with_commas(cfg.max_pixels).c_str());
+  // Not inspected per record, but a refused template stops `stoker run` / `render`: say so here.
+  std::printf("  chat template  %s\n", model::describe_chat_template(model_).c_str());
   std::printf("  records        %d read, %d ok, %zu rejected\n", records_,
               records_ - static_cast<int>(record_errors_.size()), record_errors_.size());
   std::string formats;

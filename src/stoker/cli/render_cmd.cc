@@ -31,7 +31,10 @@ Images are read for their header only (relative paths are resolved against the J
 folder) and planned with the model's image processor to get their grids. Videos use a fixed grid.
 
 options:
-  --model M            qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder
+  --model M            qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder. A folder's
+                       own chat template (chat_template.jinja / .json, tokenizer_config.json) is
+                       used when it is a stock one stoker renders natively; any other is refused
+                       (exit 1), never replaced. No template there: the family's stock one.
   --tokenizer DIR      folder with tokenizer.json (default: the model folder; presets have none)
   --no-images          don't read images; use --image-grid for each
   --image-grid T,H,W   grid for --no-images (default 1,8,8: 16 tokens at merge 2)
@@ -159,7 +162,7 @@ int render(const Args& args) {
   }
   Result<model::ModelConfig> model = model::load_model(args.get("model"));
   if (!model.ok()) return report("render", model.error());
-  Result<text::TemplateKind> kind = text::template_for_model(model::family_name(model->family));
+  Result<text::TemplateKind> kind = model::chat_template_kind(*model);
   if (!kind.ok()) return report("render", kind.error());
 
   text::ChatTemplateOptions topt;
@@ -171,7 +174,7 @@ int render(const Args& args) {
 
   Result<text::RenderedChat> chat = text::render_chat(*conv, *kind, topt);
   if (!chat.ok()) return report("render", chat.error());
-  std::printf("== %s template, model %s ==\n%s\n", std::string(text::template_name(*kind)).c_str(),
+  std::printf("== template %s; model %s ==\n%s\n", model::describe_chat_template(*model).c_str(),
               model->name.c_str(), chat->text().c_str());
   if (args.has("text-only")) return 0;
 

@@ -271,8 +271,7 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
   auto ctx = std::make_unique<Context>();
   STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
-  STOKER_ASSIGN_OR_RETURN(ctx->template_kind,
-                          text::template_for_model(model::family_name(ctx->model.family)));
+  STOKER_ASSIGN_OR_RETURN(ctx->template_kind, model::chat_template_kind(ctx->model));
   std::string tok_dir = config.tokenizer.empty() ? ctx->model.folder : config.tokenizer;
   if (tok_dir.empty()) {
     return invalid_argument("model preset '" + config.model +
