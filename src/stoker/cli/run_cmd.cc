@@ -80,8 +80,6 @@ long peak_rss_kib() {
   return ru.ru_maxrss;
 }
 
-constexpr double kMaxSleepMs = 86'400'000;
-
 double mib(std::uint64_t b) { return static_cast<double>(b) / (1 << 20); }
 
 // Busy share of a stage = busy time / (its threads × wall time): 100% means every thread that
@@ -118,6 +116,9 @@ std::uint64_t batch_hash(const pipeline::Batch& b) {
   }
   return h;
 }
+
+// --step-ms / --pause-after-log-ms: at most a day, so a sleep's duration never overflows a clock.
+constexpr double kMaxSleepMs = 86'400'000;
 
 struct Options {
   std::string state_file, resume_file, delivered_log, batch_hashes;
@@ -260,7 +261,6 @@ int run(const Args& args) {
   o.delivered_log = args.get("delivered-log");
   o.batch_hashes = args.get("batch-hashes");
   o.quiet = args.has("quiet");
-  // Sleeps: at most a day each, so the duration never overflows a clock.
   Result<double> step = args.get_double("step-ms", 0, 0, kMaxSleepMs);
   if (!step.ok()) return report("run", step.error());
   o.step_ms = *step;
