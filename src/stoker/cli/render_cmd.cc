@@ -3,6 +3,7 @@
 // trainer will see for one sample; everything shown is what the pipeline computes.
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,18 +49,16 @@ options:
   --text-only          print the rendered template only
 )";
 
-Result<text::VisionGrid> parse_grid(const std::string& s) {
+// "T,H,W", each in [1, 1024] (so T·H·W, the patch count, fits an int).
+Result<text::VisionGrid> parse_grid(const std::string& flag, const std::string& s) {
   std::stringstream in(s);
   std::string item;
   std::vector<int> v;
   while (std::getline(in, item, ',')) {
-    try {
-      v.push_back(std::stoi(item));
-    } catch (...) {
-      return invalid_argument("grid '" + s + "': expected T,H,W");
-    }
+    STOKER_ASSIGN_OR_RETURN(long long x, parse_int(flag + " T,H,W", item, 1, 1024));
+    v.push_back(static_cast<int>(x));
   }
-  if (v.size() != 3) return invalid_argument("grid '" + s + "': expected T,H,W");
+  if (v.size() != 3) return invalid_argument(flag + " expects T,H,W, got '" + s + "'");
   return text::VisionGrid{v[0], v[1], v[2], {}};
 }
 
@@ -93,7 +92,7 @@ Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& c
                                                   const Args& args) {
   std::vector<text::VisionGrid> grids;
   if (args.has("no-images")) {
-    STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid(args.get("image-grid", "1,8,8")));
+    STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid("--image-grid", args.get("image-grid", "1,8,8")));
     grids.assign(conv.count(dataset::Part::Kind::kImage), g);
     return grids;
   }
@@ -189,9 +188,9 @@ int render(const Args& args) {
   std::filesystem::path base = std::filesystem::path(pos[0]).parent_path();
   Result<std::vector<text::VisionGrid>> images = image_grids(*conv, *model, base, args);
   if (!images.ok()) return report("render", images.error());
-  Result<text::VisionGrid> vgrid = parse_grid(args.get("video-grid", "2,8,8"));
+  Result<text::VisionGrid> vgrid = parse_grid("--video-grid", args.get("video-grid", "2,8,8"));
   if (!vgrid.ok()) return report("render", vgrid.error());
-  Result<double> fps = args.get_double("video-fps", 2.0);
+  Result<double> fps = args.get_double("video-fps", 2.0, 1e-3, 1e3);  // divides: never 0
   if (!fps.ok()) return report("render", fps.error());
   // Frames sampled at `fps` from the start: frame i of the sample is source frame i at that
   // rate, so timestamps are i / fps, and one grid step spans temporal_patch_size / fps seconds.
@@ -204,7 +203,8 @@ int render(const Args& args) {
 
   text::SampleOptions sopt;
   sopt.merge_size = model->image.merge_size;
-  Result<long long> max_len = args.get_int("max-length", 0);
+  Result<std::int64_t> max_len =
+      args.get_int<std::int64_t>("max-length", 0, 0, std::numeric_limits<std::int64_t>::max());
   if (!max_len.ok()) return report("render", max_len.error());
   sopt.max_length = *max_len;
   sopt.overflow = args.has("truncate") ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
