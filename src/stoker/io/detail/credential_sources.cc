@@ -157,8 +157,13 @@ Result<AwsCredentials> fetch_web_identity(const WebIdentitySource& source) {
     std::string msg = resp.error().to_string();
     if (!code.empty()) msg += " " + code;
     if (!message.empty()) msg += ": " + message;
+    // STS refusing the token or the role (InvalidIdentityToken, ExpiredTokenException,
+    // AccessDenied... are 400s and 403s) is a permission problem, not bad input of ours.
+    ErrorCode ec = resp.error().code();
+    if (!code.empty() && (ec == ErrorCode::kInvalidArgument || ec == ErrorCode::kNotFound))
+      ec = ErrorCode::kPermissionDenied;
     // STS may quote what it was sent; the token must not travel on in our message.
-    return Error(resp.error().code(), redact(msg, {token, form_encode(token)}));
+    return Error(ec, redact(msg, {token, form_encode(token)}));
   }
   Result<AwsCredentials> c = parse_sts_credentials(resp->body);
   if (!c.ok()) return std::move(c).error().with_context(what);
