@@ -65,6 +65,10 @@ class RefreshingProvider final : public CredentialProvider {
     refreshing_ = true;
     lock.unlock();
     Result<AwsCredentials> fresh = fetch_guarded();
+    if (fresh.ok() && fresh->expiration && *fresh->expiration <= clock()) {
+      fresh = unavailable("the source handed out credentials that expired at " +
+                          format_utc(*fresh->expiration) + " (is the clock right?)");
+    }
     lock.lock();
     refreshing_ = false;
     ++generation_;
@@ -103,7 +107,7 @@ class RefreshingProvider final : public CredentialProvider {
   // Nothing valid to hand out: the last fetch's error, as PermissionDenied (the service said no)
   // or Unavailable (we could not get an answer).
   Error failure() const {
-    const Error& last = *last_error_;
+    const Error last = last_error_ ? *last_error_ : unavailable("no credentials");
     std::string msg = "S3 credentials from " + source_;
     if (cached_ && cached_->expiration)
       msg += " expired at " + format_utc(*cached_->expiration) + " and could not be refreshed";
@@ -223,16 +227,74 @@ std::shared_ptr<CredentialProvider> make_refreshing_credentials(
   return std::make_shared<RefreshingProvider>(std::move(source), std::move(fetch), options);
 }
 
+namespace {
+
+using Ptr = std::shared_ptr<CredentialProvider>;
+
+// Each step of the chain: a provider, nullptr when its source is not configured, or an error when
+// it is configured wrongly.
+Result<Ptr> from_web_identity(const EnvLookup& env, const std::map<std::string, std::string>& merged,
+                              const AwsConfig& aws, const CredentialOptions& options) {
+  std::string token_file = get(env, "AWS_WEB_IDENTITY_TOKEN_FILE");
+  if (token_file.empty()) token_file = get(merged, "web_identity_token_file");
+  if (token_file.empty()) return Ptr();
+  // Key by key, the variable before the profile (botocore's _get_config).
+  detail::WebIdentitySource src{token_file, get(env, "AWS_ROLE_ARN"),
+                                get(env, "AWS_ROLE_SESSION_NAME"), sts_url(env, aws.region)};
+  if (src.role_arn.empty()) src.role_arn = get(merged, "role_arn");
+  if (src.role_arn.empty())
+    return invalid_argument("a web identity token file is configured but no role ARN "
+                            "(AWS_ROLE_ARN or the profile's role_arn)");
+  if (src.session_name.empty()) src.session_name = get(merged, "role_session_name");
+  if (src.session_name.empty())
+    src.session_name = "stoker-session-" + std::to_string(SysClock::to_time_t(SysClock::now()));
+  return make_refreshing_credentials("web identity (role " + src.role_arn + ")",
+                                     [src] { return detail::fetch_web_identity(src); }, options);
+}
+
+// Shared credentials file, then credential_process (either file), then the config file.
+Result<Ptr> from_profile(const AwsProfile& files, const std::map<std::string, std::string>& merged,
+                         const CredentialOptions& options) {
+  const std::string profile = "profile '" + files.name + "'";
+  if (!get(files.credentials_file, "aws_access_key_id").empty()) {
+    const std::string where = profile + " in the shared credentials file";
+    STOKER_ASSIGN_OR_RETURN(AwsCredentials c, static_keys(files.credentials_file, where));
+    return Ptr(std::make_shared<StaticProvider>(where, std::move(c)));
+  }
+  if (std::string command = get(merged, "credential_process"); !command.empty()) {
+    detail::ProcessSource src{command, files.name, options.process_timeout,
+                              options.process_max_output};
+    return make_refreshing_credentials("credential_process of " + profile,
+                                       [src] { return detail::run_credential_process(src); },
+                                       options);
+  }
+  if (!get(files.config_file, "aws_access_key_id").empty()) {
+    const std::string where = profile + " in the config file";
+    STOKER_ASSIGN_OR_RETURN(AwsCredentials c, static_keys(files.config_file, where));
+    return Ptr(std::make_shared<StaticProvider>(where, std::move(c)));
+  }
+  return Ptr();
+}
+
+Result<Ptr> from_container(const EnvLookup& env, const CredentialOptions& options) {
+  const std::string relative = get(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  const std::string full = get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  if (relative.empty() && full.empty()) return Ptr();
+  STOKER_ASSIGN_OR_RETURN(std::string url, detail::container_url(relative, full));
+  detail::ContainerSource src{url, get(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN"),
+                              get(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")};
+  return make_refreshing_credentials("container endpoint " + url,
+                                     [src] { return detail::fetch_container(src); }, options);
+}
+
+}  // namespace
+
 // botocore's default chain (credentials.py create_credential_resolver), less the sources stoker
 // lacks: env → assume-role (refused: unsupported) → web identity → SSO (refused) → shared
 // credentials file → credential_process → config file → container → IMDS (opt-in) → anonymous.
 // A source that is configured is the source: a failing fetch is an error, not a fall-through.
 Result<std::shared_ptr<CredentialProvider>> make_default_credentials(
     const EnvLookup& env, const AwsConfig& aws, bool imds, const CredentialOptions& options) {
-  using Ptr = std::shared_ptr<CredentialProvider>;
-  auto refreshing = [&](std::string source, auto fetch) -> Ptr {
-    return make_refreshing_credentials(std::move(source), std::move(fetch), options);
-  };
   if (!get(env, "AWS_ACCESS_KEY_ID").empty()) {
     AwsCredentials c{get(env, "AWS_ACCESS_KEY_ID"), get(env, "AWS_SECRET_ACCESS_KEY"),
                      get(env, "AWS_SESSION_TOKEN"), std::nullopt};
@@ -248,52 +310,18 @@ Result<std::shared_ptr<CredentialProvider>> make_default_credentials(
     return unimplemented(profile + " assumes a role through source_profile/credential_source, "
                          "which stoker does not support (use web identity or credential_process)");
   }
-  std::string token_file = get(env, "AWS_WEB_IDENTITY_TOKEN_FILE");
-  if (token_file.empty()) token_file = get(merged, "web_identity_token_file");
-  if (!token_file.empty()) {
-    detail::WebIdentitySource src{token_file, get(env, "AWS_ROLE_ARN"),
-                                  get(env, "AWS_ROLE_SESSION_NAME"), sts_url(env, aws.region)};
-    if (src.role_arn.empty()) src.role_arn = get(merged, "role_arn");
-    if (src.role_arn.empty())
-      return invalid_argument("a web identity token file is configured but no role ARN "
-                              "(AWS_ROLE_ARN or the profile's role_arn)");
-    if (src.session_name.empty()) src.session_name = get(merged, "role_session_name");
-    if (src.session_name.empty())
-      src.session_name = "stoker-session-" + std::to_string(SysClock::to_time_t(SysClock::now()));
-    return refreshing("web identity (role " + src.role_arn + ")",
-                      [src] { return detail::fetch_web_identity(src); });
-  }
+  STOKER_ASSIGN_OR_RETURN(Ptr web, from_web_identity(env, merged, aws, options));
+  if (web) return web;
   if (!get(merged, "sso_start_url").empty() || !get(merged, "sso_session").empty())
     return unimplemented(profile + " uses AWS SSO, which stoker does not support");
-  if (!get(files.credentials_file, "aws_access_key_id").empty()) {
-    const std::string where = profile + " in the shared credentials file";
-    STOKER_ASSIGN_OR_RETURN(AwsCredentials c, static_keys(files.credentials_file, where));
-    return Ptr(std::make_shared<StaticProvider>(where, std::move(c)));
-  }
-  if (std::string command = get(merged, "credential_process"); !command.empty()) {
-    detail::ProcessSource src{command, files.name, options.process_timeout,
-                              options.process_max_output};
-    return refreshing("credential_process of " + profile,
-                      [src] { return detail::run_credential_process(src); });
-  }
-  if (!get(files.config_file, "aws_access_key_id").empty()) {
-    const std::string where = profile + " in the config file";
-    STOKER_ASSIGN_OR_RETURN(AwsCredentials c, static_keys(files.config_file, where));
-    return Ptr(std::make_shared<StaticProvider>(where, std::move(c)));
-  }
-  const std::string relative = get(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-  const std::string full = get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI");
-  if (!relative.empty() || !full.empty()) {
-    STOKER_ASSIGN_OR_RETURN(std::string url, detail::container_url(relative, full));
-    detail::ContainerSource src{url, get(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN"),
-                                get(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")};
-    return refreshing("container endpoint " + url,
-                      [src] { return detail::fetch_container(src); });
-  }
+  STOKER_ASSIGN_OR_RETURN(Ptr from_files, from_profile(files, merged, options));
+  if (from_files) return from_files;
+  STOKER_ASSIGN_OR_RETURN(Ptr container, from_container(env, options));
+  if (container) return container;
   if (imds_enabled(env, imds)) {
     detail::ImdsSource src{imds_endpoint(env)};
-    return refreshing("EC2 instance metadata at " + src.endpoint,
-                      [src] { return detail::fetch_imds(src); });
+    return make_refreshing_credentials("EC2 instance metadata at " + src.endpoint,
+                                       [src] { return detail::fetch_imds(src); }, options);
   }
   return Ptr(std::make_shared<StaticProvider>("anonymous", AwsCredentials{}));
 }

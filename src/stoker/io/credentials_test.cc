@@ -330,6 +330,16 @@ TEST(CredentialRefreshTest, FirstFetchFailureAndPermissionDenied) {
   EXPECT_EQ(key_of(*thrower), "error Unavailable");  // no stuck "refreshing" flag
 }
 
+TEST(CredentialRefreshTest, CredentialsExpiredOnArrivalAreAnError) {
+  FakeSource src;
+  src.lifetime = std::chrono::seconds(-1);
+  auto p = make_refreshing_credentials("skewed", src.fetch(), src.options());
+  auto r = p->get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(r.error().to_string().find("clock"), std::string::npos) << r.error().to_string();
+}
+
 TEST(CredentialRefreshTest, OneFetchAtATimeAndWaitersShareIt) {
   std::atomic<int> calls{0};
   auto p = make_refreshing_credentials("slow", [&]() -> Result<AwsCredentials> {
