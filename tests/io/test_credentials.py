@@ -321,23 +321,24 @@ def test_refresh_before_expiry(s3, home, tmp_path):
 
 
 def test_failed_refresh_keeps_old_keys_until_expiry(s3, home):
-    c = CredServer("container", "ASIAKEEP", lifetime_s=4, fail_after=1)
+    # Window = lifetime: every request after the first tries a refresh, whatever the machine's load.
+    c = CredServer("container", "ASIAKEEP", lifetime_s=5, fail_after=1)
     try:
         env = dict(base_env(home, s3), AWS_CONTAINER_CREDENTIALS_FULL_URI=c.url + "/creds")
         p = subprocess.Popen([IO_TOOL, "get", "--stdin", "--attempts", "1",
-                              "--refresh-window-ms", "3000", "--refresh-retry-ms", "200"],
+                              "--refresh-window-ms", "5000", "--refresh-retry-ms", "200"],
                              env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         t0 = time.time()
         p.stdin.write("s3://bkt/1\n")
         p.stdin.flush()
         wait_captured(s3, 1)
-        time.sleep(max(0.0, t0 + 1.5 - time.time()))  # inside the window, still valid
+        time.sleep(max(0.0, t0 + 1.5 - time.time()))  # valid for ≥ 2.5 s more
         p.stdin.write("s3://bkt/2\n")
         p.stdin.flush()
         wait_captured(s3, 2)
         assert len(c.requests) > 1  # request 2 tried a refresh (and was signed with key 1 anyway)
-        time.sleep(max(0.0, t0 + 5.5 - time.time()))  # expired, and the service still fails
+        time.sleep(max(0.0, t0 + 6.5 - time.time()))  # expired, and the service still fails
         p.stdin.write("s3://bkt/3\n")
         out, _ = p.communicate(timeout=20)
         assert [k for k, _ in signed(s3)] == ["ASIAKEEP1", "ASIAKEEP1"], out
