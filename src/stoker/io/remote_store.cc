@@ -49,7 +49,10 @@ std::string encode_lenient_url(const std::string& url) {
   return out;
 }
 
-void add_range(HttpRequest& req, ByteRange range) {
+// Range, If-Match and the body cap of a GET.
+void add_read_options(HttpRequest& req, const ReadOptions& range) {
+  if (!range.if_match.empty()) req.headers.push_back("If-Match: \"" + range.if_match + "\"");
+  req.max_body_bytes = range.max_bytes;
   if (range.whole()) return;
   std::string spec = "Range: bytes=" + std::to_string(range.offset) + "-";
   if (range.length >= 0) spec += std::to_string(range.offset + range.length - 1);
@@ -59,7 +62,12 @@ void add_range(HttpRequest& req, ByteRange range) {
 
 // The response of a (possibly ranged) GET → exactly the bytes asked for. A server may ignore
 // Range and send the whole object (200): slice it here.
-Result<Bytes> body_for_range(HttpResponse resp, ByteRange range, const std::string& what) {
+Result<Bytes> body_for_range(HttpResponse resp, const ReadOptions& range, const std::string& what) {
+  // A server that ignores If-Match still names the version it sent.
+  if (!range.if_match.empty() && !resp.etag.empty() && resp.etag != range.if_match) {
+    return failed_precondition(what + ": ETag " + resp.etag + " where " + range.if_match +
+                               " was asked for (the object was replaced)");
+  }
   if (range.whole()) return std::move(resp.body);
   if (resp.status == 206) {
     long long first = -1, last = -1, total = -1;
@@ -88,12 +96,12 @@ class RemoteStore : public ObjectStore {
  public:
   explicit RemoteStore(std::shared_ptr<HttpClient> client) : client_(std::move(client)) {}
 
-  exec::Future<Bytes> read(const std::string& uri, ByteRange range) override {
+  exec::Future<Bytes> read(const std::string& uri, ReadOptions range) override {
     if (range.offset < 0) return failed<Bytes>(invalid_argument(uri + ": negative offset"));
     if (range.length == 0) return empty();
     Result<HttpRequest> req = make_request("GET", uri);
     if (!req.ok()) return failed<Bytes>(std::move(req).error());
-    add_range(*req, range);
+    add_read_options(*req, range);
     auto promise = std::make_shared<exec::Promise<Bytes>>();
     exec::Future<Bytes> future = promise->get_future();
     std::string what = req->display;

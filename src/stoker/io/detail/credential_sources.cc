@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stoker/base/redact.h"
 #include "stoker/io/detail/blocking_http.h"
 #include "stoker/io/http_client.h"
 
@@ -117,8 +118,9 @@ bool is_loopback_or_container_host(std::string host) {
 std::string redact(std::string text, const std::vector<std::string>& secrets) {
   for (const std::string& s : secrets) {
     if (s.empty()) continue;
-    for (std::size_t at = text.find(s); at != std::string::npos; at = text.find(s, at))
-      text.replace(at, s.size(), "[redacted]");
+    for (std::size_t at = text.find(s); at != std::string::npos;
+         at = text.find(s, at + kRedacted.size()))  // past the mark: a secret may be part of it
+      text.replace(at, s.size(), kRedacted);
   }
   return text;
 }

@@ -57,7 +57,8 @@ Result<AwsCredentials> run_credential_process(const ProcessSource& source);
 // literal, "…" where a backslash escapes only " and \, a bare backslash escapes any character.
 Result<std::vector<std::string>> shell_split(const std::string& command);
 
-// `text` with every occurrence of each non-empty secret replaced by "[redacted]".
+// `text` with every occurrence of each non-empty secret replaced by "REDACTED" — the known values
+// (a token we sent), where base/redact.h catches secrets by their shape in URLs and headers.
 std::string redact(std::string text, const std::vector<std::string>& secrets);
 
 }  // namespace stoker::io::detail
