@@ -6,7 +6,8 @@
 //   io_tool stream --chunk N URI        stream_object() in N-byte chunks
 //   io_tool put URI FILE                write a local file's bytes to URI
 // Options: --deadline-ms --attempt-timeout-ms --attempts --initial-ms --max-delay-ms --inflight
-// --max-bytes (in flight) --max-object-bytes (cap per object)
+// --max-bytes (in flight) --max-object-bytes (cap per object); credentials (credentials.h):
+// --imds --refresh-window-ms --refresh-retry-ms --process-timeout-ms
 // The FNV-1a 64 of each body is printed so a test can check the bytes without reading them back.
 #include <cstdint>
 #include <cstdio>
@@ -83,6 +84,10 @@ int main(int argc, char** argv) {
     else if (a == "--max-delay-ms") options.http.backoff.max_delay = std::chrono::milliseconds(next());
     else if (a == "--inflight") options.http.max_requests_in_flight = static_cast<int>(next());
     else if (a == "--max-bytes") options.http.max_bytes_in_flight = next();
+    else if (a == "--imds") options.imds = true;
+    else if (a == "--refresh-window-ms") options.credentials.refresh_window = std::chrono::milliseconds(next());
+    else if (a == "--refresh-retry-ms") options.credentials.refresh_retry = std::chrono::milliseconds(next());
+    else if (a == "--process-timeout-ms") options.credentials.process_timeout = std::chrono::milliseconds(next());
     else if (a.rfind("--", 0) == 0) return usage();
     else args.push_back(a);
   }

@@ -23,9 +23,9 @@ namespace {
 class RoutingStore final : public ObjectStore {
  public:
   RoutingStore(std::shared_ptr<HttpClient> client, AwsConfig aws,
-               std::unique_ptr<ObjectStore> local)
+               std::unique_ptr<ObjectStore> local, std::shared_ptr<CredentialProvider> credentials)
       : client_(client), local_(std::move(local)), http_(make_http_store(client)),
-        s3_(make_s3_store(client, std::move(aws))) {}
+        s3_(make_s3_store(client, std::move(aws), std::move(credentials))) {}
 
   exec::Future<Bytes> read(const std::string& uri, ReadOptions options) override {
     return pick(uri).read(uri, std::move(options));
@@ -51,15 +51,21 @@ class RoutingStore final : public ObjectStore {
 
 Result<std::unique_ptr<ObjectStore>> open_store(const StoreOptions& options) {
   AwsConfig aws;
+  std::shared_ptr<CredentialProvider> credentials;
   if (options.aws) {
     aws = *options.aws;
+    credentials = make_static_credentials(aws);
   } else {
-    STOKER_ASSIGN_OR_RETURN(aws, load_aws_config());
+    const EnvLookup env = aws_environment();
+    STOKER_ASSIGN_OR_RETURN(aws, load_aws_config(env));
+    STOKER_ASSIGN_OR_RETURN(credentials,
+                            make_default_credentials(env, aws, options.imds, options.credentials));
   }
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> local, make_local_store(options.local));
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<HttpClient> client, HttpClient::create(options.http));
   return std::unique_ptr<ObjectStore>(new RoutingStore(
-      std::shared_ptr<HttpClient>(std::move(client)), std::move(aws), std::move(local)));
+      std::shared_ptr<HttpClient>(std::move(client)), std::move(aws), std::move(local),
+      std::move(credentials)));
 }
 
 Result<Bytes> read_sync(ObjectStore& store, const std::string& uri, ReadOptions options) {

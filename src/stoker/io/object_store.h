@@ -23,6 +23,7 @@
 #include "stoker/base/result.h"
 #include "stoker/exec/future.h"
 #include "stoker/io/aws_config.h"
+#include "stoker/io/credentials.h"
 #include "stoker/io/http_client.h"
 
 namespace stoker::io {
@@ -70,8 +71,14 @@ struct LocalAccess {
 struct StoreOptions {
   HttpClientOptions http;
   LocalAccess local;
-  // S3 settings; unset = resolved from the AWS environment variables and ~/.aws files.
+  // S3 settings; unset = resolved from the AWS environment variables and ~/.aws files, and
+  // requests signed by the default credential chain (credentials.h). Set = its keys, fixed.
   std::optional<AwsConfig> aws;
+  // EC2 instance metadata as a credential source (IMDSv2): off unless true or
+  // $AWS_EC2_METADATA_SERVICE_ENDPOINT is set — stoker never contacts it on its own initiative.
+  bool imds = false;
+  // Refresh timing and credential_process bounds of the chain (credentials.h).
+  CredentialOptions credentials;
 };
 
 // The store to use: routes each URI by scheme to the local, S3 or HTTP backend.
@@ -82,6 +89,9 @@ Result<std::unique_ptr<ObjectStore>> open_store(const StoreOptions& options = {}
 Result<std::unique_ptr<ObjectStore>> make_local_store(const LocalAccess& access = {});
 std::unique_ptr<ObjectStore> make_http_store(std::shared_ptr<HttpClient> client);
 std::unique_ptr<ObjectStore> make_s3_store(std::shared_ptr<HttpClient> client, AwsConfig aws);
+// Signs each request with what `credentials` hands out at that moment (anonymous: unsigned).
+std::unique_ptr<ObjectStore> make_s3_store(std::shared_ptr<HttpClient> client, AwsConfig aws,
+                                           std::shared_ptr<CredentialProvider> credentials);
 
 // Reads `uri` front to back in `chunk_bytes` pieces (ranged reads, the next one in flight while
 // `consume` handles the current), after a head() whose size and ETag land in `info` — the way a

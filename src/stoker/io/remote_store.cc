@@ -159,13 +159,10 @@ class HttpStore final : public RemoteStore {
 
 class S3Store final : public RemoteStore {
  public:
-  S3Store(std::shared_ptr<HttpClient> client, AwsConfig aws)
-      : RemoteStore(std::move(client)), aws_(std::move(aws)) {
-    if (aws_.has_credentials()) {
-      sigv4_ = "aws:amz:" + aws_.region + ":s3";
-      credentials_ = aws_.access_key_id + ":" + aws_.secret_access_key;
-    }
-  }
+  S3Store(std::shared_ptr<HttpClient> client, AwsConfig aws,
+          std::shared_ptr<CredentialProvider> credentials)
+      : RemoteStore(std::move(client)), aws_(std::move(aws)),
+        credentials_(std::move(credentials)), sigv4_("aws:amz:" + aws_.region + ":s3") {}
 
   exec::Future<void> write(const std::string& uri, Bytes data) override {
     auto promise = std::make_shared<exec::Promise<void>>();
@@ -202,20 +199,24 @@ class S3Store final : public RemoteStore {
       req.url = aws_.endpoint.substr(0, host_at) + u.authority + "." +
                 aws_.endpoint.substr(host_at) + "/" + key;
     }
-    if (!sigv4_.empty()) {
+    // Per request: temporary credentials change under a long run (credentials.h refreshes them).
+    Result<std::shared_ptr<const AwsCredentials>> creds = credentials_->get();
+    if (!creds.ok()) return std::move(creds).error().with_context(method + " " + uri);
+    if (!(*creds)->anonymous()) {
       req.aws_sigv4 = sigv4_;
-      req.credentials = credentials_;
+      req.credentials = (*creds)->access_key_id + ":" + (*creds)->secret_access_key;
       // libcurl 7.88 neither adds this header nor signs a payload hash S3 accepts without it.
       req.headers.push_back("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-      if (!aws_.session_token.empty())
-        req.headers.push_back("x-amz-security-token: " + aws_.session_token);
+      if (!(*creds)->session_token.empty())
+        req.headers.push_back("x-amz-security-token: " + (*creds)->session_token);
     }
     return req;
   }
 
  private:
   AwsConfig aws_;
-  std::string sigv4_, credentials_;
+  std::shared_ptr<CredentialProvider> credentials_;
+  std::string sigv4_;
 };
 
 }  // namespace
@@ -225,7 +226,13 @@ std::unique_ptr<ObjectStore> make_http_store(std::shared_ptr<HttpClient> client)
 }
 
 std::unique_ptr<ObjectStore> make_s3_store(std::shared_ptr<HttpClient> client, AwsConfig aws) {
-  return std::make_unique<S3Store>(std::move(client), std::move(aws));
+  auto credentials = make_static_credentials(aws);
+  return std::make_unique<S3Store>(std::move(client), std::move(aws), std::move(credentials));
+}
+
+std::unique_ptr<ObjectStore> make_s3_store(std::shared_ptr<HttpClient> client, AwsConfig aws,
+                                           std::shared_ptr<CredentialProvider> credentials) {
+  return std::make_unique<S3Store>(std::move(client), std::move(aws), std::move(credentials));
 }
 
 }  // namespace stoker::io
