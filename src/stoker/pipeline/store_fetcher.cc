@@ -169,7 +169,7 @@ Status open_sources(const std::vector<std::string>& data, const SourceOptions& o
   if (const char* v = std::getenv("STOKER_IO_MAX_ATTEMPTS"); v != nullptr && std::atoi(v) > 0) {
     store_options.http.backoff.max_attempts = std::atoi(v);
   }
-  (void)options.imds;  // wired with the credential chain
+  store_options.imds = options.imds;  // EC2 instance metadata: only when asked for
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> opened, io::open_store(store_options));
   std::shared_ptr<io::ObjectStore> store = std::move(opened);
   const std::string cache_dir = default_cache_dir();
