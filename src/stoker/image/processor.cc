@@ -138,6 +138,24 @@ Status ImageProcessorConfig::validate() const {
   return ok_status();
 }
 
+Status set_exif_option(std::string_view value, ImageProcessorConfig* config) {
+  if (value != "apply" && value != "ignore") {
+    return invalid_argument("exif orientation: 'apply' or 'ignore', not '" + std::string(value) + "'");
+  }
+  config->apply_exif_orientation = value == "apply";
+  return ok_status();
+}
+
+Status set_small_images_option(std::string_view value, ImageProcessorConfig* config) {
+  if (value != "resize" && value != "refuse") {
+    return invalid_argument("small images: 'resize' (transformers >= 4.53) or 'refuse' "
+                            "(<= 4.52), not '" + std::string(value) + "'");
+  }
+  config->resize_rules =
+      value == "resize" ? SmartResizeRules::kCurrent : SmartResizeRules::kRefuseBelowFactor;
+  return ok_status();
+}
+
 ImageProcessor::ImageProcessor(const ImageProcessorConfig& config) : config_(config) {
   // The slow processor's arithmetic: x.astype(float64) * rescale_factor, cast to float32; then
   // (v − mean_f32) / std_f32 in float32 (numpy casts mean/std to the image dtype).

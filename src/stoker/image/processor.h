@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "stoker/base/result.h"
 #include "stoker/image/decode.h"
@@ -45,6 +46,12 @@ struct ImageProcessorConfig {
   int factor() const { return patch_size * merge_size; }
   Status validate() const;
 };
+
+// The string forms of the two compatibility options (CLI flags, config files):
+// --exif apply|ignore → apply_exif_orientation; --small-images resize|refuse → resize_rules.
+// InvalidArgument for anything else.
+Status set_exif_option(std::string_view value, ImageProcessorConfig* config);
+Status set_small_images_option(std::string_view value, ImageProcessorConfig* config);
 
 enum class PixelDType { kFloat32, kBFloat16 };
 
