@@ -68,9 +68,10 @@ int effective_value(const Reader& r, size_t at, std::uint64_t type) {
                double d; std::memcpy(&d, &bits, 8); return in_range(d); }
     case 5: case 10: {  // IFDRational: num/den as a Fraction; den 0 → nan, never equal
       const bool sign = type == 10;
+      const std::uint64_t d = r.u(at + 4, 4);
       const std::int64_t num = sign ? s(4) : static_cast<std::int64_t>(r.u(at, 4));
-      const std::int64_t den = sign ? static_cast<std::int64_t>(static_cast<std::int32_t>(r.u(at + 4, 4)))
-                                    : static_cast<std::int64_t>(r.u(at + 4, 4));
+      const std::int64_t den = sign ? std::int64_t{static_cast<std::int32_t>(d)}
+                                    : static_cast<std::int64_t>(d);
       if (den == 0) return 1;
       for (int k = 2; k <= 8; ++k) if (num == k * den) return k;
       return 1;
@@ -88,8 +89,10 @@ TiffOrientation parse_exif_tiff(std::span<const std::uint8_t> b) {
   if (b.size() >= 6 && std::memcmp(b.data(), "Exif\0\0", 6) == 0) b = b.subspan(6);
   if (b.empty()) return out;
   static constexpr const char* kPrefixes[] = {"MM\0*", "II*\0", "MM*\0", "II\0*", "MM\0+", "II+\0"};
-  const bool tiff = b.size() >= 4 && std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
-                                                 [&](const char* p) { return std::memcmp(b.data(), p, 4) == 0; });
+  const bool tiff =
+      b.size() >= 4 && std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](const char* p) {
+        return std::memcmp(b.data(), p, 4) == 0;
+      });
   if (!tiff) {
     out.status = TiffOrientation::kNotTiff;
     return out;
@@ -216,7 +219,10 @@ bool valid_utf8(std::string_view s) {  // Python's strict UTF-8 decoder
       ++i;
       continue;
     }
-    const size_t n = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
+    const size_t n = c >= 0xC2 && c <= 0xDF ? 1
+                     : c >= 0xE0 && c <= 0xEF ? 2
+                     : c >= 0xF0 && c <= 0xF4 ? 3
+                                              : 0;
     if (n == 0 || s.size() - i <= n) return false;
     std::uint32_t cp = c & (0x7F >> (n + 1));
     for (size_t k = 1; k <= n; ++k) {
@@ -253,6 +259,10 @@ std::string_view as_text(std::span<const std::uint8_t> s) {
   return {reinterpret_cast<const char*>(s.data()), s.size()};
 }
 
+std::span<const std::uint8_t> bytes_of(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
 // chunk_tEXt / chunk_zTXt / chunk_iTXt / chunk_eXIf for the keys above.
 void png_chunk(std::string_view type, std::string_view d, PngInfo* info) {
   if (type == "eXIf") {
@@ -271,9 +281,7 @@ void png_chunk(std::string_view type, std::string_view d, PngInfo* info) {
     if (!rest.empty() && rest[0] != 0) return;  // Pillow raises SyntaxError: not our concern
     std::string text;
     const auto z = rest.empty() ? rest : rest.substr(1);
-    if (!inflate_text({reinterpret_cast<const std::uint8_t*>(z.data()), z.size()}, &text, &too_large)) {
-      text.clear();  // zlib.error → b""
-    }
+    if (!inflate_text(bytes_of(z), &text, &too_large)) text.clear();  // zlib.error → b""
     if (!too_large) *slot = {true, true, std::move(text)};
   } else if (type == "iTXt") {
     if (nul == std::string_view::npos || rest.size() < 2) return;
@@ -287,8 +295,7 @@ void png_chunk(std::string_view type, std::string_view d, PngInfo* info) {
     if (cf != 0) {
       if (cm != 0) return;
       std::string plain;
-      if (!inflate_text({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, &plain,
-                        &too_large) || too_large) {
+      if (!inflate_text(bytes_of(text), &plain, &too_large) || too_large) {
         return;
       }
       text = std::move(plain);
@@ -377,8 +384,7 @@ ExifOrientation png_orientation(std::span<const std::uint8_t> b) {
     return failure("PNG \"Raw profile type exif\" is not hex (Pillow's exif_transpose raises "
                    "ValueError)");
   }
-  const TiffOrientation t =
-      detail::parse_exif_tiff({reinterpret_cast<const std::uint8_t*>(block.data()), block.size()});
+  const TiffOrientation t = detail::parse_exif_tiff(bytes_of(block));
   if (t.status == TiffOrientation::kNotTiff || t.status == TiffOrientation::kTruncatedHeader) {
     return from_block(t, "PNG");
   }
@@ -399,7 +405,9 @@ ExifOrientation webp_orientation(std::span<const std::uint8_t> b) {
   WebPChunkIterator it;
   ExifOrientation out;
   if (WebPDemuxGetChunk(demux, "EXIF", 1, &it)) {
-    if (it.chunk.size > 0) out = from_block(detail::parse_exif_tiff({it.chunk.bytes, it.chunk.size}), "WebP EXIF chunk");
+    if (it.chunk.size > 0) {
+      out = from_block(detail::parse_exif_tiff({it.chunk.bytes, it.chunk.size}), "WebP EXIF chunk");
+    }
     WebPDemuxReleaseChunkIterator(&it);
   }
   WebPDemuxDelete(demux);

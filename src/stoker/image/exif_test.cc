@@ -42,19 +42,19 @@ TEST(ExifTiffTest, ShortInBothByteOrders) {
 
 TEST(ExifTiffTest, NumericTypesCompareByValue) {
   // Python: {2: ..}.get(x) matches ints, floats and IFDRationals equal to 2..8.
-  EXPECT_EQ(one(4, 1, le(6, 4)).value, 6);                      // LONG
-  EXPECT_EQ(one(13, 1, le(6, 4)).value, 6);                     // IFD
-  EXPECT_EQ(one(16, 1, le(6, 8)).value, 6);                     // LONG8 (out of line)
-  EXPECT_EQ(one(6, 1, {6}).value, 6);                           // SBYTE
-  EXPECT_EQ(one(8, 1, le(6, 2)).value, 6);                      // SSHORT
-  EXPECT_EQ(one(9, 1, le(6, 4)).value, 6);                      // SLONG
-  EXPECT_EQ(one(8, 1, le(0xFFFA, 2)).value, 1);                 // SSHORT −6
+  EXPECT_EQ(one(4, 1, le(6, 4)).value, 6);       // LONG
+  EXPECT_EQ(one(13, 1, le(6, 4)).value, 6);      // IFD
+  EXPECT_EQ(one(16, 1, le(6, 8)).value, 6);      // LONG8 (out of line)
+  EXPECT_EQ(one(6, 1, {6}).value, 6);            // SBYTE
+  EXPECT_EQ(one(8, 1, le(6, 2)).value, 6);       // SSHORT
+  EXPECT_EQ(one(9, 1, le(6, 4)).value, 6);       // SLONG
+  EXPECT_EQ(one(8, 1, le(0xFFFA, 2)).value, 1);  // SSHORT −6
   float f = 6.0f, g = 6.5f;
   std::uint32_t fb, gb;
   std::memcpy(&fb, &f, 4);
   std::memcpy(&gb, &g, 4);
-  EXPECT_EQ(one(11, 1, le(fb, 4)).value, 6);                    // FLOAT 6.0
-  EXPECT_EQ(one(11, 1, le(gb, 4)).value, 1);                    // FLOAT 6.5
+  EXPECT_EQ(one(11, 1, le(fb, 4)).value, 6);  // FLOAT 6.0
+  EXPECT_EQ(one(11, 1, le(gb, 4)).value, 1);  // FLOAT 6.5
   double d = 8.0;
   std::uint64_t db;
   std::memcpy(&db, &d, 8);
@@ -79,13 +79,14 @@ TEST(ExifTiffTest, NonNumericTypesAreIgnoredButCountAsPresent) {
 TEST(ExifTiffTest, EntryEdgeCases) {
   Bytes two = le(6, 2);
   two.insert(two.end(), {1, 0});
-  EXPECT_EQ(one(3, 2, two).value, 6);  // count 2: the first value
-  EXPECT_FALSE(one(3, 0, le(6, 2)).tag_present);  // count 0: skipped
+  EXPECT_EQ(one(3, 2, two).value, 6);              // count 2: the first value
+  EXPECT_FALSE(one(3, 0, le(6, 2)).tag_present);   // count 0: skipped
   EXPECT_FALSE(one(99, 1, le(6, 2)).tag_present);  // unknown type: skipped
   EXPECT_FALSE(one(17, 1, le(6, 8)).tag_present);  // SLONG8: not loaded by Pillow 9.4
   // Duplicates: the last wins.
   EXPECT_EQ(parse_exif_tiff(tiff_block(false, {{0x0112, 3, 1, le(6, 2)}, {0x0112, 3, 1, le(3, 2)}}))
-                .value, 3);
+                .value,
+            3);
   // An out-of-line value past the end stops the IFD: entries after it are lost.
   // (ASCII × 100 at offset 5000 in a ~60-byte block.)
   Bytes before = tiff_block(false, {{0x010F, 2, 100, le(5000, 4)}, {0x0112, 3, 1, le(6, 2)}});
@@ -112,8 +113,10 @@ TEST(ExifTiffTest, HeaderCases) {
   twice.insert(twice.end(), prefixed.begin(), prefixed.end());
   EXPECT_EQ(parse_exif_tiff(twice).status, TiffOrientation::kNotTiff);  // stripped once
   EXPECT_EQ(parse_exif_tiff({}).status, TiffOrientation::kNoData);
-  EXPECT_EQ(parse_exif_tiff(bytes_of(std::string_view("Exif\0\0", 6))).status, TiffOrientation::kNoData);
-  EXPECT_EQ(parse_exif_tiff(bytes_of(std::string_view("Exif\0", 5))).status, TiffOrientation::kNotTiff);
+  EXPECT_EQ(parse_exif_tiff(bytes_of(std::string_view("Exif\0\0", 6))).status,
+            TiffOrientation::kNoData);
+  EXPECT_EQ(parse_exif_tiff(bytes_of(std::string_view("Exif\0", 5))).status,
+            TiffOrientation::kNotTiff);
   EXPECT_EQ(parse_exif_tiff(bytes_of("XX*\0\x08\0\0\0"s)).status, TiffOrientation::kNotTiff);
   EXPECT_EQ(parse_exif_tiff(bytes_of("II*")).status, TiffOrientation::kNotTiff);
   EXPECT_EQ(parse_exif_tiff(bytes_of(std::string_view("II*\0\x08\0", 6))).status,
@@ -133,14 +136,17 @@ TEST(ExifJpegTest, FirstExifApp1) {
   const Bytes jpeg = *encode_jpeg(small_image(20, 12), {});
   EXPECT_EQ(read_exif_orientation(jpeg, ImageFormat::kJpeg).value, 1);
   for (int o = 1; o <= 8; ++o) {
-    const auto r = read_exif_orientation(jpeg_with_segments(jpeg, {{0xE1, exif_app1_payload(o, o % 2)}}),
-                                         ImageFormat::kJpeg);
+    const auto r = read_exif_orientation(
+        jpeg_with_segments(jpeg, {{0xE1, exif_app1_payload(o, o % 2)}}), ImageFormat::kJpeg);
     EXPECT_EQ(r.value, o);
     EXPECT_TRUE(r.error.empty());
   }
-  const Bytes xmp = bytes_of("http://ns.adobe.com/xap/1.0/\0<tiff:Orientation>6</tiff:Orientation>"s);
-  EXPECT_EQ(read_exif_orientation(jpeg_with_segments(jpeg, {{0xE1, xmp}}), ImageFormat::kJpeg).value, 1);
-  const Bytes two = jpeg_with_segments(jpeg, {{0xE1, exif_app1_payload(3)}, {0xE1, exif_app1_payload(6)}});
+  const Bytes xmp =
+      bytes_of("http://ns.adobe.com/xap/1.0/\0<tiff:Orientation>6</tiff:Orientation>"s);
+  EXPECT_EQ(
+      read_exif_orientation(jpeg_with_segments(jpeg, {{0xE1, xmp}}), ImageFormat::kJpeg).value, 1);
+  const Bytes two =
+      jpeg_with_segments(jpeg, {{0xE1, exif_app1_payload(3)}, {0xE1, exif_app1_payload(6)}});
   EXPECT_EQ(read_exif_orientation(two, ImageFormat::kJpeg).value, 3);
 }
 
@@ -163,8 +169,9 @@ TEST(ExifJpegTest, MalformedBlockDependsOnAnEarlierJfifDpi) {
   EXPECT_FALSE(r.error.empty());
   // A truncated header is struct.error: fatal either way.
   const Bytes short_head = bytes_of(std::string_view("Exif\0\0II*\0\x08\0", 12));
-  EXPECT_FALSE(read_exif_orientation(jpeg_with_segments(jpeg, {{0xE1, short_head}}), ImageFormat::kJpeg)
-                   .error.empty());
+  EXPECT_FALSE(
+      read_exif_orientation(jpeg_with_segments(jpeg, {{0xE1, short_head}}), ImageFormat::kJpeg)
+          .error.empty());
 }
 
 Bytes text_chunk(std::string_view type, std::string_view key, const Bytes& rest) {
@@ -187,8 +194,13 @@ TEST(ExifPngTest, ChunksPillowReads) {
   const Bytes t3 = tiff_block(false, {{0x0112, 3, 1, le(3, 2)}});
   EXPECT_EQ(o({png_chunk("eXIf", t3)}, {png_chunk("eXIf", tiff6())}).value, 3);  // no load()
   EXPECT_EQ(o({text_chunk("tEXt", "exif", tiff6())}).value, 6);  // tEXt "exif" stays bytes
-  EXPECT_FALSE(o({text_chunk("zTXt", "exif", [] { Bytes z{0}; auto c = zlib_compress(tiff6());
-                                                  z.insert(z.end(), c.begin(), c.end()); return z; }())})
+  EXPECT_FALSE(o({text_chunk("zTXt", "exif",
+                             [] {
+                               Bytes z{0};
+                               auto c = zlib_compress(tiff6());
+                               z.insert(z.end(), c.begin(), c.end());
+                               return z;
+                             }())})
                    .error.empty());  // zTXt gives str: TypeError
   Bytes prefixed = bytes_of(std::string_view("Exif\0\0", 6));
   prefixed.insert(prefixed.end(), t3.begin(), t3.end());
@@ -211,15 +223,18 @@ TEST(ExifPngTest, RawProfileAndXmp) {
   EXPECT_EQ(o({text_chunk("tEXt", "Raw profile type exif", bytes_of(hex))}).value, 6);
   EXPECT_EQ(o({text_chunk("tEXt", "Raw profile type exif", bytes_of(hex + " \t\r"))}).value, 6);
   EXPECT_FALSE(o({text_chunk("tEXt", "Raw profile type exif", bytes_of(hex + "0"))}).error.empty());
-  EXPECT_FALSE(o({text_chunk("tEXt", "Raw profile type exif", bytes_of("\nexif\n 1\nzz"))}).error.empty());
+  EXPECT_FALSE(
+      o({text_chunk("tEXt", "Raw profile type exif", bytes_of("\nexif\n 1\nzz"))}).error.empty());
   const Bytes xmp = bytes_of("<x:xmpmeta><rdf:Description tiff:Orientation=\"8\"/></x:xmpmeta>");
   const Bytes itxt_head{0, 0, 0, 0};  // flag, method, empty language, empty translated key
   Bytes itxt = itxt_head;
   itxt.insert(itxt.end(), xmp.begin(), xmp.end());
   EXPECT_EQ(o({text_chunk("iTXt", "XML:com.adobe.xmp", itxt)}).value, 8);
   EXPECT_EQ(o({}, {text_chunk("iTXt", "XML:com.adobe.xmp", itxt)}).value, 8);
-  EXPECT_EQ(o({text_chunk("tEXt", "XML:com.adobe.xmp", bytes_of("<tiff:Orientation>5</tiff:Orientation>"))})
-                .value, 5);
+  EXPECT_EQ(o({text_chunk("tEXt", "XML:com.adobe.xmp",
+                          bytes_of("<tiff:Orientation>5</tiff:Orientation>"))})
+                .value,
+            5);
   // IFD0 has an orientation (even 1): XMP is not consulted; IFD0 without one: it is.
   const Bytes t1 = tiff_block(false, {{0x0112, 3, 1, le(1, 2)}});
   EXPECT_EQ(o({png_chunk("eXIf", t1), text_chunk("iTXt", "XML:com.adobe.xmp", itxt)}).value, 1);
@@ -239,12 +254,20 @@ TEST(ExifWebpTest, ExifChunkNeedsTheVp8xFlag) {
   const RgbImage im = small_image(20, 12);
   const Bytes simple = *encode_webp(im, {});
   EXPECT_EQ(read_exif_orientation(simple, ImageFormat::kWebp).value, 1);
-  EXPECT_EQ(read_exif_orientation(webp_with_exif(simple, 20, 12, tiff6(), true), ImageFormat::kWebp).value, 6);
+  EXPECT_EQ(read_exif_orientation(webp_with_exif(simple, 20, 12, tiff6(), true), ImageFormat::kWebp)
+                .value,
+            6);
   EXPECT_EQ(read_exif_orientation(webp_with_exif(simple, 20, 12, exif_app1_payload(8), true),
-                                  ImageFormat::kWebp).value, 8);
-  EXPECT_EQ(read_exif_orientation(webp_with_exif(simple, 20, 12, tiff6(), false), ImageFormat::kWebp).value, 1);
+                                  ImageFormat::kWebp)
+                .value,
+            8);
+  EXPECT_EQ(
+      read_exif_orientation(webp_with_exif(simple, 20, 12, tiff6(), false), ImageFormat::kWebp)
+          .value,
+      1);
   EXPECT_FALSE(read_exif_orientation(webp_with_exif(simple, 20, 12, bytes_of("nonsense"), true),
-                                     ImageFormat::kWebp).error.empty());
+                                     ImageFormat::kWebp)
+                   .error.empty());
   // The container still decodes, to the same pixels.
   auto a = decode_rgb(simple), b = decode_rgb(webp_with_exif(simple, 20, 12, tiff6(), true));
   ASSERT_TRUE(a.ok() && b.ok());
@@ -265,9 +288,11 @@ TEST(ExifFuzzTest, MutatedFilesNeverCrash) {
     hex.push_back("0123456789abcdef"[c & 15]);
   }
   const std::vector<std::pair<Bytes, ImageFormat>> seeds = {
-      {jpeg_with_segments(jpeg, {{0xE0, jfif_payload(1)}, {0xE1, exif_app1_payload(6)}}), ImageFormat::kJpeg},
-      {png_with_chunks(png, {png_chunk("eXIf", tiff6()), text_chunk("tEXt", "Raw profile type exif", hex)},
-                       {text_chunk("iTXt", "XML:com.adobe.xmp", bytes_of("\0\0\0\0<tiff:Orientation>6"s))}),
+      {jpeg_with_segments(jpeg, {{0xE0, jfif_payload(1)}, {0xE1, exif_app1_payload(6)}}),
+       ImageFormat::kJpeg},
+      {png_with_chunks(
+           png, {png_chunk("eXIf", tiff6()), text_chunk("tEXt", "Raw profile type exif", hex)},
+           {text_chunk("iTXt", "XML:com.adobe.xmp", bytes_of("\0\0\0\0<tiff:Orientation>6"s))}),
        ImageFormat::kPng},
       {webp_with_exif(webp, 20, 12, tiff6(), true), ImageFormat::kWebp},
   };
@@ -278,16 +303,21 @@ TEST(ExifFuzzTest, MutatedFilesNeverCrash) {
       Bytes d = seed;
       switch (k % 4) {
         case 0:
-          for (int n = 1 + rng() % 6; n > 0; --n) d[rng() % d.size()] ^= std::uint8_t(1u << (rng() % 8));
+          for (int n = 1 + rng() % 6; n > 0; --n)
+            d[rng() % d.size()] ^= std::uint8_t(1u << (rng() % 8));
           break;
-        case 1: d.resize(rng() % d.size()); break;
+        case 1:
+          d.resize(rng() % d.size());
+          break;
         case 2: {  // overwrite a run inside the first 160 bytes (where the metadata is)
           const size_t at = rng() % std::min<size_t>(160, d.size());
-          for (size_t i = at; i < std::min(d.size(), at + 1 + rng() % 24); ++i) d[i] = std::uint8_t(rng());
+          for (size_t i = at; i < std::min(d.size(), at + 1 + rng() % 24); ++i)
+            d[i] = std::uint8_t(rng());
           break;
         }
         default:
-          for (int n = 0; n < 3; ++n) d[rng() % std::min<size_t>(160, d.size())] = std::uint8_t(rng() % 10);
+          for (int n = 0; n < 3; ++n)
+            d[rng() % std::min<size_t>(160, d.size())] = std::uint8_t(rng() % 10);
       }
       const ExifOrientation r = read_exif_orientation(d, format);
       ASSERT_GE(r.value, 1);
@@ -317,12 +347,14 @@ TEST(OrientationTest, TransformsAreCompositionsOfMirrorFlipTranspose) {
   auto mirror = [&](const RgbImage& im) {
     RgbImage o = im;
     for (int y = 0; y < im.height; ++y)
-      for (int x = 0; x < im.width; ++x) std::memcpy(o.row(y) + 3 * x, im.row(y) + 3 * (im.width - 1 - x), 3);
+      for (int x = 0; x < im.width; ++x)
+        std::memcpy(o.row(y) + 3 * x, im.row(y) + 3 * (im.width - 1 - x), 3);
     return o;
   };
   auto flip = [&](const RgbImage& im) {
     RgbImage o = im;
-    for (int y = 0; y < im.height; ++y) std::memcpy(o.row(y), im.row(im.height - 1 - y), 3 * im.width);
+    for (int y = 0; y < im.height; ++y)
+      std::memcpy(o.row(y), im.row(im.height - 1 - y), 3 * im.width);
     return o;
   };
   auto transpose = [&](const RgbImage& im) {
@@ -331,8 +363,15 @@ TEST(OrientationTest, TransformsAreCompositionsOfMirrorFlipTranspose) {
       for (int x = 0; x < o.width; ++x) std::memcpy(o.row(y) + 3 * x, im.row(x) + 3 * y, 3);
     return o;
   };
-  const RgbImage expect[9] = {in, in, mirror(in), flip(mirror(in)), flip(in), transpose(in),
-                              mirror(transpose(in)), flip(mirror(transpose(in))), flip(transpose(in))};
+  const RgbImage expect[9] = {in,
+                              in,
+                              mirror(in),
+                              flip(mirror(in)),
+                              flip(in),
+                              transpose(in),
+                              mirror(transpose(in)),
+                              flip(mirror(transpose(in))),
+                              flip(transpose(in))};
   for (int o = 1; o <= 8; ++o) {
     RgbImage out;
     apply_orientation(o, in, &out);

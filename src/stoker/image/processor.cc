@@ -140,7 +140,8 @@ Status ImageProcessorConfig::validate() const {
 
 Status set_exif_option(std::string_view value, ImageProcessorConfig* config) {
   if (value != "apply" && value != "ignore") {
-    return invalid_argument("exif orientation: 'apply' or 'ignore', not '" + std::string(value) + "'");
+    return invalid_argument("exif orientation: 'apply' or 'ignore', not '" + std::string(value) +
+                            "'");
   }
   config->apply_exif_orientation = value == "apply";
   return ok_status();

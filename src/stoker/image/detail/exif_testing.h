@@ -28,13 +28,22 @@ inline void put(Bytes* b, std::uint64_t v, int n, bool big) {
   }
 }
 
-inline Bytes le(std::uint64_t v, int n) { Bytes b; put(&b, v, n, false); return b; }
-inline Bytes be(std::uint64_t v, int n) { Bytes b; put(&b, v, n, true); return b; }
+inline Bytes le(std::uint64_t v, int n) {
+  Bytes b;
+  put(&b, v, n, false);
+  return b;
+}
+inline Bytes be(std::uint64_t v, int n) {
+  Bytes b;
+  put(&b, v, n, true);
+  return b;
+}
 
 // "II*\0"/"MM\0*" header, IFD0 at 8 with `entries`, next-IFD 0, then out-of-line values.
 inline Bytes tiff_block(bool big, const std::vector<TiffEntry>& entries) {
   Bytes b;
-  for (char c : std::string_view(big ? "MM\0*" : "II*\0", 4)) b.push_back(static_cast<std::uint8_t>(c));
+  for (char c : std::string_view(big ? "MM\0*" : "II*\0", 4))
+    b.push_back(static_cast<std::uint8_t>(c));
   put(&b, 8, 4, big);
   put(&b, entries.size(), 2, big);
   std::uint32_t data_at = 8 + 2 + 12 * static_cast<std::uint32_t>(entries.size()) + 4;
@@ -88,10 +97,11 @@ inline Bytes jfif_payload(int unit) {
 inline Bytes png_chunk(std::string_view type, const Bytes& data) {
   Bytes c;
   put(&c, data.size(), 4, true);
-  for (char t : type) c.push_back(static_cast<std::uint8_t>(t));  // (insert: a GCC 12 false warning)
+  for (char t : type)
+    c.push_back(static_cast<std::uint8_t>(t));  // (insert: a GCC 12 false warning)
   for (std::uint8_t d : data) c.push_back(d);
-  const uLong crc = crc32(crc32(0, reinterpret_cast<const Bytef*>(type.data()), 4),
-                          data.data(), static_cast<uInt>(data.size()));
+  const uLong crc = crc32(crc32(0, reinterpret_cast<const Bytef*>(type.data()), 4), data.data(),
+                          static_cast<uInt>(data.size()));
   put(&c, crc, 4, true);
   return c;
 }
