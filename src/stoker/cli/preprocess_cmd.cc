@@ -93,7 +93,8 @@ Status process_file(const image::ImageProcessor& proc, const Options& opt, const
   }
   const int merge = proc.config().merge_size;
   *line += ",\"ok\":true,\"format\":" + json_string(image::format_name(header.format)) +
-           ",\"mode\":" + json_string(header.mode) + ",\"orientation\":" + std::to_string(plan.orientation) + ",\"width\":" + std::to_string(plan.src_width) +
+           ",\"mode\":" + json_string(header.mode) + ",\"orientation\":" + std::to_string(plan.orientation) +
+           ",\"width\":" + std::to_string(plan.src_width) +
            ",\"height\":" + std::to_string(plan.src_height) + ",\"resized_width\":" + std::to_string(plan.width) +
            ",\"resized_height\":" + std::to_string(plan.height) + ",\"grid\":[" + std::to_string(plan.grid_t) +
            "," + std::to_string(plan.grid_h) + "," + std::to_string(plan.grid_w) + "],\"tokens\":" +
