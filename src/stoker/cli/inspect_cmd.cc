@@ -28,7 +28,8 @@
 namespace stoker::cli {
 namespace {
 
-constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json] [media options]
+constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json]
+                      [--exif apply|ignore] [--small-images resize|refuse] [media options]
 
 For every record of DATA.jsonl (OpenAI messages, ShareGPT or LLaVA form) and every image in it:
 the file, format and colour mode, source size, size after smart_resize, grid t x h x w, vision
@@ -44,6 +45,10 @@ options:
                 (the summary names the chat template it would train with, or why it is refused)
   --limit N     inspect only the first N records
   --json        one JSON object per image / error, then {"summary": {...}} (no table)
+  --exif E      apply (default: EXIF orientation as transformers' load_image) | ignore (pixels as
+                stored, as qwen-vl-utils and LLaMA-Factory open images)
+  --small-images S  resize (default: transformers >= 4.53) | refuse (a side below the factor is
+                an error, transformers <= 4.52)
 )";
 
 struct ImageRow {
@@ -194,12 +199,10 @@ class Inspector {
     row.plan = *plan;
 
     Stopwatch sw;
-    Status st = image::decode_rgb(*bytes, proc_.config().limits, &decoded_);
+    // Decode, size check against the header, EXIF orientation (when the plan applies one).
+    Status st = proc_.decode(*bytes, *plan, &decoded_, &stored_);
     row.decode_s = sw.elapsed_s();
     if (!st.ok()) return fail(st.error());
-    if (decoded_.width != plan->src_width || decoded_.height != plan->src_height)
-      return fail(data_loss("decoded " + size_str(decoded_.width, decoded_.height) + " but the header says " +
-                            size_str(plan->src_width, plan->src_height)));
     // The same steps as ImageProcessor::process, timed one by one (no resize at the same size).
     const image::RgbImage* img = &decoded_;
     if (plan->width != decoded_.width || plan->height != decoded_.height) {
@@ -269,7 +272,7 @@ class Inspector {
   const pipeline::Context& sources_;
   pipeline::ByteBudget budget_{std::int64_t{1} << 40};  // one image at a time: no real limit
   bool json_;
-  image::RgbImage decoded_, resized_;
+  image::RgbImage decoded_, resized_, stored_;
   std::vector<float> pixels_;
   int records_ = 0;
   int videos_skipped_ = 0;
@@ -359,7 +362,7 @@ int Inspector::finish(const std::string& data_path) {
 
 int run_inspect(int argc, char** argv) {
   std::set<std::string> values = media_value_flags(), switches = media_switch_flags();
-  values.insert({"model", "limit"});
+  values.insert({"model", "limit", "exif", "small-images"});
   switches.insert({"json", "help"});
   auto args = Args::parse(argc, argv, values, switches, media_repeat_flags());
   if (!args.ok()) return report("inspect", args.error());
@@ -377,6 +380,10 @@ int run_inspect(int argc, char** argv) {
   if (!media.ok()) return report("inspect", media.error());
   auto model = model::load_model(args->get("model", "qwen2.5-vl"));
   if (!model.ok()) return report("inspect", model.error());
+  if (Status st = image::set_exif_option(args->get("exif", "apply"), &model->image); !st.ok())
+    return report("inspect", st.error());
+  if (Status st = image::set_small_images_option(args->get("small-images", "resize"), &model->image); !st.ok())
+    return report("inspect", st.error());
   auto proc = image::ImageProcessor::create(model->image);
   if (!proc.ok()) return report("inspect", proc.error());
 
