@@ -28,10 +28,6 @@
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
 
-#ifndef STOKER_SOURCE_DIR
-#define STOKER_SOURCE_DIR "."
-#endif
-
 namespace stoker::cli {
 namespace {
 
@@ -44,7 +40,7 @@ the limiter (trainer, arena, I/O budget, media I/O or a CPU stage, from measured
 options:
   --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
   --tokenizer DIR      folder with tokenizer.json (default: the model folder; for a preset, the
-                       Qwen tokenizer of tools/oracles/node_modules)
+                       Qwen tokenizer installed with stoker, share/stoker/tokenizers)
   --batch-size B       samples per batch (default 8)
   --max-length L       drop samples longer than L tokens, reported (default 8192; 0: no limit)
   --pad-to-max         pad every batch to --max-length (default: to the longest sample)
