@@ -64,6 +64,28 @@ double process_cpu_s() {
          1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+std::vector<ThreadCpu> live_threads() {
+  std::vector<ThreadCpu> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    ThreadCpu t;
+    t.tid = std::atoi(task.path().filename().c_str());
+    std::ifstream comm(task.path() / "comm");
+    std::getline(comm, t.name);
+    std::ifstream sched(task.path() / "schedstat");
+    unsigned long long cpu = 0, delay = 0;
+    if (!(sched >> cpu >> delay)) continue;  // exited meanwhile
+    t.cpu_s = static_cast<double>(cpu) * 1e-9;
+    t.run_delay_s = static_cast<double>(delay) * 1e-9;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string pool_of(const std::string& thread_name) {
+  return thread_name.substr(0, thread_name.find('/'));
+}
+
 namespace {
 double status_kb(const char* key) {
   std::ifstream in("/proc/self/status");

@@ -31,6 +31,18 @@ double load_average();   // 1-minute; -1 when unknown
 double thread_cpu_s();   // CLOCK_THREAD_CPUTIME_ID: user + system of the calling thread
 double process_cpu_s();  // getrusage(RUSAGE_SELF): every thread of this process
 
+// This process's live threads now: name (comm, e.g. "stoker-cpu/1"), CPU time and time spent
+// runnable without a CPU (/proc/self/task/*/schedstat, ns resolution). A thread that exited is
+// gone: snapshot before joining a pool.
+struct ThreadCpu {
+  int tid = 0;
+  std::string name;
+  double cpu_s = 0, run_delay_s = 0;
+};
+std::vector<ThreadCpu> live_threads();
+// "stoker-cpu/1" → "stoker-cpu" (the pool a thread belongs to).
+std::string pool_of(const std::string& thread_name);
+
 // Peak resident set of this process: VmHWM (reset_peak_rss() restarts it).
 double peak_rss_mb();
 double current_rss_mb();
