@@ -297,8 +297,8 @@ void print_results(const std::vector<ImageSet>& sets, const std::vector<SetResul
 
 Result<Outcome> run_image_bench(const ImageBenchOptions& opt_in) {
   ImageBenchOptions o = opt_in;
-  if (o.photos <= 0) o.photos = o.quick ? 24 : 120;
-  if (o.records <= 0) o.records = o.quick ? 48 : 240;
+  if (o.photos <= 0) o.photos = o.quick ? 16 : 120;
+  if (o.records <= 0) o.records = o.quick ? 40 : 240;
   const Stopwatch total;
   STOKER_ASSIGN_OR_RETURN(model::ModelConfig model, model::preset(o.model));
   STOKER_ASSIGN_OR_RETURN(image::ImageProcessor processor,

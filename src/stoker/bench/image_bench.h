@@ -23,7 +23,7 @@ struct ImageBenchOptions {
   std::string python = "/usr/bin/python3";
   std::string dir;                     // keep the generated sets here (default: temp, removed)
   std::string images;                  // a third set: every .jpg/.jpeg/.png/.webp in this folder
-  int photos = 0, records = 0;         // 0: the mode's default (24/48 quick, 120/240)
+  int photos = 0, records = 0;         // 0: the mode's default (16/40 quick, 120/240)
   Repeat repeat;                       // both sides
 };
 
