@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <vector>
@@ -41,13 +40,26 @@ struct LoaderRun {
   std::map<std::string, double> pool_cpu_s;  // by thread pool name
   std::map<std::string, int> pool_threads;
   double run_delay_s = 0;  // the Loader's threads: runnable but without a core
+  // Loader CPU when the consumer had received `first_at` samples and `steady_end` samples.
+  int first_at = 0, steady_end = 0;
+  double cpu_at_first = 0, cpu_at_steady_end = 0;
+  double first_per_image() const { return cpu_at_first / first_at; }
+  double steady_per_image() const {
+    return (cpu_at_steady_end - cpu_at_first) / (steady_end - first_at);
+  }
   pipeline::LoaderStats stats;
 };
 
-// One Loader over `manifest`: create, take every batch, drop it; digests every sample.
-Result<LoaderRun> run_loader(const pipeline::LoaderConfig& config,
+// One Loader over `config.data`: create, take every batch, drop it; digests every sample. The
+// Loader's CPU (the process's minus the consumer thread's) is read when the consumer has `first`
+// samples and when it has `steady_end`: between the two the pipeline is full (first ≥ the
+// window) and not yet draining (steady_end ≤ N − 2·window), so the work running ahead of
+// delivery is the same at both reads and cancels.
+Result<LoaderRun> run_loader(const pipeline::LoaderConfig& config, int first, int steady_end,
                              const std::vector<std::uint32_t>& expected, Comparison* cmp) {
   LoaderRun r;
+  r.first_at = first;
+  r.steady_end = steady_end;
   r.rss_base_mb = current_rss_mb();
   reset_peak_rss();
   const double cpu0 = process_cpu_s(), me0 = thread_cpu_s();
@@ -74,6 +86,10 @@ Result<LoaderRun> run_loader(const pipeline::LoaderConfig& config,
         cmp->differ("Loader sample " + std::to_string(id) + ": pixel_values differ from process()");
       row += n;
     }
+    const double loader_cpu = process_cpu_s() - cpu0 - (thread_cpu_s() - me0);
+    if (r.cpu_at_first == 0 && r.samples >= first) r.first_at = r.samples, r.cpu_at_first = loader_cpu;
+    if (r.cpu_at_steady_end == 0 && r.samples >= steady_end)
+      r.steady_end = r.samples, r.cpu_at_steady_end = loader_cpu;
   }
   r.wall_s = wall.elapsed_s();
   r.stats = loader->stats();
@@ -126,17 +142,6 @@ Result<std::pair<int, int>> parse_size(const std::string& s) {
   return std::pair{w, h};
 }
 
-// data.jsonl's first `n` lines as DIR/first.jsonl (same folder: same relative image paths).
-Result<std::string> head_manifest(const std::string& data, int n) {
-  std::ifstream in(data);
-  const std::string out = data.substr(0, data.rfind('/') + 1) + "first.jsonl";
-  std::ofstream o(out);
-  std::string line;
-  for (int k = 0; k < n && std::getline(in, line); ++k) o << line << '\n';
-  if (!o) return data_loss("writing " + out);
-  return out;
-}
-
 std::string ms(double s) { return format("%.2f", 1e3 * s); }
 
 struct Context {
@@ -177,16 +182,18 @@ void print_limiter(const LoaderRun& all, int cores) {
   }
 }
 
-void print_report(const LoaderRun& first, const LoaderRun& all, double steady,
-                  std::pair<double, double> proc, const Context& ctx) {
+void print_report(const LoaderRun& all, std::pair<double, double> proc, const Context& ctx) {
+  const double steady = all.steady_per_image();
   std::printf("\nper image, CPU ms (Loader: every thread but the consumer's, summed):\n");
   Table t({{"", 34, true}, {"Loader", 9}, {"process()", 9}, {"ratio", 7}});
   t.header(stdout);
-  t.row(stdout, {format("first %d samples (cold start)", kFirst),
-                 ms(first.cpu_s / first.samples), ms(proc.first),
-                 format("%.2fx", first.cpu_s / first.samples / proc.first)});
-  t.row(stdout, {"steady state (marginal)", ms(steady), ms(proc.second),
-                 format("%.2fx", steady / proc.second)});
+  t.row(stdout, {format("first %d samples (cold start)", all.first_at),
+                 ms(all.first_per_image()), ms(proc.first),
+                 format("%.2fx", all.first_per_image() / proc.first)});
+  t.row(stdout, {format("steady state (samples %d..%d)", all.first_at + 1, all.steady_end),
+                 ms(steady), ms(proc.second), format("%.2fx", steady / proc.second)});
+  std::printf("  Loader: CPU spent until the consumer had received the first %d samples, per "
+              "sample; then between that and sample %d\n", all.first_at, all.steady_end);
   std::printf("  process(): one pinned core, bytes in memory; first = the first pass's first %d "
               "images, steady = the best of 2 passes after it\n", kFirst);
   std::printf("\nLoader threads over the whole set (%d samples, %.2f s wall, %.1f samples/s):\n",
@@ -221,8 +228,13 @@ void print_report(const LoaderRun& first, const LoaderRun& all, double steady,
 
 Result<Outcome> run_loader_bench(const LoaderBenchOptions& opt_in) {
   LoaderBenchOptions o = opt_in;
-  if (o.images <= 0) o.images = o.quick ? 200 : 600;
-  if (o.images <= kFirst) return invalid_argument("--images must be above " + std::to_string(kFirst));
+  if (o.images <= 0) o.images = o.quick ? 400 : 800;
+  // The steady segment runs from sample 100 to N − 2·window: at least 100 samples of it.
+  const int window = 2 * o.batch_size * (o.prefetch + 1);
+  if (o.images < 2 * kFirst + 2 * window)
+    return invalid_argument("--images must be at least " + std::to_string(2 * kFirst + 2 * window) +
+                            " (100 first samples, 100 steady, then twice the window of " +
+                            std::to_string(window) + ")");
   if (o.threads <= 0) o.threads = usable_cores();
   const int cores = usable_cores();
   const Stopwatch total;
@@ -252,7 +264,6 @@ Result<Outcome> run_loader_bench(const LoaderBenchOptions& opt_in) {
     STOKER_ASSIGN_OR_RETURN(image::ImagePlan plan, processor.plan(std::span<const std::uint8_t>(bytes)));
     images.push_back({std::move(bytes), plan});
   }
-  STOKER_ASSIGN_OR_RETURN(std::string first_manifest, head_manifest(set.data_path, kFirst));
   std::printf("stoker bench loader: %d photo-like %s JPEGs (one per record), generated in %.1f s; "
               "model %s, %s; Loader: prefetch mode, %d CPU threads, batch %d, prefetch %d, no "
               "trainer; process(): one core\n",
@@ -269,7 +280,7 @@ Result<Outcome> run_loader_bench(const LoaderBenchOptions& opt_in) {
   c.batch_size = o.batch_size;
   c.threads = o.threads;
   c.prefetch = o.prefetch;
-  c.window = 2 * o.batch_size * (o.prefetch + 1);  // the documented auto value, made explicit
+  c.window = window;  // the documented auto value (2·B·(prefetch + 1)), made explicit
   // The digests need process()'s outputs first: compute them unpinned (untimed), then time.
   {
     image::ImageScratch scratch;
@@ -281,16 +292,9 @@ Result<Outcome> run_loader_bench(const LoaderBenchOptions& opt_in) {
       expected.push_back(rows_digest(out.data(), im.plan.rows(), processor.columns()));
     }
   }
-  // Three Loader runs: the first 100 records cold (the first Loader of the process: what a user
-  // meets), the same 100 again and the whole set, both warm; the steady state is the marginal
-  // cost of the warm pair, so the start-up (pools, tokenizer, arena) cancels.
   Comparison cmp;
-  c.data = {first_manifest};
-  STOKER_ASSIGN_OR_RETURN(LoaderRun first, run_loader(c, expected, &cmp));
-  STOKER_ASSIGN_OR_RETURN(LoaderRun warm_first, run_loader(c, expected, &cmp));
   c.data = {set.data_path};
-  STOKER_ASSIGN_OR_RETURN(LoaderRun all, run_loader(c, expected, &cmp));
-  const double steady = (all.cpu_s - warm_first.cpu_s) / (all.samples - warm_first.samples);
+  STOKER_ASSIGN_OR_RETURN(LoaderRun all, run_loader(c, kFirst, o.images - 2 * c.window, expected, &cmp));
 
   const int core = o.core >= 0 ? o.core : last_allowed_cpu();
   STOKER_RETURN_IF_ERROR(pin_to_core(core));
@@ -300,12 +304,12 @@ Result<Outcome> run_loader_bench(const LoaderBenchOptions& opt_in) {
     cmp.compared();
     if (proc_digests[i] != expected[i]) cmp.differ("process() is not deterministic on image " + std::to_string(i));
   }
-  print_report(first, all, steady, proc,
+  print_report(all, proc,
                {.cores = cores, .window = c.window, .prefetch = o.prefetch,
                 .rows_mb = 4e-6 * static_cast<double>(images[0].plan.rows() * processor.columns())});
   std::printf("total %.1f s\n", total.elapsed_s());
   return finish(cmp, "samples (Loader runs and process() passes)", "process() alone",
-                steady / proc.second, "loader/process");
+                all.steady_per_image() / proc.second, "loader/process");
 }
 
 }  // namespace stoker::bench

@@ -113,7 +113,7 @@ Result<Run> measure_boto3(const S3BenchOptions& o, int port, int workers, int co
   return Run{j["wall_s"].get<double>(), j["cpu_s"].get<double>(), count};
 }
 
-std::string missing_prerequisite(const fs::path& node_modules) {
+std::string missing_prerequisite(const fs::path& node_modules, const std::string& python) {
   if (!have_program("node")) return "node is not installed";
   if (!fs::exists(node_modules / "@20minutes" / "s3rver"))
     return "npm @20minutes/s3rver is not installed in " + node_modules.string();
@@ -121,8 +121,8 @@ std::string missing_prerequisite(const fs::path& node_modules) {
       !fs::exists("/usr/lib/nginx/modules/ngx_http_lua_module.so"))
     return "nginx with the lua module is missing: apt-get install -y nginx-light "
            "libnginx-mod-http-lua";
-  if (std::system("/usr/bin/python3 -c 'import boto3' >/dev/null 2>&1") != 0)
-    return "python3-boto3 is not installed";
+  if (!run_capture({python, "-c", "import boto3"}).ok())
+    return "boto3 is not importable by " + python + " (apt-get install -y python3-boto3)";
   return {};
 }
 
@@ -183,7 +183,7 @@ Result<Outcome> run_s3_bench(const S3BenchOptions& opt_in) {
   auto launcher = find_bench_file("s3rver_launch.js");
   auto node_modules = find_bench_file("node_modules");
   if (!launcher.ok()) return launcher.error();
-  std::string missing = node_modules.ok() ? missing_prerequisite(*node_modules)
+  std::string missing = node_modules.ok() ? missing_prerequisite(*node_modules, o.python)
                                           : node_modules.error().to_string();
   if (!missing.empty()) {
     std::fprintf(stderr, "stoker bench s3: skipped: %s\n", missing.c_str());

@@ -12,7 +12,7 @@ namespace stoker::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: stoker bench loader [--quick] [--images N (200 quick, 600)] [--size 1920x1080]\n"
+    "usage: stoker bench loader [--quick] [--images N (400 quick, 800)] [--size 1920x1080]\n"
     "         [--model M] [--tokenizer DIR] [--threads T] [--batch-size 8] [--prefetch 4]\n"
     "         [--core N] [--dir DIR]\n"
     "CPU per image of the pipeline::Loader (no trainer) vs ImageProcessor::process() alone on one\n"
