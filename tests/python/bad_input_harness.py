@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -194,13 +194,14 @@ def run_stoker(stoker_bin: str, layout: Layout, work: pathlib.Path, extra: Seque
 
 
 def run_loader(layout: Layout, work: pathlib.Path, options: Optional[dict] = None,
-               env: Optional[Dict[str, str]] = None, timeout: float = 90, on_tick=None) -> RunResult:
+               env: Optional[Dict[str, str]] = None, timeout: float = 90, on_tick=None,
+               spec_extra: Optional[dict] = None) -> RunResult:
     """The same through `stoker.Loader` in a child /usr/bin/python3 (see bad_input_loader_child)."""
     work.mkdir(parents=True, exist_ok=True)
     spec = {"data": layout.manifest, "report": str(work / "errors.jsonl"),
             "delivered": str(work / "delivered.txt"), "result": str(work / "result.json"),
             "options": {**dict(threads=2, io_threads=2, batch_size=4, max_error_rate=1.0,
-                               arena_bytes=128 << 20), **(options or {})}}
+                               arena_bytes=128 << 20), **(options or {})}, **(spec_extra or {})}
     (work / "spec.json").write_text(json.dumps(spec))
     e = dict(env or os.environ)
     if SANITIZED:  # the extension is built with ASan/UBSan: its runtime must load first
@@ -334,15 +335,138 @@ class Table:
         self.path.write_text("\n".join(self.lines()) + "\n")
 
 
+# -- groups of kinds, run once per runner ----------------------------------------------------
+@dataclass
+class Group:
+    """Kinds that share one dataset (and so one run per runner). `build(ds)` writes the group's
+    files into the dataset folder and returns its kinds; "{ds}" and "{outside}" in run_args and
+    loader_opts name the dataset folder and the folder beside it. `publish(manifest path)`
+    returns what the runners read when the manifest is remote (uploading it first if need be).
+    `watch(work dir, runner)` returns an on_tick(elapsed) that acts during the run (e.g. kills a
+    server); `loader_spec` adds to the Loader child's spec (e.g. hold_s, a trainer step)."""
+    name: str
+    build: Callable[[pathlib.Path], List[Kind]]
+    run_args: List[str] = field(default_factory=list)
+    loader_opts: Dict = field(default_factory=dict)
+    timeout: float = 60
+    publish: Optional[Callable[[pathlib.Path], str]] = None
+    env: Dict[str, str] = field(default_factory=dict)
+    watch: Optional[Callable[[pathlib.Path, str], Callable[[float], None]]] = None
+    loader_spec: Dict = field(default_factory=dict)
+    n_good: int = 0  # good records (default: one more than needed to interleave, plus 2)
+
+
+def plan(groups: Sequence[Group]) -> List[Tuple[str, str]]:
+    """(group, kind) pairs at collection time: the builders run once into a scratch folder."""
+    import shutil
+    import tempfile
+    out = []
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="stoker-bad-plan-"))
+    try:
+        for g in groups:
+            ds = scratch / g.name / "ds"
+            ds.mkdir(parents=True)
+            out += [(g.name, k.name) for k in g.build(ds)]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+class Suite:
+    """Builds each group's dataset on first use (synth's good records + the kinds), runs it once
+    per runner, judges every kind and records it in the table. With ISOLATE, one dataset per
+    kind. `before_run(group, runner)` is called before each child starts."""
+
+    def __init__(self, stoker_bin: str, root: pathlib.Path, groups: Sequence[Group], table: Table,
+                 env: Dict[str, str], data_root: Optional[pathlib.Path] = None, before_run=None):
+        self.bin, self.root, self.table, self.env = stoker_bin, root, table, env
+        self.data_root = data_root or root
+        self.groups = {g.name: g for g in groups}
+        self.before_run = before_run
+        self.built: Dict[str, Tuple[Layout, Dict[str, Kind]]] = {}
+        self.results: Dict[Tuple[str, str], RunResult] = {}
+        self.baseline_rss: Dict[str, int] = {}
+        py = python_dir()
+        if py:
+            self.env["STOKER_PYTHON_DIR"] = py
+
+    def build(self, group: str, kind: Optional[str] = None) -> str:
+        key = f"{group}.{kind}" if ISOLATE and kind else group
+        if key not in self.built:
+            g = self.groups[group]
+            ds = self.data_root / key / "ds"
+            ds.mkdir(parents=True)
+            ks = g.build(ds)
+            if ISOLATE and kind:
+                ks = [k for k in ks if k.name == kind]
+            good = synth_good_lines(self.bin, ds, max(g.n_good, len(ks) + 3))
+            lay = write_manifest(ds / "data.jsonl", good, ks)
+            if g.publish is not None:
+                lay.manifest = lay.report_file = g.publish(ds / "data.jsonl")
+            self.built[key] = (lay, {k.name: k for k in ks})
+        return key
+
+    def _subst(self, v, ds: pathlib.Path):
+        if isinstance(v, str):
+            return v.replace("{ds}", str(ds)).replace("{outside}", str(ds.parent / "outside"))
+        return v
+
+    def run(self, key: str, group: str, runner: str) -> RunResult:
+        if (key, runner) not in self.results:
+            g, (layout, _) = self.groups[group], self.built[key]
+            ds = self.data_root / key / "ds"
+            work = self.root / "work" / key / runner
+            env = dict(self.env, **g.env)
+            on_tick = g.watch(work, runner) if g.watch else None
+            if self.before_run:
+                self.before_run(group, runner)
+            if runner == "run":
+                res = run_stoker(self.bin, layout, work, [self._subst(a, ds) for a in g.run_args],
+                                 env=env, timeout=g.timeout, on_tick=on_tick)
+            else:
+                opts = {k: self._subst(v, ds) for k, v in g.loader_opts.items()}
+                res = run_loader(layout, work, opts, env=env, timeout=g.timeout + 15,
+                                 on_tick=on_tick, spec_extra=g.loader_spec)
+            self.results[(key, runner)] = res
+            self.table.note_run(key, res)
+        return self.results[(key, runner)]
+
+    def baseline(self, runner: str, n: int = 24) -> int:
+        """A good-only local dataset: exit 0, everything delivered, no report lines; the peak RSS
+        the bad datasets are held to (plus RSS_MARGIN_KB)."""
+        if runner not in self.baseline_rss:
+            ds = self.root / "baseline" / "ds"
+            if not (ds / "data.jsonl").exists():
+                ds.mkdir(parents=True)
+                self.base_layout = write_manifest(ds / "data.jsonl",
+                                                  synth_good_lines(self.bin, ds, n), [])
+            lay, work = self.base_layout, self.root / "baseline" / runner
+            res = (run_stoker(self.bin, lay, work, env=self.env) if runner == "run"
+                   else run_loader(lay, work, env=self.env))
+            self.table.note_run("baseline", res)
+            assert res.rc == 0 and not res.crashed, f"good data failed: {res.error or res.stderr}"
+            assert sorted(res.delivered) == lay.good_ids and res.report == []
+            self.baseline_rss[runner] = res.maxrss_kb
+        return self.baseline_rss[runner]
+
+    def outcome(self, group: str, kind: str, runner: str) -> Tuple[str, str]:
+        bound = self.baseline(runner) + RSS_MARGIN_KB
+        key = self.build(group, kind)
+        layout, ks = self.built[key]
+        res = self.run(key, group, runner)
+        outcome, detail = judge(ks[kind], layout, res, bound)
+        self.table.record(ks[kind], group, runner, outcome, detail)
+        return outcome, detail
+
+
 def python_dir() -> Optional[str]:
-    """<build>/python holding the `stoker` package, or None (the Loader half then skips)."""
+    """<build>/python holding the `stoker` package, or None (the Loader half then skips).
+    $STOKER_PYTHON_DIR when set — empty means this tree has no extension (ctest sets it) —,
+    else the Release tree's build/python."""
     d = os.environ.get("STOKER_PYTHON_DIR")
-    cands = [d] if d else []
-    cands += [str(REPO / "build" / "python")]
-    for c in cands:
-        if c and (pathlib.Path(c) / "stoker" / "__init__.py").exists():
-            return c
-    return None
+    if d is None:
+        d = str(REPO / "build" / "python")
+    return d if d and (pathlib.Path(d) / "stoker" / "__init__.py").exists() else None
 
 
 if __name__ == "__main__":

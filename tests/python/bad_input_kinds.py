@@ -8,11 +8,10 @@ import json
 import os
 import pathlib
 import stat
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List
+from typing import List
 
 import bad_input_media as media
-from bad_input_harness import DELIVERED, Kind, fails
+from bad_input_harness import DELIVERED, Group, Kind, fails
 
 NOT_REGULAR = r"not a regular file"
 ESCAPE = r"outside|escape|not under|media.root|trust|allowed|permission"
@@ -356,16 +355,7 @@ def caps_kinds(ds: pathlib.Path) -> List[Kind]:
     ]
 
 
-@dataclass
-class Group:
-    name: str
-    build: Callable[[pathlib.Path], List[Kind]]
-    run_args: List[str] = field(default_factory=list)
-    loader_opts: Dict = field(default_factory=dict)
-    timeout: float = 60
-
-
-def groups(outside_of: Callable[[pathlib.Path], str] = lambda ds: str(ds.parent / "outside")):
+def groups() -> List[Group]:
     mb = 1 << 20
     return [
         Group("json", json_kinds),
