@@ -1,5 +1,7 @@
 #include "stoker/base/result.h"
 
+#include "stoker/base/redact.h"
+
 namespace stoker {
 
 std::string_view error_code_name(ErrorCode code) {
@@ -14,19 +16,23 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kUnimplemented: return "Unimplemented";
     case ErrorCode::kCancelled: return "Cancelled";
     case ErrorCode::kInternal: return "Internal";
+    case ErrorCode::kFailedPrecondition: return "FailedPrecondition";
   }
   return "Unknown";
 }
 
+Error::Error(ErrorCode code, std::string message)
+    : code_(code), message_(redact_secrets(message)) {}
+
 std::string Error::to_string() const { return context_ + message_; }
 
 Error& Error::with_context(std::string context) & {
-  context_ = std::move(context) + ": " + context_;
+  context_ = redact_secrets(context) + ": " + context_;
   return *this;
 }
 
 Error&& Error::with_context(std::string context) && {
-  context_ = std::move(context) + ": " + context_;
+  context_ = redact_secrets(context) + ": " + context_;
   return std::move(*this);
 }
 
@@ -40,6 +46,9 @@ Error resource_exhausted(std::string m) { return Error(ErrorCode::kResourceExhau
 Error unimplemented(std::string m) { return Error(ErrorCode::kUnimplemented, std::move(m)); }
 Error cancelled(std::string m) { return Error(ErrorCode::kCancelled, std::move(m)); }
 Error internal_error(std::string m) { return Error(ErrorCode::kInternal, std::move(m)); }
+Error failed_precondition(std::string m) {
+  return Error(ErrorCode::kFailedPrecondition, std::move(m));
+}
 
 void check_failed(const char* expr, const char* file, int line, const std::string& why) {
   std::fprintf(stderr, "stoker: check failed at %s:%d: %s (%s)\n", file, line, expr, why.c_str());

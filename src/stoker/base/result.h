@@ -27,13 +27,16 @@ enum class ErrorCode {
   kUnimplemented,
   kCancelled,
   kInternal,
+  kFailedPrecondition,  // a condition the request set no longer holds (If-Match: object replaced)
 };
 
 std::string_view error_code_name(ErrorCode code);
 
 class Error {
  public:
-  Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // Message and context frames pass through redact_secrets (base/redact.h): an Error never
+  // carries a presigned URL's signature or a URL's password, whoever built the message.
+  Error(ErrorCode code, std::string message);
 
   ErrorCode code() const { return code_; }
   // The innermost reason, without context.
@@ -61,6 +64,7 @@ Error resource_exhausted(std::string message);
 Error unimplemented(std::string message);
 Error cancelled(std::string message);
 Error internal_error(std::string message);
+Error failed_precondition(std::string message);
 
 template <typename T>
 class [[nodiscard]] Result {

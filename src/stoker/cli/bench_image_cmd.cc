@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -261,18 +262,13 @@ Result<BenchOptions> parse_options(int argc, char** argv) {
   o.script = find_script(args.get("python-script"));
   o.dir = args.get("dir");
   o.images = args.get("images");
-  STOKER_ASSIGN_OR_RETURN(long long core, args.get_int("core", -1));
-  STOKER_ASSIGN_OR_RETURN(long long photos, args.get_int("photos", o.quick ? 24 : 120));
-  STOKER_ASSIGN_OR_RETURN(long long records, args.get_int("records", o.quick ? 48 : 240));
-  STOKER_ASSIGN_OR_RETURN(long long passes, args.get_int("passes", o.quick ? 3 : 5));
-  STOKER_ASSIGN_OR_RETURN(long long ppasses, args.get_int("python-passes", o.quick ? 1 : 2));
-  if (photos < 1 || records < 1 || passes < 1 || ppasses < 1)
-    return invalid_argument("--photos, --records, --passes, --python-passes must be ≥ 1");
-  o.core = static_cast<int>(core);
-  o.photos = static_cast<int>(photos);
-  o.records = static_cast<int>(records);
-  o.stoker_passes = static_cast<int>(passes);
-  o.python_passes = static_cast<int>(ppasses);
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  STOKER_ASSIGN_OR_RETURN(o.core, args.get_int<int>("core", -1, 0, CPU_SETSIZE - 1));
+  STOKER_ASSIGN_OR_RETURN(o.photos, args.get_int<int>("photos", o.quick ? 24 : 120, 1, kIntMax));
+  STOKER_ASSIGN_OR_RETURN(o.records, args.get_int<int>("records", o.quick ? 48 : 240, 1, kIntMax));
+  STOKER_ASSIGN_OR_RETURN(o.stoker_passes, args.get_int<int>("passes", o.quick ? 3 : 5, 1, kIntMax));
+  STOKER_ASSIGN_OR_RETURN(o.python_passes,
+                          args.get_int<int>("python-passes", o.quick ? 1 : 2, 1, kIntMax));
   return o;
 }
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -569,20 +570,22 @@ int run_bench_ladder(int argc, char** argv) {
   o.tokenizer = args->get("tokenizer");
   o.out = args->get("out", o.out);
   o.modes = args->get("modes", o.modes);
-  auto bs = args->get_int("batch-size", 0);
-  auto steps = args->get_int("steps", 0);
-  auto threads = args->get_int("threads", 0);
-  auto prefetch = args->get_int("prefetch", 4);
-  auto step = args->get_double("step-ms", -1);
+  // 0 / -1: sized by the benchmark (see run()); a value given must be usable as is.
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  auto bs = args->get_int<int>("batch-size", 0, 1, kIntMax);
+  auto steps = args->get_int<int>("steps", 0, 1, kIntMax);
+  auto threads = args->get_int<int>("threads", 0, 0, kIntMax);
+  auto prefetch = args->get_int<int>("prefetch", 4, 1, kIntMax);
+  auto step = args->get_double("step-ms", -1, 0, 86'400'000);  // a sleep: at most a day
   for (const Error* e : {bs.ok() ? nullptr : &bs.error(), steps.ok() ? nullptr : &steps.error(),
                          threads.ok() ? nullptr : &threads.error(),
                          prefetch.ok() ? nullptr : &prefetch.error(),
                          step.ok() ? nullptr : &step.error()})
     if (e != nullptr) return report("bench ladder", *e);
-  o.batch_size = static_cast<int>(*bs);
-  o.steps = static_cast<int>(*steps);
-  o.threads = static_cast<int>(*threads);
-  o.prefetch = static_cast<int>(*prefetch);
+  o.batch_size = *bs;
+  o.steps = *steps;
+  o.threads = *threads;
+  o.prefetch = *prefetch;
   o.step_ms = *step;
   auto sched = exec::parse_sched_class(args->get("worker-sched", "batch"));
   if (!sched.ok()) return report("bench ladder", sched.error());

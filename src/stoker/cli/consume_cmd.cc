@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,8 +44,11 @@ std::uint64_t touch(const shm::RemoteBatch& b) {
 
 Status run(const Args& args) {
   if (!args.has("socket")) return invalid_argument("--socket PATH is required");
-  STOKER_ASSIGN_OR_RETURN(double step_ms, args.get_double("step-ms", 0));
-  STOKER_ASSIGN_OR_RETURN(long long timeout_ms, args.get_int("connect-timeout-ms", 10000));
+  // A sleep per step: at most a day, so step_ms·1e6 ns stays far from int64 overflow.
+  STOKER_ASSIGN_OR_RETURN(double step_ms, args.get_double("step-ms", 0, 0, 86'400'000));
+  STOKER_ASSIGN_OR_RETURN(std::int64_t timeout_ms,
+                          args.get_int<std::int64_t>("connect-timeout-ms", 10000, 0,
+                                                     std::numeric_limits<int>::max()));
   std::FILE* out = stdout;
   if (args.has("csv")) {
     out = std::fopen(args.get("csv").c_str(), "w");

@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/loader_flags.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/processor.h"
 #include "stoker/image/resample.h"
@@ -23,7 +25,7 @@
 namespace stoker::cli {
 namespace {
 
-constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json]
+constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json] [media options]
 
 For every record of DATA.jsonl (OpenAI messages, ShareGPT or LLaVA form) and every image in it:
 the file, format and colour mode, source size, size after smart_resize, grid t x h x w, vision
@@ -36,6 +38,7 @@ Exit status: 0 when everything was fine, 1 when any record or image had an error
 
 options:
   --model M     qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
+                (the summary names the chat template it would train with, or why it is refused)
   --limit N     inspect only the first N records
   --json        one JSON object per image / error, then {"summary": {...}} (no table)
 )";
@@ -116,8 +119,11 @@ T percentile(std::vector<T> v, double p) {
 
 class Inspector {
  public:
-  Inspector(const model::ModelConfig& model, image::ImageProcessor proc, std::string base_dir, bool json)
-      : model_(model), proc_(std::move(proc)), base_dir_(std::move(base_dir)), json_(json) {}
+  // `media` bounds what the records may read (the same flags as `stoker run`).
+  Inspector(const model::ModelConfig& model, image::ImageProcessor proc, std::string base_dir,
+            MediaFlags media, bool json)
+      : model_(model), proc_(std::move(proc)), base_dir_(std::move(base_dir)),
+        media_(std::move(media)), json_(json) {}
 
   void record(int line, std::string_view text) {
     ++records_;
@@ -250,6 +256,8 @@ class Inspector {
   const model::ModelConfig& model_;
   image::ImageProcessor proc_;
   std::string base_dir_;
+  // Parsed and checked; media reads go through the shared resolver once it lands (issue 10).
+  [[maybe_unused]] MediaFlags media_;
   bool json_;
   image::RgbImage decoded_, resized_;
   std::vector<float> pixels_;
@@ -290,7 +298,7 @@ int Inspector::finish(const std::string& data_path) {
     std::snprintf(t, sizeof t,
                   "{\"summary\":{\"model\":%s,\"records\":%d,\"record_errors\":%zu,\"images\":%zu,"
                   "\"image_errors\":%zu,\"vision_tokens\":%lld,\"tokens_p50\":%lld,\"tokens_max\":%lld,"
-                  "\"time_p50_ms\":%.3f,\"time_p99_ms\":%.3f,\"images_per_s\":%.2f,\"videos_skipped\":%d}}\n",
+                  "\"time_p50_ms\":%.3f,\"time_p99_ms\":%.3f,\"images_per_s\":%.2f,\"videos_skipped\":%d",
                   json_string(model_.name).c_str(), records_, record_errors_.size(), totals.size(),
                   failed.size(), static_cast<long long>(total_tokens),
                   static_cast<long long>(percentile(tokens, 50)),
@@ -298,12 +306,16 @@ int Inspector::finish(const std::string& data_path) {
                   percentile(totals, 50) * 1e3, percentile(totals, 99) * 1e3,
                   busy > 0 ? totals.size() / busy : 0.0, videos_skipped_);
     std::fputs(t, stdout);
+    // Long (a refusal quotes the template), so outside the fixed-size buffer.
+    std::printf(",\"chat_template\":%s}}\n", json_string(model::describe_chat_template(model_)).c_str());
     return errors ? 1 : 0;
   }
 
   std::printf("\n%s with %s (patch %d, merge %d, pixels %s..%s)\n", data_path.c_str(), model_.name.c_str(),
               cfg.patch_size, cfg.merge_size, with_commas(cfg.min_pixels).c_str(),
               with_commas(cfg.max_pixels).c_str());
+  // Not inspected per record, but a refused template stops `stoker run` / `render`: say so here.
+  std::printf("  chat template  %s\n", model::describe_chat_template(model_).c_str());
   std::printf("  records        %d read, %d ok, %zu rejected\n", records_,
               records_ - static_cast<int>(record_errors_.size()), record_errors_.size());
   std::string formats;
@@ -336,17 +348,23 @@ int Inspector::finish(const std::string& data_path) {
 }  // namespace
 
 int run_inspect(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"model", "limit"}, {"json", "help"});
+  std::set<std::string> values = media_value_flags(), switches = media_switch_flags();
+  values.insert({"model", "limit"});
+  switches.insert({"json", "help"});
+  auto args = Args::parse(argc, argv, values, switches, media_repeat_flags());
   if (!args.ok()) return report("inspect", args.error());
   if (args->has("help")) {
     std::fputs(kHelp, stdout);
+    std::fputs(kMediaFlagsHelp, stdout);
     return 0;
   }
   if (args->positional().size() != 1)
     return report("inspect", invalid_argument("expected one DATA.jsonl (see --help)"));
   const std::string data_path = args->positional()[0];
-  auto limit = args->get_int("limit", -1);
+  auto limit = args->get_int<long long>("limit", -1, 0);
   if (!limit.ok()) return report("inspect", limit.error());
+  auto media = media_flags_from(*args);
+  if (!media.ok()) return report("inspect", media.error());
   auto model = model::load_model(args->get("model", "qwen2.5-vl"));
   if (!model.ok()) return report("inspect", model.error());
   auto proc = image::ImageProcessor::create(model->image);
@@ -355,7 +373,7 @@ int run_inspect(int argc, char** argv) {
   std::ifstream in(data_path, std::ios::binary);
   if (!in) return report("inspect", not_found("cannot open " + data_path));
   const std::string base_dir = std::filesystem::path(data_path).parent_path().string();
-  Inspector inspector(*model, std::move(*proc), base_dir, args->has("json"));
+  Inspector inspector(*model, std::move(*proc), base_dir, std::move(*media), args->has("json"));
   inspector.print_header();
   std::string line;
   long long taken = 0;

@@ -2,10 +2,14 @@
 // the same names with the same meaning and errors. Each command adds its own flags (run: mode,
 // threads, rank, error policy, state files; serve: socket, window, world size) and picks the
 // defaults that differ (serve: 2 I/O threads and a 512 MB arena per rank).
+// The media/I-O flags (what a manifest's records may read, and how much) are a part of their own
+// that `stoker inspect` shares too, since it reads manifests and their media as well.
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "stoker/base/result.h"
 #include "stoker/cli/args.h"
@@ -13,19 +17,49 @@
 
 namespace stoker::cli {
 
-struct LoaderFlagDefaults {
-  long long io_threads = 4;
-  long long arena_mb = 1024;
+// --media-root DIR (repeatable), --trust-media-paths, --allow-bucket NAME (repeatable; "*": any),
+// --max-object-bytes N, --max-record-bytes N, --io-deadline-ms MS, --imds. Defaults are
+// pipeline::LoaderConfig's; io_deadline_ms 0 = $STOKER_IO_DEADLINE_MS, else 120 s (the engine
+// resolves it).
+struct MediaFlags {
+  std::vector<std::string> media_roots;
+  bool trust_media_paths = false;
+  std::vector<std::string> allow_buckets;
+  std::int64_t max_object_bytes = pipeline::LoaderConfig{}.max_object_bytes;
+  std::int64_t max_record_bytes = pipeline::LoaderConfig{}.max_record_bytes;
+  std::int64_t io_deadline_ms = 0;
+  bool imds = false;
+
+  void apply_to(pipeline::LoaderConfig& c) const;
 };
 
-// Value flags read by loader_config_from_flags (merge into Args::parse's set).
+// Flag names read by media_flags_from (merge into Args::parse's sets).
+std::set<std::string> media_value_flags();
+std::set<std::string> media_repeat_flags();
+std::set<std::string> media_switch_flags();
+
+// The help lines of the media/I-O flags, for each command's --help.
+extern const char kMediaFlagsHelp[];
+
+// InvalidArgument naming the flag for a bad value. With --trust-media-paths it prints one
+// warning line to stderr (the user widened what a manifest may read: say so every run).
+Result<MediaFlags> media_flags_from(const Args& args);
+
+struct LoaderFlagDefaults {
+  int io_threads = 4;
+  std::int64_t arena_mb = 1024;
+};
+
+// Value flags read by loader_config_from_flags, media flags included (merge into Args::parse's
+// sets; repeatable ones from loader_repeat_flags).
 std::set<std::string> loader_value_flags();
-// Switch flags read by it: --bf16.
+std::set<std::string> loader_repeat_flags();
+// Switch flags read by it: --bf16 and the media switches.
 std::set<std::string> loader_switch_flags();
 
 // DATA (positional, comma-separated), --model, --tokenizer (default: the model's bundled one),
 // --batch-size, --max-length, --io-threads, --prefetch, --seed, --epochs, --arena-mb, --bf16,
-// --worker-sched. InvalidArgument naming the flag for bad values.
+// --worker-sched, and the media flags. InvalidArgument naming the flag for bad values.
 Result<pipeline::LoaderConfig> loader_config_from_flags(const Args& args,
                                                         const LoaderFlagDefaults& defaults);
 

@@ -3,6 +3,7 @@
 // trainer will see for one sample; everything shown is what the pipeline computes.
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,7 +32,10 @@ Images are read for their header only (relative paths are resolved against the J
 folder) and planned with the model's image processor to get their grids. Videos use a fixed grid.
 
 options:
-  --model M            qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder
+  --model M            qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder. A folder's
+                       own chat template (chat_template.jinja / .json, tokenizer_config.json) is
+                       used when it is a stock one stoker renders natively; any other is refused
+                       (exit 1), never replaced. No template there: the family's stock one.
   --tokenizer DIR      folder with tokenizer.json (default: the model folder; presets have none)
   --no-images          don't read images; use --image-grid for each
   --image-grid T,H,W   grid for --no-images (default 1,8,8: 16 tokens at merge 2)
@@ -45,18 +49,16 @@ options:
   --text-only          print the rendered template only
 )";
 
-Result<text::VisionGrid> parse_grid(const std::string& s) {
+// "T,H,W", each in [1, 1024] (so T·H·W, the patch count, fits an int).
+Result<text::VisionGrid> parse_grid(const std::string& flag, const std::string& s) {
   std::stringstream in(s);
   std::string item;
   std::vector<int> v;
   while (std::getline(in, item, ',')) {
-    try {
-      v.push_back(std::stoi(item));
-    } catch (...) {
-      return invalid_argument("grid '" + s + "': expected T,H,W");
-    }
+    STOKER_ASSIGN_OR_RETURN(long long x, parse_int(flag + " T,H,W", item, 1, 1024));
+    v.push_back(static_cast<int>(x));
   }
-  if (v.size() != 3) return invalid_argument("grid '" + s + "': expected T,H,W");
+  if (v.size() != 3) return invalid_argument(flag + " expects T,H,W, got '" + s + "'");
   return text::VisionGrid{v[0], v[1], v[2], {}};
 }
 
@@ -90,7 +92,7 @@ Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& c
                                                   const Args& args) {
   std::vector<text::VisionGrid> grids;
   if (args.has("no-images")) {
-    STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid(args.get("image-grid", "1,8,8")));
+    STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid("--image-grid", args.get("image-grid", "1,8,8")));
     grids.assign(conv.count(dataset::Part::Kind::kImage), g);
     return grids;
   }
@@ -159,7 +161,7 @@ int render(const Args& args) {
   }
   Result<model::ModelConfig> model = model::load_model(args.get("model"));
   if (!model.ok()) return report("render", model.error());
-  Result<text::TemplateKind> kind = text::template_for_model(model::family_name(model->family));
+  Result<text::TemplateKind> kind = model::chat_template_kind(*model);
   if (!kind.ok()) return report("render", kind.error());
 
   text::ChatTemplateOptions topt;
@@ -171,7 +173,7 @@ int render(const Args& args) {
 
   Result<text::RenderedChat> chat = text::render_chat(*conv, *kind, topt);
   if (!chat.ok()) return report("render", chat.error());
-  std::printf("== %s template, model %s ==\n%s\n", std::string(text::template_name(*kind)).c_str(),
+  std::printf("== template %s; model %s ==\n%s\n", model::describe_chat_template(*model).c_str(),
               model->name.c_str(), chat->text().c_str());
   if (args.has("text-only")) return 0;
 
@@ -186,9 +188,9 @@ int render(const Args& args) {
   std::filesystem::path base = std::filesystem::path(pos[0]).parent_path();
   Result<std::vector<text::VisionGrid>> images = image_grids(*conv, *model, base, args);
   if (!images.ok()) return report("render", images.error());
-  Result<text::VisionGrid> vgrid = parse_grid(args.get("video-grid", "2,8,8"));
+  Result<text::VisionGrid> vgrid = parse_grid("--video-grid", args.get("video-grid", "2,8,8"));
   if (!vgrid.ok()) return report("render", vgrid.error());
-  Result<double> fps = args.get_double("video-fps", 2.0);
+  Result<double> fps = args.get_double("video-fps", 2.0, 1e-3, 1e3);  // divides: never 0
   if (!fps.ok()) return report("render", fps.error());
   // Frames sampled at `fps` from the start: frame i of the sample is source frame i at that
   // rate, so timestamps are i / fps, and one grid step spans temporal_patch_size / fps seconds.
@@ -201,7 +203,8 @@ int render(const Args& args) {
 
   text::SampleOptions sopt;
   sopt.merge_size = model->image.merge_size;
-  Result<long long> max_len = args.get_int("max-length", 0);
+  Result<std::int64_t> max_len =
+      args.get_int<std::int64_t>("max-length", 0, 0, std::numeric_limits<std::int64_t>::max());
   if (!max_len.ok()) return report("render", max_len.error());
   sopt.max_length = *max_len;
   sopt.overflow = args.has("truncate") ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -116,6 +117,9 @@ std::uint64_t batch_hash(const pipeline::Batch& b) {
   return h;
 }
 
+// --step-ms / --pause-after-log-ms: at most a day, so a sleep's duration never overflows a clock.
+constexpr double kMaxSleepMs = 86'400'000;
+
 struct Options {
   std::string state_file, resume_file, delivered_log, batch_hashes;
   double step_ms = 0;
@@ -125,16 +129,13 @@ struct Options {
 };
 
 Result<pipeline::LoaderConfig> make_config(const Args& args) {
+  constexpr int kIntMax = std::numeric_limits<int>::max();
   STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig c, loader_config_from_flags(args, {}));
-  auto get = [&](const char* name, long long fallback) { return args.get_int(name, fallback); };
-  STOKER_ASSIGN_OR_RETURN(long long th, get("threads", 0));
-  STOKER_ASSIGN_OR_RETURN(long long me, get("max-errors", -1));
-  STOKER_ASSIGN_OR_RETURN(double mr, args.get_double("max-error-rate", 0.1));
+  STOKER_ASSIGN_OR_RETURN(c.threads, args.get_int<int>("threads", 0, 0, kIntMax));
+  STOKER_ASSIGN_OR_RETURN(c.errors.max_errors, args.get_int<std::int64_t>("max-errors", -1, 0));
+  STOKER_ASSIGN_OR_RETURN(c.errors.max_error_rate, args.get_double("max-error-rate", 0.1, 0, 1));
   c.padding = args.has("pad-to-max") ? pipeline::Padding::kFixed : pipeline::Padding::kLongest;
-  c.threads = static_cast<int>(th);
   c.errors.strict = args.has("strict");
-  c.errors.max_errors = me;
-  c.errors.max_error_rate = mr;
   c.errors.report_path = args.get("error-report");
   std::string mode = args.get("mode", "prefetch");
   if (mode == "serial") c.mode = pipeline::Mode::kSerial;
@@ -145,10 +146,10 @@ Result<pipeline::LoaderConfig> make_config(const Args& args) {
     return invalid_argument("--rank and --world-size go together");
   }
   if (args.has("rank")) {
-    STOKER_ASSIGN_OR_RETURN(long long r, get("rank", 0));
-    STOKER_ASSIGN_OR_RETURN(long long w, get("world-size", 1));
-    c.rank.rank = static_cast<int>(r);
-    c.rank.world_size = static_cast<int>(w);
+    STOKER_ASSIGN_OR_RETURN(int w, args.get_int<int>("world-size", 1, 1, kIntMax));
+    STOKER_ASSIGN_OR_RETURN(int r, args.get_int<int>("rank", 0, 0, w - 1));
+    c.rank.rank = r;
+    c.rank.world_size = w;
   }
   STOKER_RETURN_IF_ERROR(c.validate());
   return c;
@@ -260,13 +261,13 @@ int run(const Args& args) {
   o.delivered_log = args.get("delivered-log");
   o.batch_hashes = args.get("batch-hashes");
   o.quiet = args.has("quiet");
-  Result<double> step = args.get_double("step-ms", 0);
+  Result<double> step = args.get_double("step-ms", 0, 0, kMaxSleepMs);
   if (!step.ok()) return report("run", step.error());
   o.step_ms = *step;
-  Result<double> pause = args.get_double("pause-after-log-ms", 0);
+  Result<double> pause = args.get_double("pause-after-log-ms", 0, 0, kMaxSleepMs);
   if (!pause.ok()) return report("run", pause.error());
   o.pause_after_log_ms = *pause;
-  Result<long long> limit = args.get_int("limit-batches", -1);
+  Result<long long> limit = args.get_int<long long>("limit-batches", -1, 0);
   if (!limit.ok()) return report("run", limit.error());
   o.limit_batches = *limit;
 
@@ -348,10 +349,11 @@ int run_run(int argc, char** argv) {
                  "error-report", "state-file", "resume", "delivered-log", "step-ms",
                  "limit-batches", "pause-after-log-ms", "batch-hashes"});
   switches.insert({"strict", "quiet", "pad-to-max", "help"});
-  auto args = Args::parse(argc, argv, values, switches);
+  auto args = Args::parse(argc, argv, values, switches, loader_repeat_flags());
   if (!args.ok()) return report("run", args.error());
   if (args->has("help") || args->positional().empty()) {
     std::fputs(kHelp, args->has("help") ? stdout : stderr);
+    std::fputs(kMediaFlagsHelp, args->has("help") ? stdout : stderr);
     return args->has("help") ? 0 : 2;
   }
   return run(*args);

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,6 +73,8 @@ options:
   --bf16               pixel_values in bfloat16 (default float32)
   --progress-s S       print per-rank progress every S seconds (default 5; 0: never)
 )";
+
+constexpr long long kMaxWorld = 4096;
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
@@ -262,18 +265,22 @@ void handle_attach(const shm::AttachRequest& a, const Shared& sh,
 
 Status run(const Args& args) {
   STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig base, make_config(args));
+  // WORLD_SIZE from the launcher, parsed as strictly as the flag that overrides it.
   long long world = 1;
-  if (const char* w = std::getenv("WORLD_SIZE"); w != nullptr && *w) world = std::atoll(w);
-  STOKER_ASSIGN_OR_RETURN(world, args.get_int("world-size", world));
-  if (world < 1 || world > 4096) return invalid_argument("--world-size must be in [1, 4096]");
-  STOKER_ASSIGN_OR_RETURN(long long threads, args.get_int("threads", 0));
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (const char* w = std::getenv("WORLD_SIZE"); w != nullptr && *w && !args.has("world-size")) {
+    STOKER_ASSIGN_OR_RETURN(world, parse_int("$WORLD_SIZE", w, 1, kMaxWorld));
+  }
+  STOKER_ASSIGN_OR_RETURN(world, args.get_int<long long>("world-size", world, 1, kMaxWorld));
+  STOKER_ASSIGN_OR_RETURN(int threads,
+                          args.get_int<int>("threads", 0, 0, std::numeric_limits<int>::max()));
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   base.threads = static_cast<int>(std::max<long long>(1, threads / world));
   base.rank.rank = 0;
   base.rank.world_size = static_cast<int>(world);
   STOKER_RETURN_IF_ERROR(base.validate());
-  STOKER_ASSIGN_OR_RETURN(long long window, args.get_int("window", 4));
-  STOKER_ASSIGN_OR_RETURN(double progress_s, args.get_double("progress-s", 5));
+  STOKER_ASSIGN_OR_RETURN(int window, args.get_int<int>("window", 4, 1, 64));  // BatchServer's
+  // At most a day: the next deadline (now + S·1e9 ns) stays far from int64 overflow.
+  STOKER_ASSIGN_OR_RETURN(double progress_s, args.get_double("progress-s", 5, 0, 86400));
 
   std::string path = args.get("socket");
   if (path.empty()) {
@@ -350,12 +357,14 @@ int run_serve(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--help") {
       std::fputs(kHelp, stdout);
+      std::fputs(kMediaFlagsHelp, stdout);
       return 0;
     }
   }
   std::set<std::string> values = loader_value_flags();
   values.insert({"socket", "world-size", "threads", "window", "progress-s"});
-  Result<Args> args = Args::parse(argc, argv, values, loader_switch_flags());
+  Result<Args> args =
+      Args::parse(argc, argv, values, loader_switch_flags(), loader_repeat_flags());
   if (!args.ok()) return report("serve", args.error());
   Status st = run(*args);
   if (!st.ok()) return report("serve", st.error());

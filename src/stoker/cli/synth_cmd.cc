@@ -1,5 +1,6 @@
 // `stoker synth`: writes a deterministic synthetic SFT dataset (see synth/README.md).
 #include <cstdio>
+#include <limits>
 
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
@@ -35,40 +36,41 @@ options:
                         (see images.jsonl "variant"; default jpeg)
 )";
 
+constexpr int kMaxRecords = 10'000'000;  // synth's own cap (SynthConfig::validate)
+
+// "WxH", each side in [1, 16383] (ImagesOnlyConfig's bounds).
 Result<std::pair<int, int>> parse_size(const std::string& s) {
-  int w = 0, h = 0;
-  char tail = 0;
-  if (std::sscanf(s.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w <= 0 || h <= 0)
-    return invalid_argument("--size: expected WxH, got '" + s + "'");
-  return std::pair{w, h};
+  const std::size_t x = s.find('x');
+  if (x == std::string::npos) return invalid_argument("--size expects WxH, got '" + s + "'");
+  STOKER_ASSIGN_OR_RETURN(long long w, parse_int("--size width", s.substr(0, x), 1, 16383));
+  STOKER_ASSIGN_OR_RETURN(long long h, parse_int("--size height", s.substr(x + 1), 1, 16383));
+  return std::pair{static_cast<int>(w), static_cast<int>(h)};
 }
 
 Result<synth::SynthResult> run(const Args& args) {
   if (!args.has("out")) return invalid_argument("--out DIR is required (see --help)");
-  STOKER_ASSIGN_OR_RETURN(long long seed, args.get_int("seed", 0));
-  STOKER_ASSIGN_OR_RETURN(long long threads, args.get_int("threads", 0));
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  STOKER_ASSIGN_OR_RETURN(std::uint64_t seed, args.get_int<std::uint64_t>("seed", 0));
+  STOKER_ASSIGN_OR_RETURN(int threads, args.get_int<int>("threads", 0, 0, kIntMax));
   if (args.has("images-only")) {
     synth::ImagesOnlyConfig c{.out_dir = args.get("out")};
-    STOKER_ASSIGN_OR_RETURN(long long n, args.get_int("n", 64));
+    STOKER_ASSIGN_OR_RETURN(c.count, args.get_int<int>("n", 64, 1, kMaxRecords));
     STOKER_ASSIGN_OR_RETURN(auto size, parse_size(args.get("size", "1920x1080")));
     STOKER_ASSIGN_OR_RETURN(c.variant, synth::parse_variant(args.get("format", "jpeg")));
-    c.count = static_cast<int>(n);
-    c.seed = static_cast<std::uint64_t>(seed);
+    c.seed = seed;
     c.width = size.first;
     c.height = size.second;
-    c.threads = static_cast<int>(threads);
+    c.threads = threads;
     return synth::generate_images_only(c);
   }
   for (const char* f : {"size", "format"})
     if (args.has(f)) return invalid_argument(std::string("--") + f + " needs --images-only");
   synth::SynthConfig c{.out_dir = args.get("out")};
-  STOKER_ASSIGN_OR_RETURN(long long n, args.get_int("n", c.records));
-  STOKER_ASSIGN_OR_RETURN(long long max_side, args.get_int("max-side", c.max_side));
-  STOKER_ASSIGN_OR_RETURN(c.bad_fraction, args.get_double("bad-fraction", 0.0));
-  c.records = static_cast<int>(n);
-  c.seed = static_cast<std::uint64_t>(seed);
-  c.max_side = static_cast<int>(max_side);
-  c.threads = static_cast<int>(threads);
+  STOKER_ASSIGN_OR_RETURN(c.records, args.get_int<int>("n", c.records, 1, kMaxRecords));
+  STOKER_ASSIGN_OR_RETURN(c.max_side, args.get_int<int>("max-side", c.max_side, 32, kIntMax));
+  STOKER_ASSIGN_OR_RETURN(c.bad_fraction, args.get_double("bad-fraction", 0.0, 0, 1));
+  c.seed = seed;
+  c.threads = threads;
   return synth::generate_dataset(c);
 }
 

@@ -404,6 +404,7 @@ Status index_file(int fd, ManifestFile& file, const ManifestOptions& options,
 }  // namespace
 
 Status ManifestOptions::validate() const {
+  if (max_record_bytes < 1) return invalid_argument("manifest: max_record_bytes must be >= 1");
   if (scan_chunk_bytes < 4096 || scan_chunk_bytes > (std::size_t{1} << 30)) {
     return invalid_argument("manifest: scan_chunk_bytes must be in [4 KiB, 1 GiB], got " +
                             std::to_string(scan_chunk_bytes));
@@ -416,9 +417,12 @@ Result<std::unique_ptr<ManifestIndex>> ManifestIndex::open(const std::vector<std
   STOKER_RETURN_IF_ERROR(options.validate());
   if (paths.empty()) return invalid_argument("manifest: no files given");
   std::unique_ptr<ManifestIndex> index(new ManifestIndex());
+  index->max_record_bytes_ = options.max_record_bytes;
   std::vector<char> buf;
   for (const std::string& path : paths) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking: a FIFO given as a manifest must not hang the open; the scan then refuses
+    // anything that is not a regular file.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return errno_error(errno, "opening manifest " + path);
     index->fds_.push_back(fd);  // closed by ~ManifestIndex, also on the error paths below
     ManifestFile file;
@@ -466,6 +470,12 @@ Status ManifestIndex::read_record(std::uint64_t id, std::string& out) const {
                             std::to_string(total_records_) + ")");
   }
   const RecordLocation loc = location(id);
+  if (loc.length > max_record_bytes_) {
+    out.clear();
+    return resource_exhausted(describe(id) + ": the record is " + std::to_string(loc.length) +
+                              " bytes, over the " + std::to_string(max_record_bytes_) +
+                              "-byte record cap (--max-record-bytes)");
+  }
   out.resize(loc.length);
   const std::int64_t got = pread_full(fds_[loc.file], out.data(), loc.length, loc.offset);
   if (got < 0) return errno_error(static_cast<int>(-got), "reading " + describe(id));

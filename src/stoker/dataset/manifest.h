@@ -32,6 +32,9 @@ struct ManifestOptions {
   // "<basename>-<hash of the absolute path>.stoker-index" (for read-only dataset mounts).
   std::string cache_dir = "";
   std::size_t scan_chunk_bytes = std::size_t{4} << 20;  // read() size of the scan
+  // A longer record is never read: read_record() fails it with ResourceExhausted (one bad line
+  // cannot stall the pipeline or take gigabytes). Indexing itself streams, whatever the lengths.
+  std::uint64_t max_record_bytes = std::uint64_t{16} << 20;
 
   Status validate() const;
 };
@@ -80,7 +83,8 @@ class ManifestIndex {
   std::string describe(std::uint64_t id) const;
 
   // The record's bytes (no line terminator). `out` is reused: no allocation once it is large
-  // enough. InvalidArgument for id >= size(); DataLoss if the file shrank since it was indexed.
+  // enough. InvalidArgument for id >= size(); ResourceExhausted for a record over
+  // max_record_bytes (nothing read); DataLoss if the file shrank since it was indexed.
   Status read_record(std::uint64_t id, std::string& out) const;
   Result<std::string> read_record(std::uint64_t id) const;
 
@@ -102,6 +106,7 @@ class ManifestIndex {
   std::vector<std::vector<PackedRecord>> records_;  // per file
   std::vector<int> fds_;                            // per file
   std::uint64_t total_records_ = 0;
+  std::uint64_t max_record_bytes_ = 0;
 };
 
 }  // namespace stoker::dataset

@@ -286,6 +286,34 @@ TEST_F(ManifestTest, OpenErrors) {
             ErrorCode::kInvalidArgument);
 }
 
+// A FIFO given as a manifest used to block open() forever.
+TEST_F(ManifestTest, FifoManifestFailsAtOnce) {
+  const std::string fifo = (dir_ / "pipe.jsonl").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto r = ManifestIndex::open({fifo}, {.cache = IndexCacheMode::kOff});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().to_string().find("not a regular file"), std::string::npos);
+}
+
+// One huge line fails its own record, unread; its neighbours are fine.
+TEST_F(ManifestTest, RecordOverTheCapIsResourceExhaustedWithoutReadingIt) {
+  const std::string path =
+      write("long.jsonl", "{\"a\":1}\n{\"b\":\"" + std::string(5000, 'x') + "\"}\n{\"c\":3}\n");
+  auto index = ManifestIndex::open({path}, {.cache = IndexCacheMode::kOff, .max_record_bytes = 4096});
+  ASSERT_TRUE(index.ok());
+  ASSERT_EQ((*index)->size(), 3u);
+  EXPECT_EQ((*index)->read_record(0).value(), "{\"a\":1}");
+  std::string out = "stale";
+  Status st = (*index)->read_record(1, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(st.error().to_string().find("long.jsonl:2"), std::string::npos) << st.error().to_string();
+  EXPECT_NE(st.error().to_string().find("record cap"), std::string::npos);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ((*index)->read_record(2).value(), "{\"c\":3}");
+}
+
 TEST_F(ManifestTest, FileShrunkAfterIndexingIsDataLoss) {
   const std::string path = write("shrink.jsonl", "{\"x\":1}\n{\"x\":2}\n");
   auto index = ManifestIndex::open({path}, {.cache = IndexCacheMode::kOff});

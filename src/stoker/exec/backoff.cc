@@ -19,8 +19,8 @@ Status BackoffOptions::validate() const {
   if (!(multiplier >= 1.0) || !std::isfinite(multiplier)) {
     return invalid_argument("backoff: multiplier must be a finite number >= 1");
   }
-  if (max_attempts < 1) {
-    return invalid_argument("backoff: max_attempts must be >= 1 (tries in total), got " +
+  if (max_attempts < 0) {
+    return invalid_argument("backoff: max_attempts must be >= 0 (tries in total; 0: no limit), got " +
                             std::to_string(max_attempts));
   }
   return ok_status();
@@ -40,7 +40,7 @@ std::uint64_t Backoff::next_random() {
 std::optional<std::chrono::nanoseconds> Backoff::next_delay(Clock::time_point now) {
   ++attempts_;
   deadline_hit_ = false;
-  if (attempts_ >= options_.max_attempts) return std::nullopt;
+  if (options_.max_attempts > 0 && attempts_ >= options_.max_attempts) return std::nullopt;
   // Window for retry k (k = attempts_ - 1): initial * multiplier^k, capped. Computed in double so
   // a large k saturates at max_delay instead of overflowing.
   const double cap = static_cast<double>(options_.max_delay.count());

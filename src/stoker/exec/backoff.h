@@ -1,6 +1,7 @@
 // Backoff: delays between retries of one failing operation — exponential growth with "full
 // jitter" (AWS architecture blog, 2015: delay = uniform(0, min(max_delay, initial * multiplier^k))),
-// a bounded number of attempts and an optional deadline that no delay may cross.
+// a bounded number of attempts and/or a deadline that no delay may cross (a retry window that
+// is a span of time, not a count: max_attempts = 0).
 // Deterministic: the jitter comes from a seeded splitmix64 stream, so a test (or a replayed run)
 // sees the same delays; give each request its own seed (e.g. mix the base seed with a request id)
 // so that clients failing together do not retry together.
@@ -20,7 +21,8 @@ struct BackoffOptions {
   std::chrono::nanoseconds initial_delay = std::chrono::milliseconds(50);
   std::chrono::nanoseconds max_delay = std::chrono::seconds(5);
   double multiplier = 2.0;
-  int max_attempts = 5;  // tries in total, the first included; 1 = never retry
+  int max_attempts = 5;  // tries in total, the first included; 1 = never retry; 0 = no limit
+                         // (then only the deadline ends the retries)
   std::uint64_t seed = 0;
 
   Status validate() const;

@@ -93,8 +93,29 @@ TEST(BackoffTest, NeverSleepsPastTheDeadline) {
   EXPECT_FALSE(Backoff({}, t0).next_delay(t0 + milliseconds(1)).has_value());
 }
 
+// The retry window is a span of time: with no attempt limit, retries go on (capped delays)
+// until the deadline, however many that takes — 8 attempts used to end a 120 s window in ~6 s.
+TEST(BackoffTest, NoAttemptLimitRetriesUntilTheDeadline) {
+  const Clock::time_point t0 = Clock::now();
+  const Clock::time_point deadline = t0 + std::chrono::seconds(120);
+  Backoff b({.initial_delay = milliseconds(100), .max_delay = milliseconds(5000),
+             .max_attempts = 0, .seed = 5},
+            deadline);
+  Clock::time_point now = t0;
+  int retries = 0;
+  while (auto d = b.next_delay(now)) {
+    ASSERT_LE(*d, milliseconds(5000));
+    now += *d + milliseconds(1);  // a refused connection fails at once
+    ++retries;
+  }
+  EXPECT_EQ(b.give_up_reason().code(), ErrorCode::kDeadlineExceeded);
+  EXPECT_GE(now, deadline - milliseconds(5001));  // used (nearly) the whole window
+  EXPECT_GT(retries, 30);  // full jitter averages half the 5 s cap: ~48 retries in 120 s
+}
+
 TEST(BackoffTest, ValidateRejectsNonsense) {
-  EXPECT_FALSE((BackoffOptions{.max_attempts = 0}).validate().ok());
+  EXPECT_FALSE((BackoffOptions{.max_attempts = -1}).validate().ok());
+  EXPECT_TRUE((BackoffOptions{.max_attempts = 0}).validate().ok());  // no limit: deadline only
   EXPECT_FALSE((BackoffOptions{.multiplier = 0.5}).validate().ok());
   EXPECT_FALSE((BackoffOptions{.initial_delay = milliseconds(10), .max_delay = milliseconds(1)})
                    .validate()

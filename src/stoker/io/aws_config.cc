@@ -64,19 +64,32 @@ std::string AwsConfig::to_string() const {
          (endpoint.empty() ? "(aws)" : endpoint) + (path_style ? " path-style" : "");
 }
 
-Result<AwsConfig> load_aws_config(const EnvLookup& env) {
-  AwsConfig c;
+AwsProfile load_aws_profile(const EnvLookup& env) {
+  AwsProfile p;
   const std::string home = get(env, "HOME");
-  std::string profile = get(env, "AWS_PROFILE");
-  if (profile.empty()) profile = "default";
+  p.name = get(env, "AWS_PROFILE");
+  if (p.name.empty()) p.name = "default";
   std::string cred_path = get(env, "AWS_SHARED_CREDENTIALS_FILE");
   if (cred_path.empty() && !home.empty()) cred_path = home + "/.aws/credentials";
   std::string conf_path = get(env, "AWS_CONFIG_FILE");
   if (conf_path.empty() && !home.empty()) conf_path = home + "/.aws/config";
-  auto creds = cred_path.empty() ? std::map<std::string, std::string>{}
-                                 : read_profile(cred_path, profile, false);
-  auto conf = conf_path.empty() ? std::map<std::string, std::string>{}
-                                : read_profile(conf_path, profile, true);
+  if (!cred_path.empty()) p.credentials_file = read_profile(cred_path, p.name, false);
+  if (!conf_path.empty()) p.config_file = read_profile(conf_path, p.name, true);
+  return p;
+}
+
+std::map<std::string, std::string> AwsProfile::merged() const {
+  std::map<std::string, std::string> m = config_file;
+  for (const auto& [k, v] : credentials_file) m[k] = v;
+  return m;
+}
+
+Result<AwsConfig> load_aws_config(const EnvLookup& env) {
+  AwsConfig c;
+  const AwsProfile files = load_aws_profile(env);
+  const std::string& profile = files.name;
+  const auto& creds = files.credentials_file;
+  auto conf = files.config_file;  // a copy: operator[] below
 
   if (!get(env, "AWS_ACCESS_KEY_ID").empty()) {
     c.access_key_id = get(env, "AWS_ACCESS_KEY_ID");
@@ -85,7 +98,8 @@ Result<AwsConfig> load_aws_config(const EnvLookup& env) {
     if (c.secret_access_key.empty())
       return invalid_argument("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
   } else {
-    for (const auto* src : {&creds, &conf}) {
+    using Section = std::map<std::string, std::string>;
+    for (const Section* src : std::initializer_list<const Section*>{&creds, &conf}) {
       auto id = src->find("aws_access_key_id");
       if (id == src->end()) continue;
       c.access_key_id = id->second;
@@ -117,7 +131,7 @@ Result<AwsConfig> load_aws_config(const EnvLookup& env) {
   return c;
 }
 
-Result<AwsConfig> load_aws_config() {
+EnvLookup aws_environment() {
   EnvLookup env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
@@ -126,7 +140,9 @@ Result<AwsConfig> load_aws_config() {
     std::string k = kv.substr(0, eq);
     if (k == "HOME" || k.rfind("AWS_", 0) == 0) env[k] = kv.substr(eq + 1);
   }
-  return load_aws_config(env);
+  return env;
 }
+
+Result<AwsConfig> load_aws_config() { return load_aws_config(aws_environment()); }
 
 }  // namespace stoker::io

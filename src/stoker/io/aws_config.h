@@ -1,6 +1,8 @@
-// AwsConfig: what an S3 request needs besides the URI — credentials, region, endpoint and
-// addressing style — resolved the way the AWS CLI and SDKs do:
-//   credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), else the
+// AwsConfig: what an S3 request needs besides the URI — region, endpoint, addressing style and
+// static credentials — resolved the way the AWS CLI and SDKs do. open_store() signs with the full
+// credential chain of credentials.h instead (web identity, credential_process, container, IMDS,
+// refresh); the static keys here are what an explicit StoreOptions::aws carries.
+//   static credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), else the
 //     profile (AWS_PROFILE, default "default") in ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE),
 //     else that profile in ~/.aws/config (AWS_CONFIG_FILE; "[profile NAME]" sections);
 //   region: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`, else "us-east-1";
@@ -32,6 +34,19 @@ struct AwsConfig {
 
 // An environment lookup, so tests can resolve against a fake environment.
 using EnvLookup = std::map<std::string, std::string>;
+
+// HOME and every AWS_* variable of this process.
+EnvLookup aws_environment();
+
+// The selected profile (AWS_PROFILE, else "default") in both shared files.
+struct AwsProfile {
+  std::string name;
+  std::map<std::string, std::string> credentials_file;  // [NAME] of ~/.aws/credentials
+  std::map<std::string, std::string> config_file;       // [profile NAME] / [default] of ~/.aws/config
+  // botocore's "full config" view: the config profile, overlaid with the credentials profile.
+  std::map<std::string, std::string> merged() const;
+};
+AwsProfile load_aws_profile(const EnvLookup& env);
 
 // From the real process environment and files.
 Result<AwsConfig> load_aws_config();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -59,6 +60,9 @@ Status HttpClientOptions::validate() const {
   if (max_bytes_in_flight < 1) return invalid_argument("max_bytes_in_flight must be >= 1");
   if (attempt_timeout.count() < 1 || deadline.count() < 1 || connect_timeout.count() < 1)
     return invalid_argument("timeouts must be positive");
+  if (max_broken_responses < 1) return invalid_argument("max_broken_responses must be >= 1");
+  if (low_speed_bytes_per_s < 0 || low_speed_window.count() < 0)
+    return invalid_argument("low-speed limits must be >= 0");
   return backoff.validate();
 }
 
@@ -68,6 +72,7 @@ struct HttpClient::Impl {
   struct Op {
     HttpRequest req;
     Callback callback;
+    Clock::time_point submitted;
     Clock::time_point deadline;
     exec::Backoff backoff;
     CURL* easy = nullptr;
@@ -76,9 +81,12 @@ struct HttpClient::Impl {
     std::int64_t reserved = 0;  // bytes charged against the in-flight budget
     char errbuf[CURL_ERROR_SIZE] = {};
     std::optional<Error> last_error;  // of the previous attempt, while waiting to retry
+    bool too_large = false;  // this attempt's body went over req.max_body_bytes
+    int broken = 0;          // 2xx responses whose body broke off
     Impl* impl = nullptr;
-    Op(HttpRequest r, Callback cb, Clock::time_point d, const exec::BackoffOptions& b)
-        : req(std::move(r)), callback(std::move(cb)), deadline(d), backoff(b, d) {}
+    Op(HttpRequest r, Callback cb, Clock::time_point now, Clock::time_point d,
+       const exec::BackoffOptions& b)
+        : req(std::move(r)), callback(std::move(cb)), submitted(now), deadline(d), backoff(b, d) {}
   };
   using OpPtr = std::unique_ptr<Op>;
 
@@ -97,6 +105,9 @@ struct HttpClient::Impl {
   std::unordered_set<CURL*> active;  // handles in the multi handle
   int in_flight = 0;
   std::int64_t bytes_in_flight = 0;
+  // When a request last got an answer (status < 500): proof that the network and the store
+  // work, which tells a broken object from an outage when a request's retries are spent.
+  Clock::time_point last_answer{};
 
   std::atomic<std::int64_t> attempts{0}, retries{0}, succeeded{0}, failed{0}, bytes_received{0},
       peak_in_flight{0}, connections{0};
@@ -104,6 +115,11 @@ struct HttpClient::Impl {
   static size_t on_body(char* data, size_t size, size_t n, void* user) {
     Op* op = static_cast<Op*>(user);
     const size_t len = size * n;
+    const std::int64_t cap = op->req.max_body_bytes;
+    if (cap >= 0 && static_cast<std::int64_t>(op->resp.body.size() + len) > cap) {
+      op->too_large = true;
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
     op->resp.body.insert(op->resp.body.end(), data, data + len);
     const auto have = static_cast<std::int64_t>(op->resp.body.size());
     if (have > op->reserved) {  // bigger than estimated: charge what actually arrived
@@ -130,6 +146,11 @@ struct HttpClient::Impl {
       op->resp.etag = value;
     } else if (name == "content-length") {
       op->resp.content_length = std::atoll(value.c_str());
+      const std::int64_t cap = op->req.max_body_bytes;
+      if (op->req.method != "HEAD" && cap >= 0 && op->resp.content_length > cap) {
+        op->too_large = true;
+        return 0;  // refused before a byte of the body is read
+      }
       // One allocation for the body (a HEAD's length describes no body; cap a hostile value).
       if (op->req.method != "HEAD" && op->resp.content_length > 0 &&
           op->resp.content_length <= (std::int64_t{1} << 30))
@@ -161,6 +182,7 @@ struct HttpClient::Impl {
     op->impl = this;
     op->resp = HttpResponse{};
     op->errbuf[0] = 0;
+    op->too_large = false;
     const HttpRequest& r = op->req;
     curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
     curl_easy_setopt(easy, CURLOPT_PRIVATE, op.get());
@@ -176,6 +198,10 @@ struct HttpClient::Impl {
     long timeout = static_cast<long>(std::max<std::int64_t>(
         1, std::min(left.count(), static_cast<std::int64_t>(options.attempt_timeout.count()))));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout);
+    if (options.low_speed_bytes_per_s > 0 && options.low_speed_window.count() > 0) {
+      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_bytes_per_s);
+      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_window.count()));
+    }
     if (r.method == "HEAD") {
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
     } else if (r.method == "PUT") {
@@ -227,16 +253,31 @@ struct HttpClient::Impl {
   Result<HttpResponse> classify(Op& op, CURLcode code, bool* retry) {
     *retry = false;
     const std::string what = op.req.method + " " + op.req.display;
+    long status = 0;
+    curl_easy_getinfo(op.easy, CURLINFO_RESPONSE_CODE, &status);
+    op.resp.status = status;
+    if (status > 0 && status < 500) last_answer = Clock::now();
+    if (op.too_large) {
+      std::string size = op.resp.content_length >= 0
+                             ? std::to_string(op.resp.content_length) + " bytes"
+                             : "more than that";
+      return resource_exhausted(what + ": the response (" + size + ") is over the " +
+                                std::to_string(op.req.max_body_bytes) + "-byte object cap");
+    }
     if (code != CURLE_OK) {
       *retry = retryable_curl_error(code);
       std::string msg = what + ": " + curl_easy_strerror(code);
       if (op.errbuf[0]) msg += " (" + std::string(op.errbuf) + ")";
+      if (*retry && status >= 200 && status < 300 && ++op.broken >= options.max_broken_responses) {
+        // The server answers, and the body breaks off every time: the object, not the store.
+        *retry = false;
+        return data_loss(what + ": " + std::to_string(op.broken) +
+                         " responses broke off mid-body; last: " + msg);
+      }
       if (code == CURLE_OPERATION_TIMEDOUT) return deadline_exceeded(msg);
-      return code == CURLE_COULDNT_CONNECT || *retry ? unavailable(msg) : internal_error(msg);
+      if (code == CURLE_OUT_OF_MEMORY) return unavailable(msg);
+      return *retry ? unavailable(msg) : invalid_argument(msg);  // e.g. a malformed URL, bad TLS
     }
-    long status = 0;
-    curl_easy_getinfo(op.easy, CURLINFO_RESPONSE_CODE, &status);
-    op.resp.status = status;
     if (status >= 200 && status < 300) return std::move(op.resp);
     std::string body(op.resp.body.begin(), op.resp.body.end());
     auto [xml_code, xml_message] = parse_xml_error(body);
@@ -245,12 +286,36 @@ struct HttpClient::Impl {
     if (!xml_message.empty()) msg += ": " + xml_message;
     if (status == 404) return not_found(msg);
     if (status == 401 || status == 403) return permission_denied(msg);
+    if (status == 412) return failed_precondition(msg + " (If-Match: the object was replaced)");
     if (status == 416) return invalid_argument(msg + " (range not satisfiable)");
     if (status >= 500 || status == 429 || status == 408) {
       *retry = true;
       return unavailable(msg);
     }
+    if (status >= 300 && status < 400) return invalid_argument(msg + " (redirects are not followed)");
     return invalid_argument(msg);
+  }
+
+  // The retries are spent. If other requests got answers meanwhile, the store works and this
+  // object is broken: a per-object error. Otherwise the store is down: an outage.
+  Error give_up(const Op& op, Error last, bool deadline_passed = false) {
+    const int tries = op.backoff.attempts_made();
+    const double secs = std::chrono::duration<double>(Clock::now() - op.submitted).count();
+    char span[32];
+    std::snprintf(span, sizeof span, "%.1f", secs);
+    const std::string gave_up = "gave up after " + std::to_string(tries) + " attempts over " +
+                                span + " s";
+    if (last_answer > op.submitted) {
+      const bool unknown_host = last.message().find("resolve host") != std::string::npos;
+      std::string msg = gave_up + " while the store answered other requests (so this object, " +
+                        "not the store, is failing); last: " + last.to_string();
+      return unknown_host ? not_found(msg) : data_loss(msg);
+    }
+    const bool deadline = deadline_passed ||
+                          op.backoff.give_up_reason().code() == ErrorCode::kDeadlineExceeded ||
+                          last.code() == ErrorCode::kDeadlineExceeded;
+    return Error(deadline ? ErrorCode::kDeadlineExceeded : ErrorCode::kUnavailable,
+                 gave_up + (deadline ? " (deadline reached)" : "") + "; last: " + last.to_string());
   }
 
   void on_done(CURL* easy, CURLcode code) {
@@ -267,16 +332,8 @@ struct HttpClient::Impl {
     const auto now = Clock::now();
     std::optional<std::chrono::nanoseconds> delay = op->backoff.next_delay(now);
     if (!delay) {
-      Error give_up = op->backoff.give_up_reason();
-      Error last = std::move(result).error();
-      const int tries = op->backoff.attempts_made();
-      ErrorCode final_code =
-          give_up.code() == ErrorCode::kDeadlineExceeded ? ErrorCode::kDeadlineExceeded : last.code();
-      const bool deadline = final_code == ErrorCode::kDeadlineExceeded;
-      return finish(std::move(op),
-                    Error(final_code, "gave up after " + std::to_string(tries) + " attempts" +
-                                          (deadline ? " (deadline reached)" : "") +
-                                          "; last: " + last.to_string()));
+      Error e = give_up(*op, std::move(result).error());
+      return finish(std::move(op), std::move(e));
     }
     retries.fetch_add(1);
     op->last_error = std::move(result).error();
@@ -294,14 +351,11 @@ struct HttpClient::Impl {
       if (op.deadline <= now) {
         OpPtr dead = std::move(pending.front());
         pending.pop_front();
-        std::string msg = dead->req.method + " " + dead->req.display;
-        if (dead->last_error) {
-          msg = "gave up after " + std::to_string(dead->backoff.attempts_made()) +
-                " attempts (deadline reached); last: " + dead->last_error->to_string();
-        } else {
-          msg += ": deadline passed while queued for admission";
-        }
-        finish(std::move(dead), deadline_exceeded(msg));
+        Error e = dead->last_error
+                      ? give_up(*dead, *dead->last_error, /*deadline_passed=*/true)
+                      : deadline_exceeded(dead->req.method + " " + dead->req.display +
+                                          ": deadline passed while queued for admission");
+        finish(std::move(dead), std::move(e));
         continue;
       }
       std::int64_t want = op.req.expected_bytes >= 0 ? op.req.expected_bytes
@@ -408,9 +462,9 @@ void HttpClient::submit(HttpRequest request, Callback callback) {
     // Each request its own jitter stream, so requests failing together do not retry together.
     backoff.seed = backoff.seed * 0x9e3779b97f4a7c15ull + (++impl_->next_seed);
     if (!impl_->stopping) {
-      auto deadline = Clock::now() + impl_->options.deadline;
+      const auto now = Clock::now();
       impl_->incoming.push_back(std::make_unique<Impl::Op>(
-          std::move(request), std::move(callback), deadline, backoff));
+          std::move(request), std::move(callback), now, now + impl_->options.deadline, backoff));
       callback = nullptr;
     }
   }

@@ -1,9 +1,17 @@
 // HttpClient: the ONE path every remote object-store request takes —
 //   admission (max requests and bytes in flight) → attempt with a timeout inside the request's
 //   deadline → on a transient failure (5xx, 429, 503 SlowDown, connection refused/reset,
-//   timeout) exponential backoff with full jitter (exec::Backoff), bounded attempts → the response
-//   or one clear Error. 404 → NotFound, 401/403 → PermissionDenied carrying the server's error
-//   code from its XML body; neither is retried.
+//   timeout, a body that broke off) capped exponential backoff with full jitter (exec::Backoff)
+//   until the request's deadline (a span of time, default 120 s, not an attempt count) → the
+//   response or one clear Error. 404 → NotFound, 401/403 → PermissionDenied carrying the server's
+//   error code from its XML body, 412 → FailedPrecondition (If-Match), a body over
+//   `max_body_bytes` → ResourceExhausted: none of them retried.
+// Outage or bad object? When the retries of a request are spent, the client looks at whether any
+// other request got an answer (a status below 500) meanwhile: if so the network and store work
+// and this object is broken — DataLoss (NotFound for an unknown host), a per-sample error;
+// if not, the store is down — Unavailable / DeadlineExceeded, which callers treat as an outage.
+// A body that keeps breaking off after the headers (`max_broken_responses` times) is DataLoss at
+// once: the server answers, the object is bad.
 // One event-driven I/O thread runs a libcurl multi handle (curl_multi_poll, woken by
 // curl_multi_wakeup on submit) and keeps hundreds of requests in flight over reused connections.
 // Thread-safe: submit from any thread. Callbacks run on the I/O thread — keep them short (set a
@@ -32,6 +40,7 @@ struct HttpRequest {
   std::string credentials;           // "KEY_ID:SECRET" for the signer; never logged
   std::vector<std::uint8_t> body;    // PUT payload
   std::int64_t expected_bytes = -1;  // response size if known (ranged GET), for admission
+  std::int64_t max_body_bytes = -1;  // a larger response (Content-Length or bytes) fails; -1: none
   std::string display;               // how errors name it, e.g. "s3://bucket/key"
 };
 
@@ -50,11 +59,17 @@ struct HttpClientOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds attempt_timeout{30000};  // one try
   std::chrono::milliseconds deadline{120000};        // all tries of one request together
+  // No attempt limit by default: retries continue until `deadline`.
   exec::BackoffOptions backoff{.initial_delay = std::chrono::milliseconds(100),
                                .max_delay = std::chrono::seconds(5),
                                .multiplier = 2.0,
-                               .max_attempts = 8,
+                               .max_attempts = 0,
                                .seed = 0x5eed};
+  int max_broken_responses = 3;  // 2xx bodies that broke off before a request is DataLoss
+  // An attempt slower than this over the window is abandoned (and retried): a trickling server
+  // cannot hold a request for the whole attempt timeout.
+  long low_speed_bytes_per_s = 1024;
+  std::chrono::seconds low_speed_window{10};
   long max_connections = 0;  // 0 = libcurl's default (no limit on the pool)
 
   Status validate() const;

@@ -47,15 +47,43 @@ TEST(UriTest, ParsesSchemes) {
 }
 
 TEST(UriTest, ResolvesRelativeToManifest) {
-  EXPECT_EQ(resolve_uri("img/a.jpg", "s3://b/data/train.jsonl"), "s3://b/data/img/a.jpg");
-  EXPECT_EQ(resolve_uri("../img/a.jpg", "s3://b/data/train.jsonl"), "s3://b/img/a.jpg");
-  EXPECT_EQ(resolve_uri("../../../x", "s3://b/data/m.jsonl"), "s3://b/x");
-  EXPECT_EQ(resolve_uri("a.png", "http://h:1/d/m.jsonl?sig=1"), "http://h:1/d/a.png");
-  EXPECT_EQ(resolve_uri("./a.png", "/data/m.jsonl"), "/data/a.png");
-  EXPECT_EQ(resolve_uri("a.png", "m.jsonl"), "a.png");
-  EXPECT_EQ(resolve_uri("s3://other/k", "/data/m.jsonl"), "s3://other/k");
-  EXPECT_EQ(resolve_uri("/abs/k.png", "s3://b/m.jsonl"), "/abs/k.png");
-  EXPECT_EQ(resolve_uri("file:///abs/k.png", "s3://b/m.jsonl"), "/abs/k.png");
+  auto r = [](const char* ref, const char* base) {
+    Result<std::string> u = resolve_uri(ref, base);
+    return u.ok() ? *u : "error: " + std::string(error_code_name(u.error().code()));
+  };
+  EXPECT_EQ(r("img/a.jpg", "s3://b/data/train.jsonl"), "s3://b/data/img/a.jpg");
+  EXPECT_EQ(r("../img/a.jpg", "s3://b/data/train.jsonl"), "s3://b/img/a.jpg");
+  EXPECT_EQ(r("../../../x", "s3://b/data/m.jsonl"), "s3://b/x");
+  EXPECT_EQ(r("a.png", "http://h:1/d/m.jsonl?sig=1"), "http://h:1/d/a.png");
+  EXPECT_EQ(r("../a.png?v=2", "http://h:1/d/e/m.jsonl"), "http://h:1/d/a.png?v=2");
+  EXPECT_EQ(r("./a.png", "/data/m.jsonl"), "/data/a.png");
+  EXPECT_EQ(r("sub/../../x.png", "/data/set/m.jsonl"), "/data/x.png");
+  EXPECT_EQ(r("../../../../etc/shadow", "/data/set/m.jsonl"), "/etc/shadow");
+  EXPECT_EQ(r("a.png", "m.jsonl"), "a.png");
+  EXPECT_EQ(r("s3://other/k", "/data/m.jsonl"), "s3://other/k");
+  EXPECT_EQ(r("s3://b/a/../k", "/data/m.jsonl"), "s3://b/a/../k");  // S3 keys are literal
+  EXPECT_EQ(r("/abs/k.png", "s3://b/m.jsonl"), "/abs/k.png");
+  EXPECT_EQ(r("file:///abs/./k.png", "s3://b/m.jsonl"), "/abs/k.png");
+  EXPECT_EQ(r("file://localhost/abs/k.png", "/d/m.jsonl"), "/abs/k.png");
+  EXPECT_EQ(r("file://evil.example/abs/k.png", "/d/m.jsonl"), "error: InvalidArgument");
+  EXPECT_EQ(r("gs://b/k.png", "/d/m.jsonl"), "error: InvalidArgument");
+  EXPECT_EQ(r("", "/d/m.jsonl"), "error: InvalidArgument");
+  EXPECT_EQ(resolve_uri(std::string_view("a\0b", 3), "/d/m.jsonl").error().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(UriTest, OneMeaningOfHasScheme) {
+  EXPECT_TRUE(has_scheme("s3://b/k"));
+  EXPECT_TRUE(has_scheme("gs://b/k"));
+  EXPECT_TRUE(has_scheme("file:///x"));
+  EXPECT_TRUE(has_scheme("svn+ssh://h/x"));
+  EXPECT_FALSE(has_scheme("a/b://c"));
+  EXPECT_FALSE(has_scheme("./x://y"));
+  EXPECT_FALSE(has_scheme("://x"));
+  EXPECT_FALSE(has_scheme("1a://x"));
+  EXPECT_FALSE(has_scheme("C:/x"));
+  EXPECT_TRUE(is_remote_uri("https://h/x"));
+  EXPECT_FALSE(is_remote_uri("file:///x"));
 }
 
 TEST(AwsConfigTest, EnvironmentWinsOverProfiles) {
@@ -125,14 +153,14 @@ TEST(LocalStoreTest, ReadsRangesHeadsAndReportsMissing) {
   std::vector<std::uint8_t> data(10000);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 7);
   ASSERT_TRUE(write_file((dir / "a.bin").string(), data).ok());
-  auto store = make_local_store();
+  auto store = make_local_store().value();
   auto whole = read_sync(*store, "file://" + (dir / "a.bin").string());
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(*whole, data);
-  auto part = read_sync(*store, (dir / "a.bin").string(), {100, 50});
+  auto part = read_sync(*store, (dir / "a.bin").string(), {.offset = 100, .length = 50});
   ASSERT_TRUE(part.ok());
   EXPECT_EQ(*part, std::vector<std::uint8_t>(data.begin() + 100, data.begin() + 150));
-  auto tail = read_sync(*store, (dir / "a.bin").string(), {9990, 100});
+  auto tail = read_sync(*store, (dir / "a.bin").string(), {.offset = 9990, .length = 100});
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(tail->size(), 10u);
   auto info = head_sync(*store, (dir / "a.bin").string());
@@ -149,7 +177,7 @@ TEST(StreamObjectTest, StreamsInChunksWithTheEtag) {
   std::vector<std::uint8_t> data(25000);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i % 251);
   ASSERT_TRUE(write_file((dir / "m.jsonl").string(), data).ok());
-  auto store = make_local_store();
+  auto store = make_local_store().value();
   std::vector<std::uint8_t> got;
   std::vector<std::int64_t> offsets;
   ObjectInfo info;

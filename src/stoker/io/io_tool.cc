@@ -6,7 +6,8 @@
 //   io_tool stream --chunk N URI        stream_object() in N-byte chunks
 //   io_tool put URI FILE                write a local file's bytes to URI
 // Options: --deadline-ms --attempt-timeout-ms --attempts --initial-ms --max-delay-ms --inflight
-// --max-bytes
+// --max-bytes (in flight) --max-object-bytes (cap per object); credentials (credentials.h):
+// --imds --refresh-window-ms --refresh-retry-ms --process-timeout-ms
 // The FNV-1a 64 of each body is printed so a test can check the bytes without reading them back.
 #include <cstdint>
 #include <cstdio>
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const std::string cmd = argv[1];
   io::StoreOptions options;
-  io::ByteRange range;
+  io::ReadOptions range;
   bool from_stdin = false;
   long long chunk = 1 << 20;
   std::vector<std::string> args;
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
     else if (a == "--offset") range.offset = next();
     else if (a == "--length") range.length = next();
     else if (a == "--chunk") chunk = next();
+    else if (a == "--max-object-bytes") range.max_bytes = next();
     else if (a == "--deadline-ms") options.http.deadline = std::chrono::milliseconds(next());
     else if (a == "--attempt-timeout-ms") options.http.attempt_timeout = std::chrono::milliseconds(next());
     else if (a == "--attempts") options.http.backoff.max_attempts = static_cast<int>(next());
@@ -82,6 +84,10 @@ int main(int argc, char** argv) {
     else if (a == "--max-delay-ms") options.http.backoff.max_delay = std::chrono::milliseconds(next());
     else if (a == "--inflight") options.http.max_requests_in_flight = static_cast<int>(next());
     else if (a == "--max-bytes") options.http.max_bytes_in_flight = next();
+    else if (a == "--imds") options.imds = true;
+    else if (a == "--refresh-window-ms") options.credentials.refresh_window = std::chrono::milliseconds(next());
+    else if (a == "--refresh-retry-ms") options.credentials.refresh_retry = std::chrono::milliseconds(next());
+    else if (a == "--process-timeout-ms") options.credentials.process_timeout = std::chrono::milliseconds(next());
     else if (a.rfind("--", 0) == 0) return usage();
     else args.push_back(a);
   }
@@ -129,10 +135,14 @@ int main(int argc, char** argv) {
     }
   } else if (cmd == "stream" && args.size() == 1) {
     std::vector<std::uint8_t> all;
-    int chunks = 0;
+    int chunks = 0, restarts = 0;
     io::ObjectInfo info;
     Status s = io::stream_object(store, args[0], chunk,
-                                 [&](std::span<const std::uint8_t> c, std::int64_t) {
+                                 [&](std::span<const std::uint8_t> c, std::int64_t at) {
+                                   if (at == 0 && !all.empty()) {  // replaced: start over
+                                     all.clear();
+                                     ++restarts;
+                                   }
                                    all.insert(all.end(), c.begin(), c.end());
                                    ++chunks;
                                    return ok_status();
@@ -143,7 +153,8 @@ int main(int argc, char** argv) {
     } else {
       emit("{\"uri\":" + json_string(args[0]) + ",\"ok\":true,\"size\":" +
            std::to_string(all.size()) + ",\"chunks\":" + std::to_string(chunks) +
-           ",\"etag\":" + json_string(info.etag) + ",\"fnv\":\"" + fnv1a(all) + "\"}");
+           ",\"etag\":" + json_string(info.etag) + ",\"restarts\":" + std::to_string(restarts) +
+           ",\"fnv\":\"" + fnv1a(all) + "\"}");
     }
   } else if (cmd == "put" && args.size() == 2) {
     Result<std::vector<std::uint8_t>> bytes = read_file(args[1]);

@@ -49,7 +49,10 @@ std::string encode_lenient_url(const std::string& url) {
   return out;
 }
 
-void add_range(HttpRequest& req, ByteRange range) {
+// Range, If-Match and the body cap of a GET.
+void add_read_options(HttpRequest& req, const ReadOptions& range) {
+  if (!range.if_match.empty()) req.headers.push_back("If-Match: \"" + range.if_match + "\"");
+  req.max_body_bytes = range.max_bytes;
   if (range.whole()) return;
   std::string spec = "Range: bytes=" + std::to_string(range.offset) + "-";
   if (range.length >= 0) spec += std::to_string(range.offset + range.length - 1);
@@ -59,7 +62,12 @@ void add_range(HttpRequest& req, ByteRange range) {
 
 // The response of a (possibly ranged) GET → exactly the bytes asked for. A server may ignore
 // Range and send the whole object (200): slice it here.
-Result<Bytes> body_for_range(HttpResponse resp, ByteRange range, const std::string& what) {
+Result<Bytes> body_for_range(HttpResponse resp, const ReadOptions& range, const std::string& what) {
+  // A server that ignores If-Match still names the version it sent.
+  if (!range.if_match.empty() && !resp.etag.empty() && resp.etag != range.if_match) {
+    return failed_precondition(what + ": ETag " + resp.etag + " where " + range.if_match +
+                               " was asked for (the object was replaced)");
+  }
   if (range.whole()) return std::move(resp.body);
   if (resp.status == 206) {
     long long first = -1, last = -1, total = -1;
@@ -88,12 +96,12 @@ class RemoteStore : public ObjectStore {
  public:
   explicit RemoteStore(std::shared_ptr<HttpClient> client) : client_(std::move(client)) {}
 
-  exec::Future<Bytes> read(const std::string& uri, ByteRange range) override {
+  exec::Future<Bytes> read(const std::string& uri, ReadOptions range) override {
     if (range.offset < 0) return failed<Bytes>(invalid_argument(uri + ": negative offset"));
     if (range.length == 0) return empty();
     Result<HttpRequest> req = make_request("GET", uri);
     if (!req.ok()) return failed<Bytes>(std::move(req).error());
-    add_range(*req, range);
+    add_read_options(*req, range);
     auto promise = std::make_shared<exec::Promise<Bytes>>();
     exec::Future<Bytes> future = promise->get_future();
     std::string what = req->display;
@@ -151,13 +159,10 @@ class HttpStore final : public RemoteStore {
 
 class S3Store final : public RemoteStore {
  public:
-  S3Store(std::shared_ptr<HttpClient> client, AwsConfig aws)
-      : RemoteStore(std::move(client)), aws_(std::move(aws)) {
-    if (aws_.has_credentials()) {
-      sigv4_ = "aws:amz:" + aws_.region + ":s3";
-      credentials_ = aws_.access_key_id + ":" + aws_.secret_access_key;
-    }
-  }
+  S3Store(std::shared_ptr<HttpClient> client, AwsConfig aws,
+          std::shared_ptr<CredentialProvider> credentials)
+      : RemoteStore(std::move(client)), aws_(std::move(aws)),
+        credentials_(std::move(credentials)), sigv4_("aws:amz:" + aws_.region + ":s3") {}
 
   exec::Future<void> write(const std::string& uri, Bytes data) override {
     auto promise = std::make_shared<exec::Promise<void>>();
@@ -194,20 +199,24 @@ class S3Store final : public RemoteStore {
       req.url = aws_.endpoint.substr(0, host_at) + u.authority + "." +
                 aws_.endpoint.substr(host_at) + "/" + key;
     }
-    if (!sigv4_.empty()) {
+    // Per request: temporary credentials change under a long run (credentials.h refreshes them).
+    Result<std::shared_ptr<const AwsCredentials>> creds = credentials_->get();
+    if (!creds.ok()) return std::move(creds).error().with_context(method + " " + uri);
+    if (!(*creds)->anonymous()) {
       req.aws_sigv4 = sigv4_;
-      req.credentials = credentials_;
+      req.credentials = (*creds)->access_key_id + ":" + (*creds)->secret_access_key;
       // libcurl 7.88 neither adds this header nor signs a payload hash S3 accepts without it.
       req.headers.push_back("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-      if (!aws_.session_token.empty())
-        req.headers.push_back("x-amz-security-token: " + aws_.session_token);
+      if (!(*creds)->session_token.empty())
+        req.headers.push_back("x-amz-security-token: " + (*creds)->session_token);
     }
     return req;
   }
 
  private:
   AwsConfig aws_;
-  std::string sigv4_, credentials_;
+  std::shared_ptr<CredentialProvider> credentials_;
+  std::string sigv4_;
 };
 
 }  // namespace
@@ -217,7 +226,13 @@ std::unique_ptr<ObjectStore> make_http_store(std::shared_ptr<HttpClient> client)
 }
 
 std::unique_ptr<ObjectStore> make_s3_store(std::shared_ptr<HttpClient> client, AwsConfig aws) {
-  return std::make_unique<S3Store>(std::move(client), std::move(aws));
+  auto credentials = make_static_credentials(aws);
+  return std::make_unique<S3Store>(std::move(client), std::move(aws), std::move(credentials));
+}
+
+std::unique_ptr<ObjectStore> make_s3_store(std::shared_ptr<HttpClient> client, AwsConfig aws,
+                                           std::shared_ptr<CredentialProvider> credentials) {
+  return std::make_unique<S3Store>(std::move(client), std::move(aws), std::move(credentials));
 }
 
 }  // namespace stoker::io

@@ -24,6 +24,35 @@ std::string_view family_name(ModelFamily f) {
   return "?";
 }
 
+std::string_view family_label(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::kQwen2VL: return "Qwen2-VL";
+    case ModelFamily::kQwen25VL: return "Qwen2.5-VL";
+    case ModelFamily::kQwen3VL: return "Qwen3-VL";
+  }
+  return "?";
+}
+
+text::TemplateKind stock_template(ModelFamily f) {
+  // Qwen2-VL and Qwen2.5-VL Instruct ship the same template (spec §3.2).
+  return f == ModelFamily::kQwen3VL ? text::TemplateKind::kQwen3VLInstruct
+                                    : text::TemplateKind::kQwen2VL;
+}
+
+Result<text::TemplateKind> chat_template_kind(const ModelConfig& model) {
+  if (model.chat_template.refusal) return *model.chat_template.refusal;
+  return model.chat_template.kind.value_or(stock_template(model.family));
+}
+
+std::string describe_chat_template(const ModelConfig& model) {
+  Result<text::TemplateKind> kind = chat_template_kind(model);
+  if (!kind.ok()) return "refused: " + kind.error().to_string();
+  std::string out(text::template_name(*kind));
+  if (model.chat_template.kind) return out + ", the model folder's own (" + model.chat_template.source + ")";
+  out += ", stock " + std::string(family_label(model.family));
+  return out + (model.folder.empty() ? " (preset)" : " (the model folder has no chat template)");
+}
+
 namespace {
 
 std::string lower(std::string_view s) {
@@ -251,6 +280,7 @@ Result<ModelConfig> load_folder(const std::string& folder) {
       return std::move(s).error().with_context("config.json");
     }
   }
+  m.chat_template = find_chat_template(folder, stock_template(m.family), family_label(m.family));
   return m;
 }
 

@@ -2,7 +2,9 @@
 // built-in preset. A model spec is either a folder path (config.json, preprocessor_config.json,
 // tokenizer files) or a preset name: "qwen2-vl", "qwen2.5-vl", "qwen3-vl".
 // preprocessor_config.json: legacy `min_pixels`/`max_pixels` win over `size.shortest_edge` /
-// `size.longest_edge` (pixel counts); `size` must then hold both (spec §1.2, §6.1).
+// `size.longest_edge` (pixel counts); `size` must then hold both (spec §1.2, §6.1). The chat
+// template: the folder's own when stoker renders it natively, else refused, never replaced
+// (chat_template_kind; chat_template_source.h); the family's stock template when there is none.
 // Immutable value; thread-safe. Errors: NotFound (folder/file), InvalidArgument (bad JSON/field).
 #pragma once
 
@@ -10,11 +12,16 @@
 
 #include "stoker/base/result.h"
 #include "stoker/image/processor.h"
+#include "stoker/model/chat_template_source.h"
+#include "stoker/text/chat_template.h"
 
 namespace stoker::model {
 
 enum class ModelFamily { kQwen2VL, kQwen25VL, kQwen3VL };
 std::string_view family_name(ModelFamily f);  // "qwen2_vl", "qwen2_5_vl", "qwen3_vl"
+std::string_view family_label(ModelFamily f);  // "Qwen2-VL", "Qwen2.5-VL", "Qwen3-VL"
+// The template the family's released Instruct checkpoints ship (data/templates/).
+text::TemplateKind stock_template(ModelFamily f);
 
 struct ModelConfig {
   ModelFamily family = ModelFamily::kQwen25VL;
@@ -28,7 +35,22 @@ struct ModelConfig {
   int vision_end_token_id = 151653;
   // Qwen2.5-VL vision_config.tokens_per_second (hub value 2).
   int tokens_per_second = 2;
+  // The folder's chat template as load_model found it (empty for presets: stock template).
+  // Read it through chat_template_kind(), not directly.
+  ChatTemplateChoice chat_template;
 };
+
+// The one place that decides which template renders this model's conversations (the Loader,
+// `stoker render`, `stoker inspect` and Python through the Loader all ask here): the folder's own
+// template when it is one stoker renders natively (whatever the family: a Qwen2.5-VL fine-tune
+// carrying the Qwen3-VL template gets that one, as transformers would render it); the family's
+// stock template when the folder or preset has none; otherwise the refusal — Unimplemented
+// naming the file and where it departs from the stock template, or InvalidArgument (malformed
+// file, processor and tokenizer templates that disagree).
+Result<text::TemplateKind> chat_template_kind(const ModelConfig& model);
+// One line for people: "qwen2_vl, the model folder's own (/m/chat_template.json)", "qwen2_vl,
+// stock Qwen2.5-VL (the model folder has no chat template)", or "refused: …".
+std::string describe_chat_template(const ModelConfig& model);
 
 // Built-in presets with the hub's preprocessor values (spec §1.2).
 Result<ModelConfig> preset(std::string_view name);

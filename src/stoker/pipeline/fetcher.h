@@ -1,11 +1,10 @@
 // Media fetching for the pipeline: a Fetcher reads one whole object by URI into memory, taking
 // its size from a shared ByteBudget first, so the bytes of media in flight stay bounded (the
-// lease is returned when the prepared sample no longer needs the encoded bytes). Only local files
-// LocalFetcher (pread) here; StoreFetcher (store_fetcher.h) serves s3:// and http(s):// via io.
-// resolve_media turns a record's media reference into a URI relative to its manifest.
-// ByteBudget and LocalFetcher are thread-safe. Errors: NotFound, PermissionDenied, DataLoss
-// (short read), Unimplemented (a scheme this fetcher does not serve), Cancelled (stop while
-// waiting for budget).
+// lease is returned when the prepared sample no longer needs the encoded bytes). The one
+// implementation is StoreFetcher (store_fetcher.h): every scheme through one io::ObjectStore.
+// ByteBudget is thread-safe. Errors: those of io (per object: NotFound, PermissionDenied,
+// InvalidArgument, ResourceExhausted, DataLoss; outage: Unavailable, DeadlineExceeded),
+// Cancelled (stop while waiting for budget).
 #pragma once
 
 #include <condition_variable>
@@ -75,12 +74,5 @@ class Fetcher {
   virtual void fetch_async(const std::string& uri,
                            std::function<void(Result<std::vector<std::uint8_t>>)> done) const;
 };
-
-// file:// URIs and plain paths; refuses s3:// and http(s):// with Unimplemented.
-std::unique_ptr<Fetcher> make_local_fetcher();
-
-// "file://x" → "x"; URIs with a scheme and absolute paths stay; a relative path is taken
-// relative to the directory of `manifest_path`.
-std::string resolve_media(const std::string& ref, const std::string& manifest_path);
 
 }  // namespace stoker::pipeline

@@ -37,23 +37,6 @@ TEST(LoaderStateTest, RoundTripsAndRejectsGarbage) {
   EXPECT_FALSE(LoaderState::parse("stoker-state v1 epoch=1").ok());
 }
 
-TEST(FetcherTest, ResolvesMediaAgainstTheManifest) {
-  EXPECT_EQ(resolve_media("images/a.jpg", "/data/set/train.jsonl"), "/data/set/images/a.jpg");
-  EXPECT_EQ(resolve_media("a.jpg", "train.jsonl"), "a.jpg");
-  EXPECT_EQ(resolve_media("/abs/a.jpg", "/data/train.jsonl"), "/abs/a.jpg");
-  EXPECT_EQ(resolve_media("file:///abs/a.jpg", "/data/train.jsonl"), "/abs/a.jpg");
-  EXPECT_EQ(resolve_media("s3://bucket/a.jpg", "/data/train.jsonl"), "s3://bucket/a.jpg");
-  auto fetcher = make_local_fetcher();
-  ByteBudget budget(1 << 20);
-  FetchedMedia m;
-  Status st = fetcher->fetch("s3://bucket/a.jpg", budget, {}, &m);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code(), ErrorCode::kUnimplemented);
-  st = fetcher->fetch("/nonexistent/stoker/a.jpg", budget, {}, &m);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code(), ErrorCode::kNotFound);
-}
-
 TEST(FetcherTest, BudgetBlocksButAdmitsOneOversizedRequest) {
   ByteBudget budget(100);
   auto a = budget.acquire(60);

@@ -3,7 +3,6 @@
 #include "stoker/base/clock.h"
 #include "stoker/image/decode.h"
 #include "stoker/image/resample.h"
-#include "stoker/io/uri.h"
 
 namespace stoker::pipeline {
 namespace {
@@ -33,10 +32,6 @@ const char* stage_name(int stage) {
   return stage >= 0 && stage < kNumStages ? kNames[stage] : "?";
 }
 
-std::string Context::manifest_name(std::uint32_t file) const {
-  return file < manifest_uris.size() ? manifest_uris[file] : index->files()[file].path;
-}
-
 Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris_out) {
   Fetched out;
   out.item = item;
@@ -58,9 +53,7 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
       return out;
     }
     out.conversation = std::move(conv).value();
-    const std::uint32_t file = ctx.index->location(item.sample).file;
-    const bool remote = file < ctx.manifest_uris.size();
-    const std::string manifest = ctx.manifest_name(file);
+    const io::MediaScope& scope = ctx.scopes[ctx.index->location(item.sample).file];
     for (const dataset::Message& m : out.conversation.messages) {
       for (const dataset::Part& p : m.parts) {
         if (p.kind == dataset::Part::Kind::kVideo) {
@@ -68,9 +61,13 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
                                 unimplemented("video " + p.value + ": videos are not supported yet"));
           return out;
         }
-        if (p.kind == dataset::Part::Kind::kImage) {
-          uris.push_back(remote ? io::resolve_uri(p.value, manifest) : resolve_media(p.value, manifest));
+        if (p.kind != dataset::Part::Kind::kImage) continue;
+        Result<std::string> uri = scope.resolve(p.value);
+        if (!uri.ok()) {
+          out.failure = fetch_failure(ctx, item, uris.size(), uri.error());
+          return out;
         }
+        uris.push_back(std::move(uri).value());
       }
     }
   }

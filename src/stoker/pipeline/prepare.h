@@ -1,5 +1,5 @@
 // The fallible half of the per-sample work, shared by every Loader mode: read_and_fetch (record
-// pread → parse → validate → resolve media → fetch bytes) and prepare (probe + plan each image →
+// pread → parse → validate → resolve media through the manifest's trust boundary → fetch bytes) and prepare (probe + plan each image →
 // decode + resize into the sample's own uint8 images → template + tokenize + labels with the
 // max-length policy → mRoPE positions). A failure is a value (SampleFailure naming the stage),
 // never an error of the run. After prepare the sample's sizes are known exactly (tokens, pixel
@@ -20,6 +20,7 @@
 #include "stoker/dataset/conversation.h"
 #include "stoker/dataset/manifest.h"
 #include "stoker/image/processor.h"
+#include "stoker/io/media_access.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/error_report.h"
 #include "stoker/pipeline/fetcher.h"
@@ -48,9 +49,11 @@ struct Context {
   std::optional<image::ImageProcessor> processor;
   batch::RopeConfig rope;
   std::unique_ptr<dataset::ManifestIndex> index;
-  // Remote manifests (s3://, http(s)://) are indexed from a local cached copy: their URIs, per
-  // index file, name them in errors and resolve their media. Empty for local manifests.
-  std::vector<std::string> manifest_uris;
+  // Per manifest (index file), in the order given: how its media references resolve and what
+  // they may reach (the trust boundary), and how errors name it (the path or URI as given,
+  // secrets redacted; a remote manifest is indexed from a local cached copy).
+  std::vector<io::MediaScope> scopes;
+  std::vector<std::string> manifest_names;
   // Before the fetcher: a remote fetcher's pending reads complete (Cancelled) when it is
   // destroyed, and their leases go back to a budget that must still exist.
   std::unique_ptr<ByteBudget> budget;
@@ -58,7 +61,7 @@ struct Context {
   std::int64_t max_length = 0;
   std::function<void(std::uint64_t, int)> io_delay_hook;
   mutable StageCounters counters;
-  std::string manifest_name(std::uint32_t file) const;  // URI or path of index file `file`
+  const std::string& manifest_name(std::uint32_t file) const { return manifest_names[file]; }
 };
 
 // One position of this rank's stream.

@@ -8,6 +8,7 @@
 #include <optional>
 #include <unistd.h>
 
+#include "stoker/base/redact.h"
 #include "stoker/io/uri.h"
 
 namespace stoker::pipeline {
@@ -18,13 +19,15 @@ constexpr std::int64_t kSizeEstimate = std::int64_t{1} << 20;
 
 class StoreFetcher final : public Fetcher {
  public:
-  StoreFetcher(std::shared_ptr<io::ObjectStore> store, bool blocking)
-      : store_(std::move(store)), blocking_(blocking) {}
+  StoreFetcher(std::shared_ptr<io::ObjectStore> store, std::int64_t max_object_bytes,
+               bool blocking)
+      : store_(std::move(store)), max_object_bytes_(max_object_bytes), blocking_(blocking) {}
 
   Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
                FetchedMedia* out) const override {
     STOKER_ASSIGN_OR_RETURN(out->lease, budget.acquire(kSizeEstimate, stop));
-    STOKER_ASSIGN_OR_RETURN(out->bytes, io::read_sync(*store_, uri));
+    STOKER_ASSIGN_OR_RETURN(out->bytes,
+                            io::read_sync(*store_, uri, {.max_bytes = max_object_bytes_}));
     out->lease.resize(static_cast<std::int64_t>(out->bytes.size()));
     return ok_status();
   }
@@ -33,11 +36,12 @@ class StoreFetcher final : public Fetcher {
 
   void fetch_async(const std::string& uri,
                    std::function<void(Result<std::vector<std::uint8_t>>)> done) const override {
-    store_->read(uri, {}, std::move(done));
+    store_->read(uri, {.max_bytes = max_object_bytes_}, std::move(done));
   }
 
  private:
   std::shared_ptr<io::ObjectStore> store_;
+  std::int64_t max_object_bytes_;
   bool blocking_;
 };
 
@@ -51,6 +55,15 @@ struct PendingSample {
   std::optional<std::pair<std::size_t, Error>> error;  // the lowest-numbered image that failed
 };
 
+// Ranged GETs of a remote manifest: 8 MiB, or $STOKER_MANIFEST_CHUNK_BYTES (a test knob: a
+// small manifest in many ranges, to replace it between two of them).
+std::int64_t manifest_chunk_bytes() {
+  if (const char* v = std::getenv("STOKER_MANIFEST_CHUNK_BYTES"); v != nullptr && std::atoll(v) >= 1) {
+    return std::atoll(v);
+  }
+  return std::int64_t{8} << 20;
+}
+
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
@@ -59,13 +72,9 @@ std::uint64_t fnv1a(const std::string& s) {
 
 }  // namespace
 
-bool is_remote_uri(const std::string& uri) {
-  return uri.rfind("s3://", 0) == 0 || uri.rfind("http://", 0) == 0 ||
-         uri.rfind("https://", 0) == 0;
-}
-
-std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store, bool blocking) {
-  return std::make_unique<StoreFetcher>(std::move(store), blocking);
+std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
+                                            std::int64_t max_object_bytes, bool blocking) {
+  return std::make_unique<StoreFetcher>(std::move(store), max_object_bytes, blocking);
 }
 
 std::string default_cache_dir() {
@@ -103,9 +112,15 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return unavailable("writing manifest cache " + tmp);
   io::ObjectInfo streamed;
+  std::string path_override;
   Status st = io::stream_object(
-      store, uri, std::int64_t{8} << 20,
-      [&](std::span<const std::uint8_t> chunk, std::int64_t) -> Status {
+      store, uri, manifest_chunk_bytes(),
+      [&](std::span<const std::uint8_t> chunk, std::int64_t offset) -> Status {
+        // The object was replaced mid-stream: stream_object starts over with the new version.
+        if (offset == 0 && (std::fflush(f) != 0 || ::ftruncate(::fileno(f), 0) != 0 ||
+                            std::fseek(f, 0, SEEK_SET) != 0)) {
+          return unavailable("rewinding manifest cache " + tmp);
+        }
         if (std::fwrite(chunk.data(), 1, chunk.size(), f) != chunk.size()) {
           return unavailable("writing manifest cache " + tmp);
         }
@@ -115,52 +130,65 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   const bool closed = std::fclose(f) == 0;
   if (st.ok() && !closed) st = unavailable("writing manifest cache " + tmp);
   if (st.ok() && (streamed.etag != info->etag || streamed.size != info->size)) {
-    st = unavailable("manifest " + uri + " changed while it was downloaded; run again");
+    // Replaced between the first HEAD and the stream: the copy is the newer version, whole.
+    const std::string fresh = path.substr(0, path.rfind('-') + 1);
+    std::snprintf(key, sizeof key, "%016llx",
+                  static_cast<unsigned long long>(fnv1a(
+                      uri + "\n" + streamed.etag + "\n" + std::to_string(streamed.size))));
+    path_override = fresh + key + ".jsonl";
   }
   if (!st.ok()) {
     std::filesystem::remove(tmp, ec);
     Error e = st.error();
     return std::move(e.with_context("caching manifest " + uri));
   }
-  std::filesystem::rename(tmp, path, ec);
+  const std::string& final_path = path_override.empty() ? path : path_override;
+  std::filesystem::rename(tmp, final_path, ec);
   if (ec) return unavailable("renaming manifest cache " + tmp + ": " + ec.message());
-  return path;
+  return final_path;
 }
 
-Status open_sources(const std::vector<std::string>& data, Context* ctx) {
-  bool remote = false;
-  for (const std::string& d : data) remote = remote || is_remote_uri(d);
-  if (!remote) {
-    STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(data));
-    ctx->fetcher = make_local_fetcher();
-    return ok_status();
+Status open_sources(const std::vector<std::string>& data, const SourceOptions& options,
+                    Context* ctx) {
+  // Each manifest's trust boundary; the store may read beneath the union of the local ones'
+  // roots (each scope still checks its own, the store enforces the union with openat2).
+  io::StoreOptions store_options;
+  store_options.local.restricted = !options.access.trust_media_paths;
+  for (const std::string& d : data) {
+    STOKER_ASSIGN_OR_RETURN(io::MediaScope scope, io::MediaScope::make(d, options.access));
+    for (const io::MediaRoot& r : scope.roots()) store_options.local.roots.push_back(r.path);
+    ctx->scopes.push_back(std::move(scope));
+    ctx->manifest_names.push_back(redact_secrets(d));
   }
-  // The retry window of every request: STOKER_IO_DEADLINE_MS (default 120 s) and
-  // STOKER_IO_MAX_ATTEMPTS (default 8) — what a store outage may last without stopping the run.
-  io::StoreOptions options;
-  if (const char* v = std::getenv("STOKER_IO_DEADLINE_MS"); v != nullptr && std::atol(v) > 0) {
-    options.http.deadline = std::chrono::milliseconds(std::atol(v));
+  // The retry window of every request: a span of time, not an attempt count.
+  std::int64_t deadline_ms = options.io_deadline_ms;
+  if (const char* v = std::getenv("STOKER_IO_DEADLINE_MS"); deadline_ms == 0 && v != nullptr) {
+    deadline_ms = std::atoll(v);
   }
+  if (deadline_ms > 0) store_options.http.deadline = std::chrono::milliseconds(deadline_ms);
   if (const char* v = std::getenv("STOKER_IO_MAX_ATTEMPTS"); v != nullptr && std::atoi(v) > 0) {
-    options.http.backoff.max_attempts = std::atoi(v);
+    store_options.http.backoff.max_attempts = std::atoi(v);
   }
-  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> opened, io::open_store(options));
+  (void)options.imds;  // wired with the credential chain
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> opened, io::open_store(store_options));
   std::shared_ptr<io::ObjectStore> store = std::move(opened);
   const std::string cache_dir = default_cache_dir();
   std::vector<std::string> local;
   for (const std::string& d : data) {
-    if (!is_remote_uri(d)) {
+    if (!io::is_remote_uri(d)) {
       local.push_back(d);
       continue;
     }
     STOKER_ASSIGN_OR_RETURN(std::string path, cache_remote_manifest(*store, d, cache_dir));
     local.push_back(std::move(path));
   }
-  STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(local));
-  ctx->manifest_uris = data;
+  dataset::ManifestOptions manifest_options;
+  manifest_options.max_record_bytes = static_cast<std::uint64_t>(options.max_record_bytes);
+  STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(local, manifest_options));
   // STOKER_FETCH_BLOCKING=1: one blocking read per I/O pool thread (the A/B baseline).
   const char* blocking = std::getenv("STOKER_FETCH_BLOCKING");
-  ctx->fetcher = make_store_fetcher(std::move(store), blocking != nullptr && *blocking == '1');
+  ctx->fetcher = make_store_fetcher(std::move(store), options.max_object_bytes,
+                                    blocking != nullptr && *blocking == '1');
   return ok_status();
 }
 
@@ -191,6 +219,7 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
   p->fetched = std::move(fetched);
   ctx.counters.add(kFetch, 0);  // fetch latency is not CPU time: count the sample only
   for (std::size_t i = 0; i < uris.size(); ++i) {
+    if (ctx.io_delay_hook) ctx.io_delay_hook(item.sample, static_cast<int>(i));
     ctx.fetcher->fetch_async(uris[i], [p, i](Result<std::vector<std::uint8_t>> r) {
       {
         std::lock_guard lock(p->mu);

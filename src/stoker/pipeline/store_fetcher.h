@@ -1,10 +1,15 @@
-// Remote sources for the engine: media and manifests on S3 (and S3-compatible stores), plain
-// HTTP(S) or local files, all through one io::ObjectStore (one curl-multi I/O thread, one retry
-// path). StoreFetcher reads media whole; its asynchronous flavour lets the engine keep many
-// requests in flight (read_and_fetch_async: the I/O pool thread only reads the record and takes
-// byte budget, the sample goes to the CPU pool from the last read's callback). A remote manifest
-// is streamed once into a local cached copy keyed by URI + ETag, then indexed like a local file.
-// Thread-safe. Errors: those of io (NotFound, PermissionDenied, Unavailable, DeadlineExceeded, …).
+// The engine's sources: manifests (local, or remote and cached locally) and media of any
+// scheme — relative or absolute paths, file://, s3://, http(s):// in any mix, in local or remote
+// manifests — through one io::ObjectStore (one curl-multi I/O thread, one retry path, one byte
+// budget, one error policy). Each manifest's references resolve through its io::MediaScope, the
+// trust boundary (io/media_access.h). StoreFetcher reads media whole, capped at the object size
+// limit; its asynchronous flavour lets the engine keep many requests in flight
+// (read_and_fetch_async: the I/O pool thread only reads the record and takes byte budget, the
+// sample goes to the CPU pool from the last read's callback). A remote manifest is streamed once
+// into a local cached copy keyed by URI + ETag (If-Match on every range: never a mix of two
+// versions), then indexed like a local file.
+// Thread-safe. Errors: those of io (per object: NotFound, PermissionDenied, InvalidArgument,
+// ResourceExhausted, DataLoss; outage: Unavailable, DeadlineExceeded).
 #pragma once
 
 #include <functional>
@@ -14,34 +19,46 @@
 #include <vector>
 
 #include "stoker/base/result.h"
+#include "stoker/io/media_access.h"
 #include "stoker/io/object_store.h"
 #include "stoker/pipeline/fetcher.h"
 #include "stoker/pipeline/prepare.h"
 
 namespace stoker::pipeline {
 
-// s3://, http://, https:// (file:// and plain paths are local).
-bool is_remote_uri(const std::string& uri);
-
-// Media of any scheme io::open_store serves, through `store` (shared with the manifest cache).
-// `blocking`: asynchronous() is false, so the engine calls fetch() from its I/O pool — one request
-// per pool thread; kept as the baseline the asynchronous path is measured against.
+// Media of any scheme through `store` (shared with the manifest cache), at most
+// `max_object_bytes` each. `blocking`: asynchronous() is false, so the engine calls fetch() from
+// its I/O pool — one request per pool thread; kept as the baseline the asynchronous path is
+// measured against.
 std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
-                                            bool blocking = false);
+                                            std::int64_t max_object_bytes, bool blocking = false);
 
 // $STOKER_CACHE_DIR, else $XDG_CACHE_HOME/stoker, else ~/.cache/stoker, else /tmp/stoker-cache.
 std::string default_cache_dir();
 
 // The local copy of remote manifest `uri` under `cache_dir`: reused when a file for this URI and
-// the object's current ETag and size exists; otherwise streamed (io::stream_object, one pass) to
-// a temporary file and renamed into place. Its .stoker-index lands next to it.
+// the object's current ETag and size exists; otherwise streamed (io::stream_object: If-Match on
+// every range, restarted from byte 0 if the object is replaced meanwhile) to a temporary file and
+// renamed into place — the copy is always exactly one version. Its .stoker-index lands next to it.
 Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::string& uri,
                                           const std::string& cache_dir);
 
-// Fills ctx->index, ctx->fetcher and (any manifest remote) ctx->manifest_uris: all-local data
-// keeps the pread LocalFetcher; otherwise one store (io::open_store: AWS env, ~/.aws) serves the
-// remote manifests (cached under default_cache_dir()) and all media, asynchronously.
-Status open_sources(const std::vector<std::string>& data, Context* ctx);
+// How the sources are opened (from LoaderConfig).
+struct SourceOptions {
+  io::MediaAccess access;
+  std::int64_t max_object_bytes = std::int64_t{256} << 20;
+  std::int64_t max_record_bytes = std::int64_t{16} << 20;
+  std::int64_t io_deadline_ms = 0;  // 0: $STOKER_IO_DEADLINE_MS, else io's default (120 s)
+  bool imds = false;
+};
+
+// Fills ctx->index, ctx->scopes, ctx->manifest_names and ctx->fetcher: one store (io::open_store:
+// AWS credentials chain, local reads restricted to the local manifests' folders and the media
+// roots unless trusted) serves the remote manifests (cached under default_cache_dir()) and all
+// media, asynchronously. The retry window: options.io_deadline_ms, $STOKER_IO_DEADLINE_MS, else
+// 120 s — retries until then, however many (STOKER_IO_MAX_ATTEMPTS caps them, for tests).
+Status open_sources(const std::vector<std::string>& data, const SourceOptions& options,
+                    Context* ctx);
 
 // read_stage, then every image of the sample read asynchronously; `done` runs once with the
 // result — inline (record failure, no images, stop while waiting for budget) or on the store's

@@ -39,12 +39,26 @@ TEST(ByteBudgetTest, LeaseResizeChargesAndReturnsWithoutWaiting) {
   EXPECT_EQ(budget.in_flight(), 0);
 }
 
-TEST(StoreFetcherTest, RemoteUrisAreRecognised) {
-  EXPECT_TRUE(is_remote_uri("s3://b/k.jsonl"));
-  EXPECT_TRUE(is_remote_uri("http://h/x"));
-  EXPECT_TRUE(is_remote_uri("https://h/x"));
-  EXPECT_FALSE(is_remote_uri("file:///a/b"));
-  EXPECT_FALSE(is_remote_uri("data/s3://x"));
+// One fetcher for every scheme, with the object cap on every read.
+TEST(StoreFetcherTest, OneFetcherRoutesBySchemeAndCapsObjects) {
+  const std::string dir = temp_dir("route");
+  std::ofstream(dir + "/a.bin") << std::string(1000, 'a');
+  std::shared_ptr<io::ObjectStore> store = io::open_store({}).value();
+  auto fetcher = make_store_fetcher(store, /*max_object_bytes=*/1000);
+  ByteBudget budget(1 << 20);
+  auto code = [&](const std::string& uri) {
+    FetchedMedia m;
+    Status st = fetcher->fetch(uri, budget, {}, &m);
+    return st.ok() ? "ok " + std::to_string(m.bytes.size()) : std::string(error_code_name(st.error().code()));
+  };
+  EXPECT_EQ(code(dir + "/a.bin"), "ok 1000");
+  EXPECT_EQ(code("file://" + dir + "/a.bin"), "ok 1000");
+  EXPECT_EQ(code(dir + "/missing.bin"), "NotFound");
+  EXPECT_EQ(code("gs://bucket/a.bin"), "InvalidArgument");
+  std::ofstream(dir + "/a.bin", std::ios::app) << "x";  // 1001 bytes
+  EXPECT_EQ(code(dir + "/a.bin"), "ResourceExhausted");
+  EXPECT_EQ(budget.in_flight(), 0);
+  fs::remove_all(dir);
 }
 
 // The manifest cache through the local store (same head + stream path as S3): reused while the
@@ -53,7 +67,7 @@ TEST(StoreFetcherTest, ManifestCacheFollowsTheEtag) {
   const std::string dir = temp_dir("cache");
   const std::string src = dir + "/data.jsonl";
   std::ofstream(src) << "{\"a\":1}\n{\"a\":2}\n";
-  auto store = io::make_local_store();
+  auto store = io::make_local_store().value();
   Result<std::string> first = cache_remote_manifest(*store, src, dir + "/cache");
   ASSERT_TRUE(first.ok()) << first.error().to_string();
   EXPECT_EQ(slurp(*first), slurp(src));
@@ -70,7 +84,7 @@ TEST(StoreFetcherTest, ManifestCacheFollowsTheEtag) {
 
 TEST(StoreFetcherTest, MissingManifestIsNotFound) {
   const std::string dir = temp_dir("missing");
-  auto store = io::make_local_store();
+  auto store = io::make_local_store().value();
   Result<std::string> r = cache_remote_manifest(*store, dir + "/nope.jsonl", dir + "/cache");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kNotFound);

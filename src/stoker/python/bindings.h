@@ -35,7 +35,8 @@ inline void check(Status s) {
 // The steady clock ready_ns stamps are taken from.
 std::int64_t monotonic_ns();
 
-// Keyword options (see stoker/__init__.py) → a checked-later LoaderConfig, tokenizer resolved.
+// Keyword options (checked by stoker/_options.py, again in config.cc: type and range before any
+// narrowing) → a LoaderConfig for Loader::create to validate, tokenizer resolved.
 pipeline::LoaderConfig loader_config(const py::dict& kw);
 
 // (dict name → "dltensor" capsule, step, epoch, ready_ns): what RawLoader/RawClient.next return.

@@ -8,7 +8,6 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,7 +15,6 @@
 #include <vector>
 
 #include "stoker/base/result.h"
-#include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/python/bindings.h"
 #include "stoker/python/dlpack_export.h"
@@ -37,94 +35,7 @@ py::dict& error_classes() {
   return *d;
 }
 
-// ---- config: a dict of keyword arguments (defaults live in stoker/__init__.py) ---------------
-
-std::string default_tokenizer(const std::string& model) {
-  model::ModelConfig m = unwrap(model::load_model(model));
-  if (!m.folder.empty()) return {};  // the model folder has the tokenizer files
-  return unwrap(model::default_tokenizer_dir(m));
-}
-
-pipeline::LoaderConfig make_config(const py::dict& kw) {
-  pipeline::LoaderConfig c;
-  auto has = [&](const char* k) { return kw.contains(k) && !kw[k].is_none(); };
-  auto str = [&](const char* k) { return kw[k].cast<std::string>(); };
-  auto i64 = [&](const char* k) { return kw[k].cast<std::int64_t>(); };
-  for (auto item : kw) {
-    static const char* kKnown[] = {
-        "data", "model", "tokenizer", "batch_size", "max_length", "padding", "pixel_dtype",
-        "seed", "epochs", "rank", "world_size", "local_rank", "local_world_size", "mode",
-        "threads", "prefetch", "io_threads", "window", "fetch_bytes_in_flight", "arena_bytes",
-        "arena_shared", "worker_sched", "strict", "max_errors", "max_error_rate", "min_seen", "error_report"};
-    std::string key = item.first.cast<std::string>();
-    bool known = false;
-    for (const char* k : kKnown) known = known || key == k;
-    if (!known) raise(invalid_argument("Loader: unknown option '" + key + "'"));
-  }
-  try {
-    if (has("data")) c.data = kw["data"].cast<std::vector<std::string>>();
-    if (has("model")) c.model = str("model");
-    if (has("tokenizer")) c.tokenizer = str("tokenizer");
-    if (has("batch_size")) c.batch_size = static_cast<int>(i64("batch_size"));
-    if (has("max_length")) c.max_length = i64("max_length");
-    if (has("padding")) {
-      std::string p = str("padding");
-      if (p == "longest") c.padding = pipeline::Padding::kLongest;
-      else if (p == "max_length") c.padding = pipeline::Padding::kFixed;
-      else raise(invalid_argument("Loader: padding is 'longest' or 'max_length', not '" + p + "'"));
-    }
-    if (has("pixel_dtype")) {
-      std::string d = str("pixel_dtype");
-      if (d == "float32") c.pixel_dtype = image::PixelDType::kFloat32;
-      else if (d == "bfloat16") c.pixel_dtype = image::PixelDType::kBFloat16;
-      else raise(invalid_argument("Loader: pixel_dtype is 'float32' or 'bfloat16', not '" + d + "'"));
-    }
-    if (has("seed")) c.seed = kw["seed"].cast<std::uint64_t>();
-    if (has("epochs")) c.epochs = i64("epochs");
-    if (has("rank")) c.rank.rank = static_cast<int>(i64("rank"));
-    if (has("world_size")) c.rank.world_size = static_cast<int>(i64("world_size"));
-    if (has("local_rank")) c.rank.local_rank = static_cast<int>(i64("local_rank"));
-    if (has("local_world_size")) c.rank.local_world_size = static_cast<int>(i64("local_world_size"));
-    if (has("mode")) {
-      std::string m = str("mode");
-      if (m == "serial") c.mode = pipeline::Mode::kSerial;
-      else if (m == "concurrent") c.mode = pipeline::Mode::kConcurrent;
-      else if (m == "prefetch") c.mode = pipeline::Mode::kPrefetch;
-      else raise(invalid_argument("Loader: mode is serial|concurrent|prefetch, not '" + m + "'"));
-    }
-    if (has("threads")) c.threads = static_cast<int>(i64("threads"));
-    if (has("prefetch")) c.prefetch = static_cast<int>(i64("prefetch"));
-    if (has("io_threads")) c.io_threads = static_cast<int>(i64("io_threads"));
-    if (has("window")) c.window = static_cast<int>(i64("window"));
-    if (has("fetch_bytes_in_flight")) c.fetch_bytes_in_flight = i64("fetch_bytes_in_flight");
-    if (has("arena_bytes")) c.arena.bytes = kw["arena_bytes"].cast<std::size_t>();
-    if (has("arena_shared")) c.arena.shared = kw["arena_shared"].cast<bool>();
-    if (has("worker_sched")) {
-      auto sched = exec::parse_sched_class(str("worker_sched"));
-      if (!sched.ok()) raise(std::move(sched).error().with_context("Loader: worker_sched"));
-      c.worker_sched = *sched;
-    }
-    if (has("strict")) c.errors.strict = kw["strict"].cast<bool>();
-    if (has("max_errors")) c.errors.max_errors = i64("max_errors");
-    if (has("max_error_rate")) c.errors.max_error_rate = kw["max_error_rate"].cast<double>();
-    if (has("min_seen")) c.errors.min_seen = i64("min_seen");
-    if (has("error_report")) c.errors.report_path = str("error_report");
-  } catch (const py::cast_error& e) {
-    raise(invalid_argument(std::string("Loader: bad option type: ") + e.what()));
-  }
-  if (c.rank.rank.has_value() != c.rank.world_size.has_value()) {
-    raise(invalid_argument("Loader: rank and world_size go together"));
-  }
-  return c;
-}
-
 }  // namespace
-
-pipeline::LoaderConfig loader_config(const py::dict& kw) {
-  pipeline::LoaderConfig c = make_config(kw);
-  if (c.tokenizer.empty()) c.tokenizer = default_tokenizer(c.model);
-  return c;
-}
 
 py::object batch_tuple(const std::shared_ptr<SharedBatch>& b, std::int64_t ready_ns) {
   py::dict tensors;

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
-from . import _stoker
+from . import _options, _stoker
 
 __version__ = "0.1.0"
+
+_Path = Union[str, "os.PathLike[str]"]
+_Paths = Union[_Path, Sequence[_Path]]
 __all__ = [
     "Loader", "StokerError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError",
     "DeadlineExceededError", "ERROR_CLASSES", "live_tensors", "serve",
@@ -86,14 +89,9 @@ def _from_dlpack():
     return _torch_from_dlpack
 
 
-def _dtype_name(d: Any) -> str:
-    s = str(d)
-    return s[len("torch."):] if s.startswith("torch.") else s
-
-
 def serve(
-    data: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]],
-    socket: Optional[str] = None,
+    data: _Paths,
+    socket: Optional[_Path] = None,
     clients: int = 1,
     window: int = 4,
     idle_timeout_s: Optional[float] = 60.0,
@@ -107,19 +105,17 @@ def serve(
     the GIL released. socket=None: the per-user default path (also the clients' default with
     connect=True). Each batch goes to the connected client holding the fewest, so with several
     clients each sees a share of the stream (not a per-rank split; for that, each rank its own
-    shard, run the `stoker serve` command)."""
-    if isinstance(data, (str, os.PathLike)):
-        data = [data]
-    kw: Dict[str, Any] = {"data": [os.fspath(p) for p in data]}
-    for k, v in loader_options.items():
-        if k == "pixel_dtype":
-            v = _dtype_name(v)
-        elif k == "max_errors" and v is None:
-            v = -1
-        kw[k] = v
-    idle_ms = -1 if idle_timeout_s is None else int(idle_timeout_s * 1000)
-    return _stoker.serve(kw, socket or "", clients, window, idle_ms, wait_clients_s,
-                         finish_timeout_s)
+    shard, run the `stoker serve` command). `loader_options` are Loader's (batch_size,
+    media_root, ...), checked the same way; a bad one raises InvalidArgumentError."""
+    kw = _options.check_loader_options(dict(loader_options, data=data), "serve")
+    sock = "" if socket is None else _options.path("socket", socket)
+    clients = _options.int_in(0, _options.I32)("clients", clients)
+    window = _options.int_in(1, 64)("window", window)  # the server's limit
+    idle = _options.optional(_options.SECONDS)("idle_timeout_s", idle_timeout_s)
+    wait_s = _options.SECONDS("wait_clients_s", wait_clients_s)
+    finish_s = _options.SECONDS("finish_timeout_s", finish_timeout_s)
+    idle_ms = -1 if idle is None else int(idle * 1000)
+    return _stoker.serve(kw, sock, clients, window, idle_ms, wait_s, finish_s)
 
 
 class Loader:
@@ -128,13 +124,33 @@ class Loader:
     Iterating yields the batches of the current epoch and stops at its end; iterate again for the
     next epoch (with epochs=N or epochs=-1). rank/world_size default to the launcher's variables
     (torchrun, Open MPI, Slurm). Every blocking call releases the GIL.
+
+    Every option is checked before the engine starts: its type (an int option takes an int, not
+    a bool or a str; a float option an int or a float; paths a str or os.PathLike), its range and
+    its choices. A bad one raises InvalidArgumentError (a ValueError) naming it, e.g.
+    "batch_size must be an int ≥ 1, got '8' (str)"; so does an unknown option.
+
+    What a record may read (the trust boundary; README "Trust boundary"):
+      media_root         a folder (str/PathLike) or a list of them: a local manifest may read
+                         local media under its own folder and these, nowhere else; a remote
+                         (s3://, http(s)://) manifest never reads local files
+      trust_media_paths  True: a local manifest may read any file this user can read
+      allow_buckets      a bucket name or a list ("*": any): s3:// media is read only from a
+                         remote manifest's own bucket and these
+      max_object_bytes   largest media object read (default 256 MiB)
+      max_record_bytes   longest JSONL record, one line (default 16 MiB; at most 4 GiB)
+      io_deadline_ms     retry window of one remote request, all attempts together (default
+                         None: $STOKER_IO_DEADLINE_MS, else 120000)
+      imds               True: S3 credentials may come from the EC2 instance metadata service
+                         (otherwise it is consulted only when $AWS_EC2_METADATA_SERVICE_ENDPOINT
+                         is set)
     """
 
     def __init__(
         self,
-        data: Union[None, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]] = None,
-        model: str = "qwen2.5-vl",
-        tokenizer: Optional[str] = None,
+        data: Optional[_Paths] = None,
+        model: _Path = "qwen2.5-vl",
+        tokenizer: Optional[_Path] = None,
         batch_size: int = 8,
         max_length: int = 8192,
         seed: int = 0,
@@ -147,14 +163,36 @@ class Loader:
         strict: bool = False,
         max_errors: Optional[int] = None,
         max_error_rate: float = 0.10,
-        error_report: Optional[str] = None,
+        error_report: Optional[_Path] = None,
         pixel_dtype: Any = "float32",
         padding: str = "longest",
         io_threads: int = 4,
         arena_bytes: int = 1 << 30,
-        connect: Union[None, bool, str] = None,
+        media_root: Optional[_Paths] = None,
+        trust_media_paths: bool = False,
+        allow_buckets: Union[None, str, Sequence[str]] = None,
+        max_object_bytes: int = 256 << 20,
+        max_record_bytes: int = 16 << 20,
+        io_deadline_ms: Optional[int] = None,
+        imds: bool = False,
+        connect: Union[None, bool, _Path] = None,
         **advanced: Any,
     ) -> None:
+        # Every option is checked here, before C++ sees it (type, range, choices; _options.py).
+        options: Dict[str, Any] = dict(
+            model=model, tokenizer=tokenizer, batch_size=batch_size, max_length=max_length,
+            seed=seed, rank=rank, world_size=world_size, threads=threads, prefetch=prefetch,
+            mode=mode, epochs=epochs, strict=strict, max_errors=max_errors,
+            max_error_rate=max_error_rate, error_report=error_report, pixel_dtype=pixel_dtype,
+            padding=padding, io_threads=io_threads, arena_bytes=arena_bytes,
+            trust_media_paths=trust_media_paths, max_object_bytes=max_object_bytes,
+            max_record_bytes=max_record_bytes, io_deadline_ms=io_deadline_ms, imds=imds)
+        if media_root is not None:
+            options["media_root"] = media_root
+        if allow_buckets is not None:
+            options["allow_buckets"] = allow_buckets
+        if data is not None:
+            options["data"] = data
         self._from_dlpack = _from_dlpack()
         self._stash = None  # first batch of the next epoch, read while ending this one
         self._ended = False
@@ -179,31 +217,28 @@ class Loader:
             # The attach names this rank (rank/world_size, else torchrun's RANK/WORLD_SIZE, Open
             # MPI, Slurm): `stoker serve` sends this rank's own shard, resumed from resume_state
             # (a dict with epoch/position/errors) or from what this rank last released.
-            timeout_ms = int(1000 * float(advanced.pop("connect_timeout_s", 30)))
+            target = _options.connect_target(connect)
+            timeout_s = _options.SECONDS("connect_timeout_s", advanced.pop("connect_timeout_s", 30))
             resume_state = advanced.pop("resume_state", None)
+            options.update(advanced)
+            kw = _options.check_loader_options(options, "Loader", ranks_paired=False)
+            state = None
+            if resume_state is not None:
+                if not isinstance(resume_state, dict):
+                    _options.fail("resume_state must be a dict with epoch, position, errors, "
+                                  f"got {resume_state!r} ({type(resume_state).__name__})")
+                count = _options.int_in(0, _options.U64)
+                state = {k: count(f"resume_state['{k}']", v) for k, v in resume_state.items()
+                         if k in ("epoch", "position", "errors")}
             self._client = _stoker.RawClient(
-                "" if connect is True else os.fspath(connect), timeout_ms,
-                -1 if rank is None else rank, -1 if world_size is None else world_size,
-                None if resume_state is None else {k: int(v) for k, v in resume_state.items()
-                                                   if k in ("epoch", "position", "errors")})
+                target, int(timeout_s * 1000), -1 if kw["rank"] is None else kw["rank"],
+                -1 if kw["world_size"] is None else kw["world_size"], state)
             self._raw = self._client
             return
         if data is None:
             raise InvalidArgumentError("Loader: pass data=... (or connect=... for served mode)")
-        if isinstance(data, (str, os.PathLike)):
-            paths: List[str] = [os.fspath(data)]
-        else:
-            paths = [os.fspath(p) for p in data]
-        kw: Dict[str, Any] = dict(
-            data=paths, model=os.fspath(model), tokenizer=tokenizer, batch_size=batch_size,
-            max_length=max_length, seed=seed, rank=rank, world_size=world_size, threads=threads,
-            prefetch=prefetch, mode=mode, epochs=epochs, strict=strict,
-            max_errors=-1 if max_errors is None else max_errors, max_error_rate=max_error_rate,
-            error_report=None if error_report is None else os.fspath(error_report),
-            pixel_dtype=_dtype_name(pixel_dtype), padding=padding, io_threads=io_threads,
-            arena_bytes=arena_bytes)
-        kw.update(advanced)  # window, fetch_bytes_in_flight, arena_shared, min_seen, local_rank
-        self._raw = _stoker.RawLoader(kw)
+        options.update(advanced)  # window, fetch_bytes_in_flight, arena_shared, min_seen, ...
+        self._raw = _stoker.RawLoader(_options.check_loader_options(options, "Loader"))
 
     # -- iteration ------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Dict[str, Any]]:

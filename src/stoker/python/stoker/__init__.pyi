@@ -21,7 +21,7 @@ _PathLike = Union[str, "os.PathLike[str]"]
 
 def serve(
     data: Union[_PathLike, Sequence[_PathLike]],
-    socket: Optional[str] = ...,
+    socket: Optional[_PathLike] = ...,
     clients: int = ...,
     window: int = ...,
     idle_timeout_s: Optional[float] = ...,
@@ -35,8 +35,8 @@ class Loader:
     def __init__(
         self,
         data: Union[None, _PathLike, Sequence[_PathLike]] = ...,
-        model: str = ...,
-        tokenizer: Optional[str] = ...,
+        model: _PathLike = ...,
+        tokenizer: Optional[_PathLike] = ...,
         batch_size: int = ...,
         max_length: int = ...,
         seed: int = ...,
@@ -49,12 +49,19 @@ class Loader:
         strict: bool = ...,
         max_errors: Optional[int] = ...,
         max_error_rate: float = ...,
-        error_report: Optional[str] = ...,
+        error_report: Optional[_PathLike] = ...,
         pixel_dtype: Union[str, torch.dtype] = ...,
         padding: str = ...,
         io_threads: int = ...,
         arena_bytes: int = ...,
-        connect: Union[None, bool, str] = ...,
+        media_root: Union[None, _PathLike, Sequence[_PathLike]] = ...,
+        trust_media_paths: bool = ...,
+        allow_buckets: Union[None, str, Sequence[str]] = ...,
+        max_object_bytes: int = ...,
+        max_record_bytes: int = ...,
+        io_deadline_ms: Optional[int] = ...,
+        imds: bool = ...,
+        connect: Union[None, bool, _PathLike] = ...,
         **advanced: Any,
     ) -> None: ...
     def __iter__(self) -> Iterator[Dict[str, torch.Tensor]]: ...

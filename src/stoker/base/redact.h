@@ -1,0 +1,23 @@
+// Secrets out of text. Credentials ride in URLs — presigned S3/GCS/Azure query parameters
+// (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token, Signature, sig, token, ...) and
+// `user:password@` in an authority — and URLs end up in error messages, reports and progress
+// lines. redact_secrets() replaces each such value with "REDACTED", leaving the rest of the text
+// (the object's path, other parameters) readable. Every Error message goes through it (result.cc),
+// so no message built from a URL can carry a signature; text printed without an Error (manifest
+// names in summaries) must call it. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace stoker {
+
+inline constexpr std::string_view kRedacted = "REDACTED";
+
+// True for a query-parameter name that carries a credential (case-insensitive).
+bool is_secret_parameter(std::string_view name);
+
+// `text` with every secret query value, userinfo and Authorization header value replaced.
+std::string redact_secrets(std::string_view text);
+
+}  // namespace stoker
