@@ -10,6 +10,9 @@ root (GET with Range, HEAD, ETag) and misbehaves on request, chosen by the path:
   /fault/cl_short/<n>/<path>        Content-Length = size - n, the whole file, then close
   /fault/chunked/<path>             the file with Transfer-Encoding: chunked (no Content-Length)
   /fault/redirect_loop/<path>       302 to itself
+  /fault/redirect_file/<path>       302 to file:///etc/passwd
+  /fault/cl_bad/<path>              Content-Length: -5, then the file and close
+  /fault/gzip_bomb/<mb>/<path>      Content-Encoding: gzip, <mb> MiB of zeros gzipped (~1 kB/MiB)
   /fault/garbage/<path>             a response that is not HTTP at all, then close
   /fault/html/<path>                200 text/html (a captive-portal page) instead of the file
 
@@ -29,6 +32,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from urllib.parse import unquote
 
 _XML = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
@@ -111,7 +115,9 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             if self._n <= int(arg):
                 return self._status(503, body)
             return self._plain(rel, body)
-        if kind in ("chunked", "redirect_loop", "garbage", "html"):
+        if kind == "gzip_bomb":
+            return self._gzip_bomb(int(arg), body)
+        if kind in ("chunked", "redirect_loop", "redirect_file", "cl_bad", "garbage", "html"):
             rel = rest
         data = self._file(rel)
         if data is None:
@@ -144,11 +150,20 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
                     piece = data[i:i + 65536]
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.write(b"0\r\n\r\n")
-        elif kind == "redirect_loop":
+        elif kind in ("redirect_loop", "redirect_file"):
             self.send_response(302)
-            self.send_header("Location", self.path)
+            self.send_header("Location", self.path if kind == "redirect_loop"
+                             else "file:///etc/passwd")
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif kind == "cl_bad":
+            self.send_response(200)
+            self.send_header("Content-Length", "-5")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+            self.close_connection = True
         elif kind == "garbage":
             self.wfile.write(b"HELLO THIS IS NOT HTTP\r\n\r\n" + os.urandom(64))
             self.close_connection = True
@@ -159,6 +174,12 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(page)
         else:
             self._status(400, body)
+
+    def _gzip_bomb(self, mb, body):
+        data = _gzip_zeros(mb)
+        self._headers(len(data), [("Content-Encoding", "gzip"), ("Content-Type", "image/png")])
+        if body:
+            self.wfile.write(data)
 
     def _handle(self, body):
         self._n = self.server.count(self.path)
@@ -177,6 +198,18 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
 
     def do_HEAD(self):
         self._handle(False)
+
+
+_GZIP = {}
+
+
+def _gzip_zeros(mb):
+    """mb MiB of zeros as one gzip member (cached: ~0.5 s per 100 MiB to make)."""
+    if mb not in _GZIP:
+        comp = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: gzip header and trailer
+        zero = bytes(1 << 20)
+        _GZIP[mb] = b"".join([comp.compress(zero) for _ in range(mb)] + [comp.flush()])
+    return _GZIP[mb]
 
 
 class _Server(http.server.ThreadingHTTPServer):

@@ -4,6 +4,7 @@ with good records in ds/data.jsonl. Every kind names what must happen (bad_input
 Groups that need an option of `stoker run` / `stoker.Loader` say so in GROUPS."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pathlib
@@ -13,7 +14,8 @@ from typing import List
 import bad_input_media as media
 from bad_input_harness import DELIVERED, Group, Kind, fails
 
-NOT_REGULAR = r"not a regular file"
+NOT_REGULAR = r"regular file"  # "not a regular file", "media must be regular files"
+CAP = r"max.object|object cap|too large|exceeds|limit|bytes"
 ESCAPE = r"outside|escape|not under|media.root|trust|allowed|permission"
 
 
@@ -101,6 +103,8 @@ def json_kinds(ds: pathlib.Path) -> List[Kind]:
              fails("InvalidArgument", r"NUL|\\u0000|null (byte|char)|control", {"parse", "read",
                                                                                "fetch"}),
              "JSON \\u0000 in the image path (C string cut at the NUL names bad/ok.png)"),
+        Kind("nul_bytes_line", b"\x00" * 1024, fails("InvalidArgument", bad_json, "parse"),
+             "1 KiB of raw NUL bytes"),
         Kind("deep_nesting", deep, fails("InvalidArgument", bad_json + "|depth|deep", "parse"),
              "100000 nested arrays"),
         Kind("many_turns", msgs(*([("user", "hi"), ("assistant", "hello")] * 20000)),
@@ -182,6 +186,28 @@ def path_kinds(ds: pathlib.Path) -> List[Kind]:
         Kind("symlink_dir_out", with_image("bad/link_dir/ok.png"), deny(),
              "symlinked folder → outside"),
         Kind("symlink_passwd", with_image("bad/link_passwd"), deny(), "symlink → /etc/passwd"),
+        Kind("sharegpt_images_escape", line({"conversations": [
+            {"from": "human", "value": "<image>What?"}, {"from": "gpt", "value": "x"}],
+            "images": ["../outside/ok.png"]}), deny(), "ShareGPT images: ../outside/ok.png"),
+        Kind("llava_image_passwd", line({"image": "/etc/passwd", "conversations": [
+            {"from": "human", "value": "<image>\nWhat?"}, {"from": "gpt", "value": "x"}]}),
+             deny(), "LLaVA image: /etc/passwd"),
+        Kind("image_url_file_passwd", msgs(("user", [{"type": "image_url", "image_url": {
+            "url": "file:///etc/passwd"}}]), ("assistant", "x")), deny(),
+             "OpenAI image_url {url: file:///etc/passwd}"),
+        Kind("file_url_localhost", with_image("file://localhost/etc/passwd"),
+             fails({"PermissionDenied", "InvalidArgument", "NotFound"}, ESCAPE + r"|host|file:",
+                   {"read", "fetch"}), "file://localhost/etc/passwd"),
+        Kind("video_passwd", msgs(("user", [{"type": "video", "video": "/etc/passwd"},
+                                            {"type": "text", "text": "?"}]), ("assistant", "x")),
+             fails({"PermissionDenied", "InvalidArgument", "Unimplemented"},
+                   ESCAPE + r"|video|unsupported"), "a video part naming /etc/passwd"),
+        Kind("data_uri", msgs(("user", [{"type": "image_url", "image_url": {
+            "url": "data:image/png;base64," + base64.b64encode(
+                media.png(32, 32)).decode()}}, {"type": "text", "text": "?"}]), ("assistant", "x")),
+             fails({"InvalidArgument", "NotFound", "Unimplemented", "PermissionDenied"},
+                   r"data:|scheme|unsupported|not found|no such|outside"),
+             "an inline data: URI (base64 PNG)"),
         Kind("s3_in_local_manifest", with_image("s3://bkt/img.png"),
              fails("PermissionDenied", r"bucket|s3|allow", {"read", "fetch"}),
              "s3:// media from a local manifest (no --allow-bucket)"),
@@ -301,8 +327,69 @@ def sparse_kinds(ds: pathlib.Path) -> List[Kind]:
     (ds / "bad").mkdir(exist_ok=True)
     media.sparse_file(ds / "bad" / "sparse.png", 2 << 30, media.png(64, 64, seed=5))
     return [Kind("sparse_2g", with_image("bad/sparse.png"),
-                 fails("ResourceExhausted", r"max.object|too large|exceeds|limit|bytes", "fetch"),
+                 fails("ResourceExhausted", CAP, "fetch"),
                  "a 2 GiB sparse file (a valid PNG at its start)")]
+
+
+def fanout_kinds(ds: pathlib.Path) -> List[Kind]:
+    """Alone in its dataset: one sample with more media than the engine's fetch byte budget
+    holds at its per-image estimate must fail (or be refused) by itself, not stall the run."""
+    ok = _ok_png(ds)
+    return [Kind("thousand_images",
+                 msgs(("user", [img(ok)] * 1000 + [{"type": "text", "text": "?"}]),
+                      ("assistant", "A test picture.")),
+                 fails("ResourceExhausted", r"max_length|tokens|too many|limit|images|budget"),
+                 "1000 image parts in one turn (11023 tokens)")]
+
+
+def lookalike_kinds(ds: pathlib.Path) -> List[Kind]:
+    """Legitimate references that look odd, read through a symlinked dataset folder (as a
+    /data → /mnt/... mount is): the trust boundary must not refuse them."""
+    ok = _ok_png(ds)
+    _write(ds, "bad/a..b.png", media.png(40, 40, seed=9))
+    _write(ds, "bad/é x#1.png", media.png(40, 40, seed=10))
+    (ds / "bad" / "link_in.png").symlink_to("ok.png")
+    return [
+        Kind("dot_segments_inside", with_image("bad/../bad/./ok.png"), DELIVERED,
+             "bad/../bad/./ok.png"),
+        Kind("double_slash", with_image("bad//ok.png"), DELIVERED, "bad//ok.png"),
+        Kind("dots_in_name", with_image("bad/a..b.png"), DELIVERED, "a file named a..b.png"),
+        Kind("unicode_space_hash_name", with_image("bad/é x#1.png"), DELIVERED,
+             "a file named 'é x#1.png'"),
+        Kind("symlink_inside", with_image("bad/link_in.png"), DELIVERED,
+             "a symlink to a file in the same folder"),
+        Kind("file_url_inside", with_image("file://" + str(ds / ok)), DELIVERED,
+             "file:// URL of a file inside (real path)"),
+        Kind("still_denies_passwd", with_image("/etc/passwd"),
+             fails("PermissionDenied", ESCAPE, {"read", "fetch"}), "/etc/passwd"),
+    ]
+
+
+def sparse_line_kinds(ds: pathlib.Path) -> List[Kind]:
+    """A 4.5 GiB record (a hole: NUL bytes), over the index's 4 GiB record limit. The record's
+    line is written by publish() (write_manifest takes bytes); here only its placeholder."""
+    return [Kind("line_4_5g_sparse", b"@SPARSE@",
+                 fails("ResourceExhausted", r"record|line|bytes|max.record|too (long|large)",
+                       "read"), "a 4.5 GiB line of NUL bytes (sparse), between good lines")]
+
+
+def publish_sparse_line(manifest: pathlib.Path) -> str:
+    """Replaces the placeholder line with a 4.5 GiB hole (costs no disk)."""
+    data = manifest.read_bytes()
+    head, tail = data.split(b"@SPARSE@")
+    with open(manifest, "wb") as f:
+        f.write(head)
+        f.seek(len(head) + (9 << 29))
+        f.write(tail)
+    return str(manifest)
+
+
+def publish_via_symlink(manifest: pathlib.Path) -> str:
+    """The manifest as seen through a symlink to its folder."""
+    link = manifest.parent.parent / "ds_link"
+    if not link.exists():
+        link.symlink_to(manifest.parent, target_is_directory=True)
+    return str(link / manifest.name)
 
 
 def huge_line_kinds(ds: pathlib.Path) -> List[Kind]:
@@ -350,7 +437,7 @@ def caps_kinds(ds: pathlib.Path) -> List[Kind]:
              fails("ResourceExhausted", r"record|line|bytes|max.record", "read"),
              "a 2 MiB record, --max-record-bytes 1 MiB"),
         Kind("object_over_cap", with_image(_write(ds, "bad/big.png", media.png(900, 800))),
-             fails("ResourceExhausted", r"max.object|too large|exceeds|limit|bytes", "fetch"),
+             fails("ResourceExhausted", CAP, "fetch"),
              "a valid 2.1 MB PNG, --max-object-bytes 1 MiB"),
     ]
 
@@ -367,6 +454,9 @@ def groups() -> List[Group]:
         Group("bombs", bomb_kinds),
         Group("sparse", sparse_kinds),
         Group("huge_line", huge_line_kinds, timeout=90),
+        Group("sparse_line", sparse_line_kinds, timeout=90, publish=publish_sparse_line),
+        Group("lookalikes", lookalike_kinds, publish=publish_via_symlink),
+        Group("fanout", fanout_kinds, timeout=30),
         Group("media_root", media_root_kinds, ["--media-root", "{outside}"],
               {"media_root": "{outside}"}),
         Group("trusted", trusted_kinds, ["--trust-media-paths"], {"trust_media_paths": True}),

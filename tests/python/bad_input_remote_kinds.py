@@ -10,7 +10,7 @@ from typing import List
 
 import bad_input_media as media
 from bad_input_harness import DELIVERED, Kind, fails
-from bad_input_kinds import with_image
+from bad_input_kinds import CAP, with_image
 
 RETRIED = r"gave up|attempt|deadline|retr"  # the io retry window was spent on this object
 
@@ -58,8 +58,22 @@ def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "") -> List[Kind]:
         Kind("http_redirect_loop", with_image(u("redirect_loop")),
              fails({"InvalidArgument", "DataLoss", "PermissionDenied"}, r"redirect|30\d",
                    "fetch"), "302 to itself"),
-        Kind("http_not_http", with_image(u("garbage")),
-             dl(r"HTTP|protocol|response|" + RETRIED), "a reply that is not HTTP"),
+        Kind("http_redirect_to_file", with_image(u("redirect_file")),
+             fails({"InvalidArgument", "DataLoss", "PermissionDenied"}, r"redirect|30\d|file",
+                   "fetch"), "302 to file:///etc/passwd"),
+        Kind("http_length_1tb", with_image(u("cl_long/1000000000000")),
+             fails("ResourceExhausted", CAP, "fetch"),
+             "Content-Length: 1 TB (a small body follows)"),
+        Kind("http_length_negative", with_image(u("cl_bad")),
+             fails({"DataLoss", "InvalidArgument"}, r"length|weird|invalid|reply|response",
+                   "fetch"), "Content-Length: -5"),
+        Kind("http_gzip_bomb", with_image(u("gzip_bomb/512")),
+             fails({"DataLoss", "InvalidArgument", "ResourceExhausted"},
+                   r"not an image|unrecognised|unsupported|encoding|" + CAP, {"fetch", "decode"}),
+             "Content-Encoding: gzip, 512 MiB of zeros in 0.5 MB"),
+        Kind("http_not_http", with_image(u("garbage")),  # never a retry-worthy outage
+             fails({"DataLoss", "InvalidArgument"}, r"HTTP|protocol|response", "fetch"),
+             "a reply that is not HTTP"),
         Kind("http_html_page", with_image(u("html")),
              fails({"InvalidArgument", "DataLoss"}, r"not an image|unsupported|unrecognised",
                    "decode"), "200 text/html captive-portal page"),
@@ -106,8 +120,7 @@ def caps_kinds(base: str, ds: pathlib.Path) -> List[Kind]:
     """Run with --max-object-bytes 1 MiB (the files are under the remote manifest's folder)."""
     _media(ds)
     rel = "/".join(ds.parts[-2:])
-    cap = lambda: fails("ResourceExhausted", r"max.object|too large|exceeds|limit|bytes",  # noqa
-                        "fetch")
+    cap = lambda: fails("ResourceExhausted", CAP, "fetch")  # noqa: E731
     return [
         Kind("over_cap_with_length", with_image("media/big.png"), cap(),
              "2.1 MB body with Content-Length, cap 1 MiB"),
@@ -120,7 +133,16 @@ def caps_kinds(base: str, ds: pathlib.Path) -> List[Kind]:
 
 def bucket_kinds(allowed: bool) -> List[Kind]:
     other = fails("PermissionDenied", r"bucket|allow", {"read", "fetch"})
-    return [Kind("s3_other_bucket" + ("_allowed" if allowed else ""),
-                 with_image("s3://other/x.png"), DELIVERED if allowed else other,
-                 "s3://other/x.png in a manifest of bucket bkt" +
-                 (" with --allow-bucket other" if allowed else ""))]
+    if allowed:
+        return [Kind("s3_other_bucket_allowed", with_image("s3://other/x.png"), DELIVERED,
+                     "s3://other/x.png in a manifest of bucket bkt, --allow-bucket other")]
+    stays = fails({"NotFound", "PermissionDenied", "InvalidArgument"},
+                  r"bucket|allow|not found|NoSuchKey|404|\.\.", {"read", "fetch"})
+    return [
+        Kind("s3_other_bucket", with_image("s3://other/x.png"), other,
+             "s3://other/x.png in a manifest of bucket bkt"),
+        Kind("s3_dotdot_to_other_bucket", with_image("../" * 6 + "other/x.png"), stays,
+             "../../../other/x.png from s3://bkt/<set>/ds/: must stay in bkt"),
+        Kind("s3_abs_dotdot_bucket", with_image("s3://bkt/../other/x.png"), stays,
+             "s3://bkt/../other/x.png"),
+    ]
