@@ -106,8 +106,18 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        hook = getattr(self.server, "before_serve", None)
+        if hook is not None:
+            hook(self)  # a test may replace the file here (between two ranges of one stream)
         data = open(path, "rb").read()
         etag = hashlib.md5(data).hexdigest()
+        if_match = self.headers.get("If-Match")
+        if if_match and getattr(self.server, "honor_if_match", True) and \
+                if_match.strip('"') != etag:
+            self.send_response(412)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         rng = self.headers.get("Range")
         status, start, end = 200, 0, len(data)
         if rng and rng.startswith("bytes="):
@@ -152,15 +162,26 @@ class _CaptureHandler(http.server.BaseHTTPRequestHandler):
 
 
 class _FlakyHandler(_RangeHandler):
-    """Fails the first `fail_first` requests for each path with the status and S3 error code in
-    server.fault (e.g. 503 SlowDown), then serves like _RangeHandler. Counts requests per path."""
+    """Fails the first `fail_first` requests for each path (only those in server.fault_only, if
+    set) with the status and S3 error code in server.fault (e.g. 503 SlowDown; code "TRUNCATE": a
+    200 whose body breaks off), then serves like _RangeHandler. Counts requests per path."""
 
     def _maybe_fail(self, body):
         counts = self.server.counts
         counts[self.path] = counts.get(self.path, 0) + 1
         status, code, fail_first = self.server.fault
-        if counts[self.path] > fail_first:
+        only = getattr(self.server, "fault_only", None)  # a set of paths, or None for all
+        if counts[self.path] > fail_first or (only is not None and self.path not in only):
             return False
+        if code == "TRUNCATE":  # a 200 whose body breaks off halfway: headers promise more
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            if body:
+                self.wfile.write(b"x" * 500)
+                self.wfile.flush()
+            self.close_connection = True
+            return True
         xml = (f"<?xml version=\"1.0\"?><Error><Code>{code}</Code>"
                f"<Message>injected {code}</Message></Error>").encode()
         self.send_response(status)
@@ -181,7 +202,9 @@ class _FlakyHandler(_RangeHandler):
 
 class ThreadServer:
     """A Python HTTP server on a thread in this process: `range` serves files under `root` with
-    Range and ETag; `capture` records each request's method, path and headers."""
+    Range, ETag and If-Match (412; `httpd.honor_if_match = False` ignores it, as some servers do;
+    `httpd.before_serve(handler)` runs before each GET/HEAD); `capture` records each request's
+    method, path and headers."""
 
     def __init__(self, kind, root=None):
         handler = {"range": _RangeHandler, "capture": _CaptureHandler, "flaky": _FlakyHandler}[kind]

@@ -177,6 +177,91 @@ def test_retry_policy(tree, status, code, fail_first, retried):
         server.stop()
 
 
+def stream_uris(first, rest, every_s):
+    """stdin for `io_tool get --stdin`: `first` at once, then one of `rest` every `every_s`."""
+    def gen():
+        yield first + "\n"
+        for u in rest:
+            time.sleep(every_s)
+            yield u + "\n"
+    return gen
+
+
+def io_tool_streaming(args, lines, timeout=60):
+    p = subprocess.Popen([IO_TOOL] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    for line in lines():
+        p.stdin.write(line)
+        p.stdin.flush()
+    p.stdin.close()
+    p.stdin = None  # communicate() must not flush a closed pipe
+    out, err = p.communicate(timeout=timeout)
+    rows = [json.loads(x) for x in out.splitlines() if x.strip()]
+    return {x["uri"]: x for x in rows if "uri" in x}, out + err
+
+
+def test_one_broken_object_is_per_object_while_the_store_answers(tree):
+    """A persistent 500 on one object while later requests are answered: when the window is
+    spent it is that object's DataLoss (a per-sample error), not an outage that stops a run."""
+    server = servers.ThreadServer("flaky", root=str(tree))
+    server.httpd.fault, server.httpd.fault_only = (500, "InternalError", 10**6), {"/obj/05.bin"}
+    try:
+        base = f"http://127.0.0.1:{server.port}/"
+        good = [base + f"obj/{i:02d}.bin" for i in range(16) if i != 5] * 2
+        results, out = io_tool_streaming(
+            ["get", "--stdin", "--deadline-ms", "1200", "--initial-ms", "10",
+             "--max-delay-ms", "100"], stream_uris(base + "obj/05.bin", good, 0.1))
+        bad = results[base + "obj/05.bin"]
+        assert bad["code"] == "DataLoss", bad
+        assert "answered other requests" in bad["error"] and "500" in bad["error"], bad
+        assert server.httpd.counts["/obj/05.bin"] > 3  # retried until the deadline
+        assert all(results[u]["ok"] for u in good), out
+    finally:
+        server.stop()
+
+
+def test_every_request_failing_is_an_outage(tree):
+    server = servers.ThreadServer("flaky", root=str(tree))
+    server.httpd.fault = (503, "SlowDown", 10**6)
+    try:
+        base = f"http://127.0.0.1:{server.port}/"
+        uris = [base + f"obj/{i:02d}.bin" for i in range(4)]
+        results, _, _ = io_tool(["get", "--deadline-ms", "800", "--initial-ms", "10",
+                                 "--max-delay-ms", "100"] + uris)
+        for u in uris:
+            assert results[u]["code"] in ("Unavailable", "DeadlineExceeded"), results[u]
+            assert "deadline" in results[u]["error"], results[u]
+    finally:
+        server.stop()
+
+
+def test_body_that_keeps_breaking_off_is_data_loss_without_waiting_for_the_deadline(tree):
+    server = servers.ThreadServer("flaky", root=str(tree))
+    server.httpd.fault, server.httpd.fault_only = (200, "TRUNCATE", 10**6), {"/obj/07.bin"}
+    try:
+        uri = f"http://127.0.0.1:{server.port}/obj/07.bin"
+        t0 = time.time()
+        results, _, _ = io_tool(["get", "--initial-ms", "10", "--max-delay-ms", "50", uri])
+        assert time.time() - t0 < 10  # well inside the default 120 s window
+        assert results[uri]["code"] == "DataLoss", results[uri]
+        assert "broke off" in results[uri]["error"], results[uri]
+        assert server.httpd.counts["/obj/07.bin"] == 3
+    finally:
+        server.stop()
+
+
+def test_body_over_the_object_cap_is_refused_unread(tree):
+    server = servers.ThreadServer("range", root=str(tree))
+    try:
+        uri = f"http://127.0.0.1:{server.port}/dir%20with%20space/big.bin"
+        results, stats, _ = io_tool(["get", "--max-object-bytes", "65536", uri])
+        assert results[uri]["code"] == "ResourceExhausted", results[uri]
+        assert "object cap" in results[uri]["error"]
+        assert stats["attempts"] == 1 and stats["failed"] == 1, stats  # never retried
+    finally:
+        server.stop()
+
+
 # --- S3 errors, credentials and resilience --------------------------------------------------
 
 SECRET_MARKER = "wr0ngS3cretDoNotPrint"

@@ -3,7 +3,9 @@
 This is the pixel oracle stoker is tested against. It is written from spec/qwen-vl.md §1 and
 the transformers v4.5x slow processor's documented behaviour, never from stoker's C++ code:
 
-  Image.open → convert("RGB") → numpy uint8 HWC → smart_resize plan (Python round = half-even)
+  Image.open → ImageOps.exif_transpose (transformers' load_image) → convert("RGB")
+  → numpy uint8 HWC → smart_resize plan (Python round = half-even; transformers >= 4.53 rules,
+  the <= 4.52 refusal of small images as an option)
   → Image.fromarray → resize((W', H'), BICUBIC) → numpy uint8
   → astype(float64) * (1/255) → float32 → (x − mean_f32) / std_f32 → CHW
   → two identical temporal frames → patchify (reshape / transpose (0,3,6,4,7,2,1,5,8) / reshape)
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Tuple
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -81,9 +83,19 @@ MODELS = {
 }
 
 
-def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int):
-    """transformers v4.5x smart_resize: returns (h', w'); raises ValueError like HF does."""
-    if height < factor or width < factor:
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int,
+                 rules: str = "current"):
+    """transformers smart_resize: returns (h', w'); raises ValueError like HF does.
+
+    rules="current": transformers >= 4.53 (PR #38706 removed the size check; the copy of
+    qwen2_vl's smart_resize in transformers' own video_llama_3 image processor, and spec §1.1,
+    show the result): aspect check only; step 3 may round a side to 0 (then step 5 runs, since
+    0 < min_pixels); step 4 clamps each side to >= factor; step 5 has no clamp.
+    rules="legacy": transformers <= 4.52: a side below factor raises; step 4 has no clamp.
+    """
+    if rules not in ("current", "legacy"):
+        raise ValueError(f"unknown smart_resize rules {rules!r}")
+    if rules == "legacy" and (height < factor or width < factor):
         raise ValueError(f"height:{height} or width:{width} must be larger than factor:{factor}")
     if max(height, width) / min(height, width) > 200:
         raise ValueError("absolute aspect ratio must be smaller than 200, got "
@@ -94,16 +106,24 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
         beta = math.sqrt((height * width) / max_pixels)
         h_bar = math.floor(height / beta / factor) * factor
         w_bar = math.floor(width / beta / factor) * factor
+        if rules == "current":
+            h_bar, w_bar = max(factor, h_bar), max(factor, w_bar)
     elif h_bar * w_bar < min_pixels:
         beta = math.sqrt(min_pixels / (height * width))
         h_bar = math.ceil(height * beta / factor) * factor
         w_bar = math.ceil(width * beta / factor) * factor
+    if h_bar <= 0 or w_bar <= 0:  # Image.resize then fails ("height and width must be > 0")
+        raise ValueError(f"smart_resize gives an empty target {h_bar}x{w_bar}")
     return h_bar, w_bar
 
 
-def load_rgb(path) -> np.ndarray:
-    """Image.open → convert("RGB") (only when the mode differs) → uint8 HWC."""
+def load_rgb(path, exif: bool = True) -> np.ndarray:
+    """transformers' load_image for a path: Image.open → ImageOps.exif_transpose (exif=True;
+    raises where Pillow raises) → convert("RGB") (only when the mode differs) → uint8 HWC.
+    exif=False: the pixels as stored (Image.open alone: qwen-vl-utils, LLaMA-Factory)."""
     with Image.open(path) as img:
+        if exif:
+            img = ImageOps.exif_transpose(img)
         if img.mode != "RGB":
             img = img.convert("RGB")
         return np.asarray(img, dtype=np.uint8).copy()
@@ -158,17 +178,17 @@ class Processed:
         return t * h * w // (merge_size * merge_size)
 
 
-def process_rgb(rgb: np.ndarray, spec: ModelSpec) -> Processed:
+def process_rgb(rgb: np.ndarray, spec: ModelSpec, rules: str = "current") -> Processed:
     height, width = rgb.shape[:2]
-    rh, rw = smart_resize(height, width, spec.factor, spec.min_pixels, spec.max_pixels)
+    rh, rw = smart_resize(height, width, spec.factor, spec.min_pixels, spec.max_pixels, rules)
     resized = resize(rgb, rh, rw)
     normalized = rescale_normalize(resized, spec)
     pixel_values, grid = patchify(np.ascontiguousarray(normalized.transpose(2, 0, 1)), spec)
     return Processed(width, height, rw, rh, resized, np.ascontiguousarray(pixel_values), grid)
 
 
-def process_file(path, spec: ModelSpec) -> Processed:
-    return process_rgb(load_rgb(path), spec)
+def process_file(path, spec: ModelSpec, exif: bool = True, rules: str = "current") -> Processed:
+    return process_rgb(load_rgb(path, exif), spec, rules)
 
 
 def to_bf16_bits(x: np.ndarray) -> np.ndarray:
@@ -188,12 +208,15 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser(description="HF Qwen-VL slow image processor reference")
     ap.add_argument("--model", default="qwen2.5-vl", choices=sorted(MODELS))
+    ap.add_argument("--exif", default="apply", choices=["apply", "ignore"])
+    ap.add_argument("--small-images", default="resize", choices=["resize", "refuse"])
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     spec = MODELS[args.model]
     for f in args.files:
         try:
-            r = process_file(f, spec)
+            r = process_file(f, spec, args.exif == "apply",
+                             "current" if args.small_images == "resize" else "legacy")
             print(json.dumps({"file": f, "ok": True, "width": r.width, "height": r.height,
                               "resized_width": r.resized_width, "resized_height": r.resized_height,
                               "grid": list(r.grid), "tokens": r.tokens(spec.merge_size),

@@ -40,8 +40,9 @@ class Preprocessed:
 
 
 def preprocess(stoker_bin: str, model: str, files: Sequence[str], dump_dir: Optional[str] = None,
-               dtype: Optional[str] = None, timeout: float = 600, env=None) -> Preprocessed:
-    cmd = [stoker_bin, "preprocess", "--model", model]
+               dtype: Optional[str] = None, timeout: float = 600, env=None,
+               extra: Sequence[str] = ()) -> Preprocessed:
+    cmd = [stoker_bin, "preprocess", "--model", model, *extra]
     if dtype:
         cmd += ["--dtype", dtype]
     if dump_dir:

@@ -64,10 +64,9 @@ CASES = {
                        r"pixel|limit|large|bomb"),
     "bomb_60000.jpg": (lambda: _jpeg_with_header_size(60000, 60000), {"ResourceExhausted"},
                        r"pixel|limit|large|bomb"),
-    "one_pixel.png": (lambda: _encoded("PNG", 1, 1), {"InvalidArgument"},
-                      r"factor|small|at least|smaller"),
-    "wide_4000x16.png": (lambda: _encoded("PNG", 4000, 16), {"InvalidArgument"},
-                         r"factor|small|aspect|smaller"),
+    # Sides below patch x merge are fine since transformers 4.53 (test_small_images_are_accepted);
+    # 4000x16 is refused for its aspect ratio (250 > 200), not its size.
+    "wide_4000x16.png": (lambda: _encoded("PNG", 4000, 16), {"InvalidArgument"}, r"aspect"),
     "aspect_7000x33.png": (lambda: _encoded("PNG", 7000, 33), {"InvalidArgument"},
                            r"aspect"),
     "image.gif": (lambda: _encoded("GIF"), {"InvalidArgument"}, r"unsupported|format|gif"),
@@ -127,6 +126,26 @@ def test_bad_files_do_not_stop_good_ones(stoker_bin, bad_files, tmp_path):
         assert resized.shape == (res.records[i]["resized_height"], res.records[i]["resized_width"], 3)
         pv = np.load(tmp_path / f"{i}.pixel_values.npy")
         assert pv.shape == (res.records[i]["rows"], res.records[i]["cols"])
+
+
+def test_small_images_are_accepted(stoker_bin, tmp_path):
+    """1x1 and a 3200x16 strip (aspect exactly 200) come out with transformers >= 4.53's grids
+    (spec §1.1 step 2: step 5 enlarges them); `--small-images refuse` restores the <= 4.52
+    refusal, naming the file and the rule."""
+    one, strip = tmp_path / "one_pixel.png", tmp_path / "strip_3200x16.png"
+    one.write_bytes(_encoded("PNG", 1, 1))
+    strip.write_bytes(_encoded("PNG", 3200, 16))
+    # 1x1: beta = sqrt(min_pixels) → 56² (Qwen2.5) / 256² (Qwen3). 3200x16: step 3 gives
+    # 28 x 3192 (Qwen2.5) / 32 x 3648 (Qwen3), inside the bounds, so no rescale.
+    for model, grids in [("qwen2.5-vl", [[1, 4, 4], [1, 2, 228]]),
+                         ("qwen3-vl", [[1, 16, 16], [1, 2, 228]])]:
+        res = stoker_cli.preprocess(stoker_bin, model, [one, strip])
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert [r["grid"] for r in res.records] == grids, res.records
+        legacy = stoker_cli.preprocess(stoker_bin, model, [one, strip], extra=["--small-images", "refuse"])
+        assert legacy.returncode == 1
+        for rec, path in zip(legacy.records, [one, strip]):
+            _check_failure(rec, path, {"InvalidArgument"}, r"factor")
 
 
 def test_missing_file(stoker_bin, tmp_path):

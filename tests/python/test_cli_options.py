@@ -94,9 +94,14 @@ def test_serve_and_inspect_share_the_media_flags(stoker_bin, data, tmp_path):
                "/b", "--batch-size", "0")
     assert_usage_error(r, "--batch-size must be an integer in [1, 2147483647], got '0'")
     # inspect reads media too: the same flags, the same checks
-    r = stoker(stoker_bin, "inspect", data, "--media-root", str(tmp_path), "--media-root", "/x",
-               "--allow-bucket", "b", "--max-object-bytes", "1G", "--limit", "2")
+    (tmp_path / "more").mkdir()
+    r = stoker(stoker_bin, "inspect", data, "--media-root", str(tmp_path), "--media-root",
+               str(tmp_path / "more"), "--allow-bucket", "b", "--max-object-bytes", "1G",
+               "--limit", "2")
     assert r.returncode == 0, r.stderr
+    # A media root that does not exist is a configuration error, named.
+    r = stoker(stoker_bin, "inspect", data, "--media-root", "/no/such/root")
+    assert r.returncode == 2 and "media root /no/such/root" in r.stderr, r.stderr
     r = stoker(stoker_bin, "inspect", data, "--io-deadline-ms", "0")
     assert_usage_error(r, "--io-deadline-ms must be an integer in [1, 2147483647], got '0'")
     r = stoker(stoker_bin, "inspect", data, "--limit", "10x")

@@ -2,6 +2,8 @@
 // stage by stage, and prints what a user wants to know before training on it: per image the
 // format, source and resized size, grid and vision tokens and the time of each stage; then a
 // summary. Bad records and images are reported with file:line and the reason; the run goes on.
+// Records and media come through the engine's own sources (pipeline::open_sources): the same
+// manifest index, trust boundary, store and caps as `stoker run`, local or remote.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,12 +22,14 @@
 #include "stoker/image/processor.h"
 #include "stoker/image/resample.h"
 #include "stoker/model/model_config.h"
+#include "stoker/pipeline/store_fetcher.h"
 #include "stoker/base/json_text.h"
 
 namespace stoker::cli {
 namespace {
 
-constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json] [media options]
+constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json]
+                      [--exif apply|ignore] [--small-images resize|refuse] [media options]
 
 For every record of DATA.jsonl (OpenAI messages, ShareGPT or LLaVA form) and every image in it:
 the file, format and colour mode, source size, size after smart_resize, grid t x h x w, vision
@@ -41,6 +45,10 @@ options:
                 (the summary names the chat template it would train with, or why it is refused)
   --limit N     inspect only the first N records
   --json        one JSON object per image / error, then {"summary": {...}} (no table)
+  --exif E      apply (default: EXIF orientation as transformers' load_image) | ignore (pixels as
+                stored, as qwen-vl-utils and LLaMA-Factory open images)
+  --small-images S  resize (default: transformers >= 4.53) | refuse (a side below the factor is
+                an error, transformers <= 4.52)
 )";
 
 struct ImageRow {
@@ -119,13 +127,26 @@ T percentile(std::vector<T> v, double p) {
 
 class Inspector {
  public:
-  // `media` bounds what the records may read (the same flags as `stoker run`).
-  Inspector(const model::ModelConfig& model, image::ImageProcessor proc, std::string base_dir,
-            MediaFlags media, bool json)
-      : model_(model), proc_(std::move(proc)), base_dir_(std::move(base_dir)),
-        media_(std::move(media)), json_(json) {}
+  // `sources`: index, scopes and fetcher from pipeline::open_sources.
+  Inspector(const model::ModelConfig& model, image::ImageProcessor proc,
+            const pipeline::Context& sources, bool json)
+      : model_(model), proc_(std::move(proc)), sources_(sources), json_(json) {}
 
-  void record(int line, std::string_view text) {
+  void record(std::uint64_t id) {
+    const dataset::RecordLocation loc = sources_.index->location(id);
+    const int line = static_cast<int>(loc.line);
+    std::string text;
+    if (Status st = sources_.index->read_record(id, text); !st.ok()) {
+      ++records_;
+      RecordError e{line, "", st.error().code(), st.error().to_string()};
+      emit_record_error(e);
+      record_errors_.push_back(std::move(e));
+      return;
+    }
+    record(line, text, sources_.scopes[loc.file]);
+  }
+
+  void record(int line, std::string_view text, const io::MediaScope& scope) {
     ++records_;
     auto conv = dataset::parse_record(text);
     Status valid = conv.ok() ? dataset::validate_for_sft(*conv) : Status(conv.error());
@@ -139,7 +160,7 @@ class Inspector {
       for (const auto& p : m.parts) {
         if (p.kind == dataset::Part::Kind::kVideo) ++videos_skipped_;
         if (p.kind != dataset::Part::Kind::kImage) continue;
-        ImageRow row = inspect_image(line, p.value);
+        ImageRow row = inspect_image(line, p.value, scope);
         emit_row(row);
         rows_.push_back(std::move(row));
       }
@@ -154,13 +175,7 @@ class Inspector {
   int finish(const std::string& data_path);
 
  private:
-  std::string resolve(const std::string& ref) const {
-    std::string p = ref.rfind("file://", 0) == 0 ? ref.substr(7) : ref;
-    if (p.empty() || p[0] == '/') return p;
-    return base_dir_.empty() ? p : base_dir_ + "/" + p;
-  }
-
-  ImageRow inspect_image(int line, const std::string& ref) {
+  ImageRow inspect_image(int line, const std::string& ref, const io::MediaScope& scope) {
     ImageRow row;
     row.line = line;
     row.path = ref;
@@ -170,10 +185,11 @@ class Inspector {
       row.error = e.to_string();
       return row;
     };
-    if (ref.find("://") != std::string::npos && ref.rfind("file://", 0) != 0)
-      return fail(unimplemented("remote media (" + ref.substr(0, ref.find("://")) + "://) is not inspected yet"));
-    auto bytes = read_file(resolve(ref));
-    if (!bytes.ok()) return fail(bytes.error());
+    Result<std::string> uri = scope.resolve(ref);
+    if (!uri.ok()) return fail(uri.error());
+    pipeline::FetchedMedia media;
+    if (Status st = sources_.fetcher->fetch(*uri, budget_, {}, &media); !st.ok()) return fail(st.error());
+    const std::vector<std::uint8_t>* bytes = &media.bytes;
     row.bytes = static_cast<std::int64_t>(bytes->size());
     auto header = image::probe_image(*bytes);
     if (!header.ok()) return fail(header.error());
@@ -183,12 +199,10 @@ class Inspector {
     row.plan = *plan;
 
     Stopwatch sw;
-    Status st = image::decode_rgb(*bytes, proc_.config().limits, &decoded_);
+    // Decode, size check against the header, EXIF orientation (when the plan applies one).
+    Status st = proc_.decode(*bytes, *plan, &decoded_, &stored_);
     row.decode_s = sw.elapsed_s();
     if (!st.ok()) return fail(st.error());
-    if (decoded_.width != plan->src_width || decoded_.height != plan->src_height)
-      return fail(data_loss("decoded " + size_str(decoded_.width, decoded_.height) + " but the header says " +
-                            size_str(plan->src_width, plan->src_height)));
     // The same steps as ImageProcessor::process, timed one by one (no resize at the same size).
     const image::RgbImage* img = &decoded_;
     if (plan->width != decoded_.width || plan->height != decoded_.height) {
@@ -255,11 +269,10 @@ class Inspector {
 
   const model::ModelConfig& model_;
   image::ImageProcessor proc_;
-  std::string base_dir_;
-  // Parsed and checked; media reads go through the shared resolver once it lands (issue 10).
-  [[maybe_unused]] MediaFlags media_;
+  const pipeline::Context& sources_;
+  pipeline::ByteBudget budget_{std::int64_t{1} << 40};  // one image at a time: no real limit
   bool json_;
-  image::RgbImage decoded_, resized_;
+  image::RgbImage decoded_, resized_, stored_;
   std::vector<float> pixels_;
   int records_ = 0;
   int videos_skipped_ = 0;
@@ -349,7 +362,7 @@ int Inspector::finish(const std::string& data_path) {
 
 int run_inspect(int argc, char** argv) {
   std::set<std::string> values = media_value_flags(), switches = media_switch_flags();
-  values.insert({"model", "limit"});
+  values.insert({"model", "limit", "exif", "small-images"});
   switches.insert({"json", "help"});
   auto args = Args::parse(argc, argv, values, switches, media_repeat_flags());
   if (!args.ok()) return report("inspect", args.error());
@@ -367,23 +380,27 @@ int run_inspect(int argc, char** argv) {
   if (!media.ok()) return report("inspect", media.error());
   auto model = model::load_model(args->get("model", "qwen2.5-vl"));
   if (!model.ok()) return report("inspect", model.error());
+  if (Status st = image::set_exif_option(args->get("exif", "apply"), &model->image); !st.ok())
+    return report("inspect", st.error());
+  if (Status st = image::set_small_images_option(args->get("small-images", "resize"), &model->image); !st.ok())
+    return report("inspect", st.error());
   auto proc = image::ImageProcessor::create(model->image);
   if (!proc.ok()) return report("inspect", proc.error());
 
-  std::ifstream in(data_path, std::ios::binary);
-  if (!in) return report("inspect", not_found("cannot open " + data_path));
-  const std::string base_dir = std::filesystem::path(data_path).parent_path().string();
-  Inspector inspector(*model, std::move(*proc), base_dir, std::move(*media), args->has("json"));
-  inspector.print_header();
-  std::string line;
-  long long taken = 0;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (*limit >= 0 && taken >= *limit) break;
-    ++taken;
-    inspector.record(n, line);
+  pipeline::LoaderConfig config;
+  media->apply_to(config);
+  pipeline::Context sources;
+  if (Status st = pipeline::open_sources({data_path}, pipeline::source_options(config), &sources);
+      !st.ok()) {
+    return report("inspect", st.error());
   }
-  return inspector.finish(data_path);
+  Inspector inspector(*model, std::move(*proc), sources, args->has("json"));
+  inspector.print_header();
+  const std::uint64_t n = sources.index->size();
+  for (std::uint64_t id = 0; id < n && (*limit < 0 || static_cast<long long>(id) < *limit); ++id) {
+    inspector.record(id);
+  }
+  return inspector.finish(sources.manifest_names[0]);
 }
 
 }  // namespace stoker::cli

@@ -15,11 +15,13 @@
 namespace stoker::cli {
 namespace {
 
-constexpr char kHelp[] = R"(usage: stoker preprocess --model M [--dtype f32|bf16] [--dump-dir D] FILE...
+constexpr char kHelp[] = R"(usage: stoker preprocess --model M [--dtype f32|bf16] [--dump-dir D]
+                         [--exif apply|ignore] [--small-images resize|refuse] FILE...
 
-Runs the model's image processor (decode -> RGB -> smart_resize -> exact bicubic -> rescale ->
-normalise -> patchify, HF slow-processor semantics) on each FILE and prints one JSON line each:
-  {"file":..,"ok":true,"format":..,"mode":..,"width":..,"height":..,"resized_width":..,
+Runs the model's image processor (decode -> RGB -> EXIF orientation -> smart_resize -> exact
+bicubic -> rescale -> normalise -> patchify, HF slow-processor semantics) on each FILE and prints
+one JSON line each (width/height: after the EXIF orientation; orientation: the one applied):
+  {"file":..,"ok":true,"format":..,"mode":..,"orientation":..,"width":..,"height":..,"resized_width":..,
    "resized_height":..,"grid":[t,h,w],"tokens":..,"rows":..,"cols":..}
   {"file":..,"ok":false,"code":"DataLoss","error":".."}
 Exit status 1 if any file failed (the others are still processed), 2 on a usage error.
@@ -29,6 +31,10 @@ options:
   --dtype T       pixel_values type: f32 (default) or bf16 (round to nearest even)
   --dump-dir D    write D/<i>.resized.npy (uint8, H x W x 3) and D/<i>.pixel_values.npy
                   (float32, or bf16 bits as uint16; rows x cols), i = the file's 0-based index
+  --exif E        apply (default: EXIF orientation as transformers' load_image, Pillow 9.4's
+                  exif_transpose) | ignore (pixels as stored: qwen-vl-utils, LLaMA-Factory)
+  --small-images S  resize (default: transformers >= 4.53 enlarges them) | refuse (a side below
+                  patch x merge is an error, as in transformers <= 4.52)
 )";
 
 // NumPy .npy v1.0: magic, version, little-endian u16 header length, a Python dict literal
@@ -87,7 +93,8 @@ Status process_file(const image::ImageProcessor& proc, const Options& opt, const
   }
   const int merge = proc.config().merge_size;
   *line += ",\"ok\":true,\"format\":" + json_string(image::format_name(header.format)) +
-           ",\"mode\":" + json_string(header.mode) + ",\"width\":" + std::to_string(plan.src_width) +
+           ",\"mode\":" + json_string(header.mode) + ",\"orientation\":" + std::to_string(plan.orientation) +
+           ",\"width\":" + std::to_string(plan.src_width) +
            ",\"height\":" + std::to_string(plan.src_height) + ",\"resized_width\":" + std::to_string(plan.width) +
            ",\"resized_height\":" + std::to_string(plan.height) + ",\"grid\":[" + std::to_string(plan.grid_t) +
            "," + std::to_string(plan.grid_h) + "," + std::to_string(plan.grid_w) + "],\"tokens\":" +
@@ -99,7 +106,7 @@ Status process_file(const image::ImageProcessor& proc, const Options& opt, const
 }  // namespace
 
 int run_preprocess(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"model", "dtype", "dump-dir"}, {"help"});
+  auto args = Args::parse(argc, argv, {"model", "dtype", "dump-dir", "exif", "small-images"}, {"help"});
   if (!args.ok()) return report("preprocess", args.error());
   if (args->has("help")) {
     std::fputs(kHelp, stdout);
@@ -119,6 +126,10 @@ int run_preprocess(int argc, char** argv) {
   }
   auto model = model::load_model(args->get("model"));
   if (!model.ok()) return report("preprocess", model.error());
+  if (Status st = image::set_exif_option(args->get("exif", "apply"), &model->image); !st.ok())
+    return report("preprocess", st.error());
+  if (Status st = image::set_small_images_option(args->get("small-images", "resize"), &model->image); !st.ok())
+    return report("preprocess", st.error());
   auto proc = image::ImageProcessor::create(model->image);
   if (!proc.ok()) return report("preprocess", proc.error());
 

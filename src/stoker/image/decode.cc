@@ -14,6 +14,7 @@
 #include <string>
 
 #include "stoker/image/detail/decode_checks.h"
+#include "stoker/image/exif.h"
 
 namespace stoker::image {
 
@@ -413,15 +414,22 @@ Status decode_webp(std::span<const std::uint8_t> b, const WebPBitstreamFeatures&
 
 Result<ImageHeader> probe_image(std::span<const std::uint8_t> bytes) {
   STOKER_ASSIGN_OR_RETURN(ImageFormat fmt, sniff(bytes));
+  Result<ImageHeader> h = internal_error("unreachable");
   switch (fmt) {
-    case ImageFormat::kJpeg: return probe_jpeg(bytes);
-    case ImageFormat::kPng: return probe_png(bytes);
+    case ImageFormat::kJpeg: h = probe_jpeg(bytes); break;
+    case ImageFormat::kPng: h = probe_png(bytes); break;
     case ImageFormat::kWebp: {
       WebPBitstreamFeatures f;
-      return probe_webp(bytes, &f);
+      h = probe_webp(bytes, &f);
+      break;
     }
   }
-  return internal_error("unreachable");
+  if (h.ok()) {
+    ExifOrientation o = read_exif_orientation(bytes, fmt);
+    h->orientation = o.value;
+    h->exif_error = std::move(o.error);
+  }
+  return h;
 }
 
 Status decode_rgb(std::span<const std::uint8_t> bytes, const DecodeLimits& limits, RgbImage* out) {

@@ -29,6 +29,11 @@ struct ImageHeader {
   std::string mode = {};
   bool progressive = false;  // JPEG only
   int bit_depth = 8;         // PNG only
+  // EXIF orientation as Pillow 9.4's ImageOps.exif_transpose would apply it (exif.h): 1..8,
+  // 1 when absent. exif_error: why exif_transpose would raise on this file (empty if it would
+  // not); ImageProcessor turns it into an error only when it applies the orientation.
+  int orientation = 1;
+  std::string exif_error = {};
 };
 
 struct DecodeLimits {
@@ -46,7 +51,9 @@ struct RgbImage {
   const std::uint8_t* row(int y) const { return pixels.data() + static_cast<size_t>(y) * 3 * width; }
 };
 
-// Reads only the header. Errors as decode_rgb for unreadable/unsupported data.
+// Reads only the header (and, for the orientation, the metadata segments/chunks — for a PNG
+// without EXIF before its pixels, the chunk list after them too). Errors as decode_rgb for
+// unreadable/unsupported data; malformed EXIF is not an error here (see exif_error).
 Result<ImageHeader> probe_image(std::span<const std::uint8_t> bytes);
 
 // Probes, checks the limits, and decodes. `out` is reused (its capacity is kept).

@@ -16,6 +16,7 @@
 #include "stoker/base/file.h"
 #include "stoker/image/decode.h"
 #include "stoker/image/encode.h"
+#include "stoker/image/exif.h"
 #include "stoker/image/processor.h"
 #include "stoker/image/resample.h"
 
@@ -170,32 +171,43 @@ int main(int argc, char** argv) {
     std::vector<float> out(plan.rows() * proc.columns());
     std::vector<std::uint16_t> out16(plan.rows() * proc.columns());
     ImageScratch s;
-    double best[5] = {1e9, 1e9, 1e9, 1e9, 1e9}, sum[5] = {0, 0, 0, 0, 0};
+    constexpr int kStages = 7;
+    double best[kStages], sum[kStages] = {};
+    std::fill(best, best + kStages, 1e9);
     for (int i = 0; i < iters; ++i) {
+      double d[kStages] = {};
       double t0 = cpu_ms();
-      if (!decode_rgb(bytes, {}, &s.decoded).ok()) die("decode failed");
-      double d[5];
+      if (!proc.plan(bytes).ok()) die("plan failed");  // probe + EXIF orientation
       d[0] = cpu_ms() - t0;
       t0 = cpu_ms();
-      resize_bicubic_exact(s.decoded, plan.width, plan.height, &s.resized);
+      if (!decode_rgb(bytes, {}, &s.stored).ok()) die("decode failed");
       d[1] = cpu_ms() - t0;
       t0 = cpu_ms();
-      proc.normalize_patchify(s.resized, plan, PixelDType::kFloat32, out.data());
-      d[2] = cpu_ms() - t0;
+      apply_orientation(plan.orientation, s.stored, &s.decoded);  // a copy for orientation 1
+      d[2] = plan.orientation == 1 ? 0 : cpu_ms() - t0;
       t0 = cpu_ms();
-      proc.normalize_patchify(s.resized, plan, PixelDType::kBFloat16, out16.data());
+      resize_bicubic_exact(s.decoded, plan.width, plan.height, &s.resized);
       d[3] = cpu_ms() - t0;
       t0 = cpu_ms();
-      if (!proc.process(bytes, plan, PixelDType::kFloat32, out.data(), &s).ok()) die("process");
+      proc.normalize_patchify(s.resized, plan, PixelDType::kFloat32, out.data());
       d[4] = cpu_ms() - t0;
-      for (int k = 0; k < 5; ++k) best[k] = std::min(best[k], d[k]), sum[k] += d[k];
+      t0 = cpu_ms();
+      proc.normalize_patchify(s.resized, plan, PixelDType::kBFloat16, out16.data());
+      d[5] = cpu_ms() - t0;
+      t0 = cpu_ms();
+      if (!proc.process(bytes, plan, PixelDType::kFloat32, out.data(), &s).ok()) die("process");
+      d[6] = cpu_ms() - t0;
+      for (int k = 0; k < kStages; ++k) best[k] = std::min(best[k], d[k]), sum[k] += d[k];
     }
-    const char* names[5] = {"decode", "resize", "normalize_patchify_f32", "normalize_patchify_bf16",
-                            "process_total_f32"};
-    std::printf("image %dx%d -> %dx%d, %d iters (thread CPU ms: best / mean)\n", plan.src_width,
-                plan.src_height, plan.width, plan.height, iters);
-    for (int k = 0; k < 5; ++k) std::printf("  %-24s %7.2f / %7.2f\n", names[k], best[k], sum[k] / iters);
-    std::printf("  ratio process/decode (best) %.2f\n", best[4] / best[0]);
+    const char* names[kStages] = {"plan (probe + EXIF)", "decode", "exif_transform", "resize",
+                                  "normalize_patchify_f32", "normalize_patchify_bf16",
+                                  "process_total_f32"};
+    std::printf("image %dx%d -> %dx%d, orientation %d, %d iters (thread CPU ms: best / mean)\n",
+                plan.src_width, plan.src_height, plan.width, plan.height, plan.orientation, iters);
+    for (int k = 0; k < kStages; ++k) {
+      std::printf("  %-24s %7.3f / %7.3f\n", names[k], best[k], sum[k] / iters);
+    }
+    std::printf("  ratio process/decode (best) %.2f\n", best[6] / best[1]);
   } else {
     die("bad command or argument count");
   }

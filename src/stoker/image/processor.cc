@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stoker/image/detail/normalize_kernels.h"
+#include "stoker/image/exif.h"
 #include "stoker/image/resample.h"
 
 #if defined(__SSE2__)
@@ -137,6 +138,25 @@ Status ImageProcessorConfig::validate() const {
   return ok_status();
 }
 
+Status set_exif_option(std::string_view value, ImageProcessorConfig* config) {
+  if (value != "apply" && value != "ignore") {
+    return invalid_argument("exif orientation: 'apply' or 'ignore', not '" + std::string(value) +
+                            "'");
+  }
+  config->apply_exif_orientation = value == "apply";
+  return ok_status();
+}
+
+Status set_small_images_option(std::string_view value, ImageProcessorConfig* config) {
+  if (value != "resize" && value != "refuse") {
+    return invalid_argument("small images: 'resize' (transformers >= 4.53) or 'refuse' "
+                            "(<= 4.52), not '" + std::string(value) + "'");
+  }
+  config->resize_rules =
+      value == "resize" ? SmartResizeRules::kCurrent : SmartResizeRules::kRefuseBelowFactor;
+  return ok_status();
+}
+
 ImageProcessor::ImageProcessor(const ImageProcessorConfig& config) : config_(config) {
   // The slow processor's arithmetic: x.astype(float64) * rescale_factor, cast to float32; then
   // (v − mean_f32) / std_f32 in float32 (numpy casts mean/std to the image dtype).
@@ -162,22 +182,30 @@ std::int64_t ImageProcessor::columns() const {
 
 Result<ImagePlan> ImageProcessor::plan(const ImageHeader& header) const {
   ImagePlan p;
-  p.src_width = header.width;
-  p.src_height = header.height;
+  if (config_.apply_exif_orientation) {
+    // transformers' load_image: exif_transpose before anything else, so smart_resize sees the
+    // displayed size (5..8 swap the axes). A file it raises on fails there.
+    if (!header.exif_error.empty()) return data_loss(header.exif_error);
+    p.orientation = header.orientation;
+  }
+  const bool swap = orientation_swaps_axes(p.orientation);
+  p.src_width = swap ? header.height : header.width;
+  p.src_height = swap ? header.width : header.height;
   const int factor = config_.factor();
   if (config_.do_resize) {
-    STOKER_ASSIGN_OR_RETURN(ResizedSize s, smart_resize(header.height, header.width, factor,
-                                                        config_.min_pixels, config_.max_pixels));
+    STOKER_ASSIGN_OR_RETURN(ResizedSize s,
+                            smart_resize(p.src_height, p.src_width, factor, config_.min_pixels,
+                                         config_.max_pixels, config_.resize_rules));
     p.width = s.width;
     p.height = s.height;
   } else {
-    if (header.width % factor != 0 || header.height % factor != 0) {
-      return invalid_argument("do_resize is off but " + std::to_string(header.width) + "x" +
-                              std::to_string(header.height) + " is not a multiple of " +
+    if (p.src_width % factor != 0 || p.src_height % factor != 0) {
+      return invalid_argument("do_resize is off but " + std::to_string(p.src_width) + "x" +
+                              std::to_string(p.src_height) + " is not a multiple of " +
                               std::to_string(factor) + " (patch_size × merge_size)");
     }
-    p.width = header.width;
-    p.height = header.height;
+    p.width = p.src_width;
+    p.height = p.src_height;
   }
   p.grid_t = 1;  // one frame, padded to temporal_patch_size copies
   p.grid_h = p.height / config_.patch_size;
@@ -196,34 +224,48 @@ Result<ImagePlan> ImageProcessor::plan(std::span<const std::uint8_t> bytes) cons
   return plan(header);
 }
 
+Status ImageProcessor::decode(std::span<const std::uint8_t> bytes, const ImagePlan& plan,
+                              RgbImage* out, RgbImage* stored) const {
+  RgbImage local;
+  RgbImage* raw = plan.orientation == 1 ? out : (stored != nullptr ? stored : &local);
+  STOKER_RETURN_IF_ERROR(decode_rgb(bytes, config_.limits, raw));
+  if (raw->width != plan.decoded_width() || raw->height != plan.decoded_height()) {
+    return data_loss("decoded size " + std::to_string(raw->width) + "x" +
+                     std::to_string(raw->height) + " differs from the header's " +
+                     std::to_string(plan.decoded_width()) + "x" +
+                     std::to_string(plan.decoded_height()));
+  }
+  if (raw != out) apply_orientation(plan.orientation, *raw, out);
+  return ok_status();
+}
+
 Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImagePlan& plan,
                                PixelDType dtype, void* out, ImageScratch* scratch,
                                RgbImage* resized_out) const {
   const int P = config_.patch_size, m = config_.merge_size;
   if (plan.width != plan.grid_w * P || plan.height != plan.grid_h * P || plan.grid_t != 1 ||
-      plan.grid_w % m != 0 || plan.grid_h % m != 0 || plan.width <= 0 || plan.height <= 0) {
+      plan.grid_w % m != 0 || plan.grid_h % m != 0 || plan.width <= 0 || plan.height <= 0 ||
+      plan.orientation < 1 || plan.orientation > 8) {
     return invalid_argument("image plan does not fit this processor (patch " + std::to_string(P) +
                             ", merge " + std::to_string(m) + ")");
   }
   ImageScratch local;
   if (scratch == nullptr) scratch = &local;
-  if (resized_out == nullptr && bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8) {
+  if (resized_out == nullptr && plan.orientation == 1 && bytes.size() >= 2 && bytes[0] == 0xFF &&
+      bytes[1] == 0xD8) {
     // JPEG: decode rows straight into the resampler, 16 at a time, so not even the decoded image
     // is written out. Anything this path does not take or cannot finish (CMYK, unusual sampling,
     // damage, a warning) is redone below by the whole-image path, whose outcome — pixels or the
-    // canonical error — is authoritative; it rewrites every output row.
+    // canonical error — is authoritative; it rewrites every output row. EXIF orientations 2..8
+    // take the whole-image path too: 3..8 need the last source row or a whole source column
+    // before the first output row exists (README.md "EXIF orientation").
     auto dec = JpegRowDecoder::open(bytes, config_.limits);
     if (dec.ok() && dec->width() == plan.src_width && dec->height() == plan.src_height) {
       if (stream_jpeg(*dec, plan, dtype, out, scratch).ok()) return ok_status();
     }
   }
-  STOKER_RETURN_IF_ERROR(decode_rgb(bytes, config_.limits, &scratch->decoded));
+  STOKER_RETURN_IF_ERROR(decode(bytes, plan, &scratch->decoded, &scratch->stored));
   const RgbImage& decoded = scratch->decoded;
-  if (decoded.width != plan.src_width || decoded.height != plan.src_height) {
-    return invalid_argument("decoded size " + std::to_string(decoded.width) + "x" +
-                            std::to_string(decoded.height) + " differs from the plan's " +
-                            std::to_string(plan.src_width) + "x" + std::to_string(plan.src_height));
-  }
   if (resized_out != nullptr) {  // the whole resized image is wanted too (tools, tests)
     resize_bicubic_exact(decoded, plan.width, plan.height, &scratch->resized);
     normalize_patchify(scratch->resized, plan, dtype, out);

@@ -1,5 +1,6 @@
 // The Qwen-VL image processor (spec/qwen-vl.md §1.3, §1.5), HF "slow" semantics:
-// decode → RGB → smart_resize plan → exact bicubic resize (uint8) → rescale (float64 × 1/255 →
+// decode → RGB → EXIF orientation (as transformers' load_image) → smart_resize plan → exact
+// bicubic resize (uint8) → rescale (float64 × 1/255 →
 // float32) → normalise ((x − mean) / std in float32) → patchify, written straight into the
 // caller's buffer as `pixel_values` rows (grid_t·grid_h·grid_w rows × C·T·P·P columns).
 // A still image is two identical temporal frames (T = temporal_patch_size = 2).
@@ -10,9 +11,11 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "stoker/base/result.h"
 #include "stoker/image/decode.h"
+#include "stoker/image/exif.h"
 #include "stoker/image/resample.h"
 #include "stoker/image/detail/normalize_kernels.h"
 #include "stoker/image/smart_resize.h"
@@ -31,19 +34,36 @@ struct ImageProcessorConfig {
   bool do_resize = true;
   bool do_rescale = true;
   bool do_normalize = true;
+  // Apply the EXIF orientation as transformers' load_image does (PIL.ImageOps.exif_transpose,
+  // for images given as a path, URL or base64). Off: the pixels as stored, as when a recipe
+  // opens images itself with Image.open (qwen-vl-utils' fetch_image, LLaMA-Factory's
+  // mm_plugin; README.md "EXIF orientation").
+  bool apply_exif_orientation = true;
+  // kCurrent: transformers ≥ 4.53 (small images are enlarged); kRefuseBelowFactor: ≤ 4.52.
+  SmartResizeRules resize_rules = SmartResizeRules::kCurrent;
   DecodeLimits limits = {};
 
   int factor() const { return patch_size * merge_size; }
   Status validate() const;
 };
 
+// The string forms of the two compatibility options (CLI flags, config files):
+// --exif apply|ignore → apply_exif_orientation; --small-images resize|refuse → resize_rules.
+// InvalidArgument for anything else.
+Status set_exif_option(std::string_view value, ImageProcessorConfig* config);
+Status set_small_images_option(std::string_view value, ImageProcessorConfig* config);
+
 enum class PixelDType { kFloat32, kBFloat16 };
 
 // What an image will become, known from its header alone (before decoding).
 struct ImagePlan {
-  int src_width = 0, src_height = 0;
-  int width = 0, height = 0;  // after smart_resize
+  int src_width = 0, src_height = 0;  // as displayed: after the EXIF orientation
+  int width = 0, height = 0;          // after smart_resize
   int grid_t = 1, grid_h = 0, grid_w = 0;
+  int orientation = 1;  // the EXIF transform to apply after decoding (1: none, or not applied)
+  // The size the decoder produces (before the orientation transform).
+  int decoded_width() const { return orientation_swaps_axes(orientation) ? src_height : src_width; }
+  int decoded_height() const { return orientation_swaps_axes(orientation) ? src_width : src_height; }
   std::int64_t rows() const { return std::int64_t{grid_t} * grid_h * grid_w; }
   // Number of LLM tokens the image expands to: rows / merge².
   std::int64_t tokens(int merge_size) const { return rows() / (merge_size * merge_size); }
@@ -52,6 +72,7 @@ struct ImagePlan {
 // Reusable per-thread buffers so steady-state processing does not allocate.
 struct ImageScratch {
   RgbImage decoded;
+  RgbImage stored;  // the decoder's output before an EXIF transform (only when there is one)
   RgbImage resized;
   std::vector<std::uint8_t> band;    // one band of P·merge resized rows (the streaming path)
   std::vector<std::uint8_t> window;  // 16 decoded JPEG rows on their way to the resampler
@@ -72,8 +93,18 @@ class ImageProcessor {
   const ImageProcessorConfig& config() const { return config_; }
   std::int64_t columns() const;  // C · T · P · P (1176 for P = 14, 1536 for P = 16)
 
+  // Errors: smart_resize's; DataLoss for EXIF that makes Pillow's exif_transpose raise (only
+  // when apply_exif_orientation).
   Result<ImagePlan> plan(const ImageHeader& header) const;
   Result<ImagePlan> plan(std::span<const std::uint8_t> bytes) const;
+
+  // Decodes `bytes` into the plan's source image (src_width × src_height RGB, the EXIF transform
+  // applied): for callers that resize themselves (the engine's per-sample path, inspect);
+  // process() does it all in one pass. `out` and `stored` (the untransformed decode, used only
+  // for orientations 2..8; a local buffer when null) are reused. DataLoss when the decoded size
+  // is not the header's.
+  Status decode(std::span<const std::uint8_t> bytes, const ImagePlan& plan, RgbImage* out,
+                RgbImage* stored = nullptr) const;
 
   // Writes plan.rows() × columns() elements of `dtype` into `out` (must be that large).
   // If `resized_out` is non-null it receives the resized uint8 image (for parity checks).

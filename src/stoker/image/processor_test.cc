@@ -4,7 +4,9 @@
 
 #include <cstring>
 #include <thread>
+#include <tuple>
 
+#include "stoker/image/detail/exif_testing.h"
 #include "stoker/image/detail/patch_order_testing.h"
 #include "stoker/image/encode.h"
 #include "stoker/image/resample.h"
@@ -225,6 +227,89 @@ TEST(ProcessorTest, StreamingPathEqualsWholeImagePathForEveryResizeKind) {
       resize_bicubic_exact(src, plan->width, plan->height, &expect);
       EXPECT_EQ(resized.pixels, expect.pixels);
     }
+  }
+}
+
+// The expected bytes come from the building blocks in Pillow's order: decode, transpose
+// (apply_orientation, itself checked against mirror/flip/transpose compositions), resize,
+// patchify. Pixel parity with Pillow's exif_transpose: tests/python/test_exif_parity.py.
+TEST(ProcessorTest, ExifOrientationIsAppliedBeforeResize) {
+  const RgbImage src = make_image(90, 50);
+  const std::vector<std::uint8_t> files[] = {*encode_jpeg(src, {}), *encode_png(src, {})};
+  for (const auto& plain : files) {
+    const bool jpeg = plain[0] == 0xFF;
+    const RgbImage decoded = *decode_rgb(plain);
+    for (const ImageProcessorConfig& cfg : {qwen25(), qwen3()}) {
+      auto proc = ImageProcessor::create(cfg);
+      for (int o = 1; o <= 8; ++o) {
+        const auto app1 = testing::exif_app1_payload(o);  // "Exif\0\0" + TIFF; eXIf holds the TIFF
+        const auto bytes = jpeg ? testing::jpeg_with_segments(plain, {{0xE1, app1}})
+                                : testing::png_with_chunks(plain, {testing::png_chunk("eXIf",
+                                      std::vector<std::uint8_t>(app1.begin() + 6, app1.end()))}, {});
+        auto plan = proc->plan(bytes);
+        ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+        EXPECT_EQ(plan->orientation, o);
+        EXPECT_EQ(plan->src_width, o >= 5 ? 50 : 90);
+        EXPECT_EQ(plan->decoded_width(), 90);
+        RgbImage oriented, expect_resized;
+        apply_orientation(o, decoded, &oriented);
+        resize_bicubic_exact(oriented, plan->width, plan->height, &expect_resized);
+        std::vector<float> expect(plan->rows() * proc->columns()), out(expect.size()), whole(expect.size());
+        proc->normalize_patchify(expect_resized, *plan, PixelDType::kFloat32, expect.data());
+        ImageScratch scratch;
+        RgbImage resized, via_decode;
+        ASSERT_TRUE(proc->process(bytes, *plan, PixelDType::kFloat32, out.data(), &scratch).ok());
+        ASSERT_TRUE(proc->process(bytes, *plan, PixelDType::kFloat32, whole.data(), &scratch, &resized).ok());
+        EXPECT_EQ(out, expect) << "orientation " << o << (jpeg ? " JPEG" : " PNG");
+        EXPECT_EQ(whole, expect);
+        EXPECT_EQ(resized.pixels, expect_resized.pixels);
+        ASSERT_TRUE(proc->decode(bytes, *plan, &via_decode).ok());
+        EXPECT_EQ(via_decode.pixels, oriented.pixels);
+        EXPECT_EQ(via_decode.width, plan->src_width);
+      }
+      // Orientation off: the stored pixels, as Image.open gives them.
+      ImageProcessorConfig off = cfg;
+      off.apply_exif_orientation = false;
+      auto plan_off = ImageProcessor::create(off)->plan(
+          testing::jpeg_with_segments(*encode_jpeg(src, {}), {{0xE1, testing::exif_app1_payload(6)}}));
+      ASSERT_TRUE(plan_off.ok());
+      EXPECT_EQ(plan_off->orientation, 1);
+      EXPECT_EQ(plan_off->src_width, 90);
+    }
+  }
+}
+
+TEST(ProcessorTest, MalformedExifFailsOnlyWhenOrientationIsApplied) {
+  const auto png = testing::png_with_chunks(*encode_png(make_image(60, 40), {}),
+                                            {testing::png_chunk("eXIf", testing::bytes_of("not tiff"))}, {});
+  auto on = ImageProcessor::create(qwen25())->plan(png);
+  ASSERT_FALSE(on.ok());
+  EXPECT_EQ(on.error().code(), ErrorCode::kDataLoss);
+  EXPECT_NE(on.error().message().find("EXIF"), std::string::npos);
+  ImageProcessorConfig off = qwen25();
+  off.apply_exif_orientation = false;
+  EXPECT_TRUE(ImageProcessor::create(off)->plan(png).ok());
+}
+
+TEST(ProcessorTest, SmallImagesFollowTheConfiguredRules) {
+  // H 9 × W 13 → grid [1, 4, 6] (Qwen2.5) and [1, 14, 20] (Qwen3), spec §1.1 step 2.
+  const RgbImage src = make_image(13, 9);
+  auto bytes = encode_png(src, {});
+  for (const auto& [cfg, gh, gw] : {std::tuple{qwen25(), 4, 6}, std::tuple{qwen3(), 14, 20}}) {
+    auto proc = ImageProcessor::create(cfg);
+    auto plan = proc->plan(*bytes);
+    ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+    EXPECT_EQ(plan->grid_h, gh);
+    EXPECT_EQ(plan->grid_w, gw);
+    std::vector<float> out(plan->rows() * proc->columns()), expect(out.size());
+    ASSERT_TRUE(proc->process(*bytes, *plan, PixelDType::kFloat32, out.data(), nullptr).ok());
+    RgbImage resized;
+    resize_bicubic_exact(src, plan->width, plan->height, &resized);
+    proc->normalize_patchify(resized, *plan, PixelDType::kFloat32, expect.data());
+    EXPECT_EQ(out, expect);
+    ImageProcessorConfig legacy = cfg;
+    legacy.resize_rules = SmartResizeRules::kRefuseBelowFactor;
+    EXPECT_EQ(ImageProcessor::create(legacy)->plan(*bytes).error().code(), ErrorCode::kInvalidArgument);
   }
 }
 

@@ -77,12 +77,65 @@ TEST(SmartResizeTest, AspectRatioLimit) {
   EXPECT_NE(r.error().message().find("aspect ratio"), std::string::npos);
 }
 
-TEST(SmartResizeTest, SideSmallerThanFactorIsAnError) {
-  auto r = smart_resize(27, 500, 28, kQwen25Min, kQwen25Max);
+TEST(SmartResizeTest, SmallImagesAreEnlargedAsInTransformers453) {
+  // Spec §1.1 step 2 (verified there against transformers' slow processor): H 9 × W 13.
+  // Qwen2.5: round(9/28) = round(13/28) = 0 → 0 · 0 < 3136; beta = sqrt(3136/117) = 5.1772;
+  // ceil(9·5.1772/28 = 1.66) = 2 → 56, ceil(13·5.1772/28 = 2.40) = 3 → 84: grid [1, 4, 6].
+  const ResizedSize a = ok(9, 13, 28, kQwen25Min, kQwen25Max);
+  EXPECT_EQ(a.height, 56);
+  EXPECT_EQ(a.width, 84);
+  // Qwen3: beta = sqrt(65536/117) = 23.667; ceil(6.66) = 7 → 224, ceil(9.61) = 10 → 320: [1, 14, 20].
+  const ResizedSize b = ok(9, 13, 32, kQwen3Min, kQwen3Max);
+  EXPECT_EQ(b.height, 224);
+  EXPECT_EQ(b.width, 320);
+  // Qwen3 28×28 → [1, 16, 16] (spec): round(0.875) = 1 → 32² < 65536; 28·(256/28)/32 = 8 → 256.
+  const ResizedSize c = ok(28, 28, 32, kQwen3Min, kQwen3Max);
+  EXPECT_EQ(c.height, 256);
+  EXPECT_EQ(c.width, 256);
+  // 1×1: beta = sqrt(3136) = 56; ceil(56/28) = 2 → 56.
+  const ResizedSize d = ok(1, 1, 28, kQwen25Min, kQwen25Max);
+  EXPECT_EQ(d.height, 56);
+  EXPECT_EQ(d.width, 56);
+}
+
+TEST(SmartResizeTest, ASideRoundingToZeroSendsTheImageThroughStepFive) {
+  // H 13 × W 2600 (aspect exactly 200): step 3 gives 0 × 2604, product 0 < 3136, so step 5
+  // rescales by beta = sqrt(3136/33800) = 0.3046 — a shrink of the long side: ceil(0.141) = 1
+  // → 28, ceil(2600·0.3046/28 = 28.29) = 29 → 812. (qwen-vl-utils' max(factor, ·) in step 3
+  // would keep 28 × 2604 instead.)
+  const ResizedSize s = ok(13, 2600, 28, kQwen25Min, kQwen25Max);
+  EXPECT_EQ(s.height, 28);
+  EXPECT_EQ(s.width, 812);
+}
+
+TEST(SmartResizeTest, ShrinkKeepsEachSideAtLeastTheFactor) {
+  // H 30 × W 2000, max 15680: step 3 28 × 1988 > max; beta = sqrt(60000/15680) = 1.9561;
+  // floor(30/1.9561/28 = 0.55) = 0 → max(28, 0) = 28; floor(36.51) = 36 → 1008.
+  const ResizedSize s = ok(30, 2000, 28, 3136, 15680);
+  EXPECT_EQ(s.height, 28);
+  EXPECT_EQ(s.width, 1008);
+  // transformers ≤ 4.52 had no clamp: 0 × 1008 cannot be resized to.
+  EXPECT_FALSE(smart_resize(30, 2000, 28, 3136, 15680, SmartResizeRules::kRefuseBelowFactor).ok());
+}
+
+TEST(SmartResizeTest, LegacyRulesRefuseASideSmallerThanTheFactor) {
+  const auto legacy = SmartResizeRules::kRefuseBelowFactor;
+  auto r = smart_resize(27, 500, 28, kQwen25Min, kQwen25Max, legacy);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(r.error().message().find("factor"), std::string::npos);
+  EXPECT_FALSE(smart_resize(28, 31, 32, kQwen3Min, kQwen3Max, legacy).ok());
+  // At or above the factor both rules agree.
+  auto l = smart_resize(768, 1024, 28, kQwen25Min, kQwen25Max, legacy);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->height, 756);
+  EXPECT_EQ(l->width, 1036);
+}
+
+TEST(SmartResizeTest, EmptyAndTooNarrowImagesAreStillErrors) {
   EXPECT_FALSE(smart_resize(0, 100, 28, kQwen25Min, kQwen25Max).ok());
+  EXPECT_FALSE(smart_resize(1, 201, 28, kQwen25Min, kQwen25Max).ok());  // aspect 201
+  EXPECT_TRUE(smart_resize(1, 200, 28, kQwen25Min, kQwen25Max).ok());   // aspect 200
 }
 
 }  // namespace

@@ -74,6 +74,8 @@ struct HttpClient::Impl {
     Callback callback;
     Clock::time_point submitted;
     Clock::time_point deadline;
+    Clock::time_point attempt_started{};  // the attempt on the wire (or the last one)
+    std::optional<Clock::time_point> first_failure;  // when the first attempt failed
     exec::Backoff backoff;
     CURL* easy = nullptr;
     curl_slist* headers = nullptr;
@@ -82,6 +84,7 @@ struct HttpClient::Impl {
     char errbuf[CURL_ERROR_SIZE] = {};
     std::optional<Error> last_error;  // of the previous attempt, while waiting to retry
     bool too_large = false;  // this attempt's body went over req.max_body_bytes
+    bool cut_by_deadline = false;  // this attempt's timeout is the time left, not attempt_timeout
     int broken = 0;          // 2xx responses whose body broke off
     Impl* impl = nullptr;
     Op(HttpRequest r, Callback cb, Clock::time_point now, Clock::time_point d,
@@ -105,9 +108,11 @@ struct HttpClient::Impl {
   std::unordered_set<CURL*> active;  // handles in the multi handle
   int in_flight = 0;
   std::int64_t bytes_in_flight = 0;
-  // When a request last got an answer (status < 500): proof that the network and the store
-  // work, which tells a broken object from an outage when a request's retries are spent.
-  Clock::time_point last_answer{};
+  // The latest start time of an attempt that got an answer (status < 500): an answer to a request
+  // SENT after a failing request's first failure proves the network and the store worked after
+  // it — which tells a broken object from an outage when that request's retries are spent
+  // (a request merely answered after it, but sent before an outage began, proves nothing).
+  Clock::time_point last_answered_start{};
 
   std::atomic<std::int64_t> attempts{0}, retries{0}, succeeded{0}, failed{0}, bytes_received{0},
       peak_in_flight{0}, connections{0};
@@ -183,6 +188,7 @@ struct HttpClient::Impl {
     op->resp = HttpResponse{};
     op->errbuf[0] = 0;
     op->too_large = false;
+    op->attempt_started = now;
     const HttpRequest& r = op->req;
     curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
     curl_easy_setopt(easy, CURLOPT_PRIVATE, op.get());
@@ -198,6 +204,7 @@ struct HttpClient::Impl {
     long timeout = static_cast<long>(std::max<std::int64_t>(
         1, std::min(left.count(), static_cast<std::int64_t>(options.attempt_timeout.count()))));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout);
+    op->cut_by_deadline = left.count() < options.attempt_timeout.count();
     if (options.low_speed_bytes_per_s > 0 && options.low_speed_window.count() > 0) {
       curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_bytes_per_s);
       curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_window.count()));
@@ -256,7 +263,9 @@ struct HttpClient::Impl {
     long status = 0;
     curl_easy_getinfo(op.easy, CURLINFO_RESPONSE_CODE, &status);
     op.resp.status = status;
-    if (status > 0 && status < 500) last_answer = Clock::now();
+    if (status > 0 && status < 500) {
+      last_answered_start = std::max(last_answered_start, op.attempt_started);
+    }
     if (op.too_large) {
       std::string size = op.resp.content_length >= 0
                              ? std::to_string(op.resp.content_length) + " bytes"
@@ -305,7 +314,7 @@ struct HttpClient::Impl {
     std::snprintf(span, sizeof span, "%.1f", secs);
     const std::string gave_up = "gave up after " + std::to_string(tries) + " attempts over " +
                                 span + " s";
-    if (last_answer > op.submitted) {
+    if (op.first_failure && last_answered_start > *op.first_failure) {
       const bool unknown_host = last.message().find("resolve host") != std::string::npos;
       std::string msg = gave_up + " while the store answered other requests (so this object, " +
                         "not the store, is failing); last: " + last.to_string();
@@ -326,13 +335,19 @@ struct HttpClient::Impl {
     connections.fetch_add(opened);
     bool retry = false;
     Result<HttpResponse> result = classify(*raw, code, &retry);
+    if (!result.ok() && !raw->first_failure) raw->first_failure = Clock::now();
     OpPtr op = detach(easy);
     if (result.ok()) bytes_received.fetch_add(static_cast<std::int64_t>(result->body.size()));
     if (!retry) return finish(std::move(op), std::move(result));
     const auto now = Clock::now();
     std::optional<std::chrono::nanoseconds> delay = op->backoff.next_delay(now);
     if (!delay) {
-      Error e = give_up(*op, std::move(result).error());
+      Error last = std::move(result).error();
+      // An attempt the deadline cut short says only "timed out": the one before says why.
+      if (op->cut_by_deadline && last.code() == ErrorCode::kDeadlineExceeded && op->last_error) {
+        last = *op->last_error;
+      }
+      Error e = give_up(*op, std::move(last));
       return finish(std::move(op), std::move(e));
     }
     retries.fetch_add(1);

@@ -6,10 +6,12 @@
 //   response or one clear Error. 404 → NotFound, 401/403 → PermissionDenied carrying the server's
 //   error code from its XML body, 412 → FailedPrecondition (If-Match), a body over
 //   `max_body_bytes` → ResourceExhausted: none of them retried.
-// Outage or bad object? When the retries of a request are spent, the client looks at whether any
-// other request got an answer (a status below 500) meanwhile: if so the network and store work
-// and this object is broken — DataLoss (NotFound for an unknown host), a per-sample error;
-// if not, the store is down — Unavailable / DeadlineExceeded, which callers treat as an outage.
+// Outage or bad object? When the retries of a request are spent, the client looks at whether a
+// request SENT after this one first failed got an answer (a status below 500): if so the network
+// and the store worked all along and this object is broken — DataLoss (NotFound for an unknown
+// host), a per-sample error; if not, the store is down — Unavailable / DeadlineExceeded, which
+// callers treat as an outage (resumable; conservative when nothing else was asked meanwhile:
+// stopping loses nothing, skipping could).
 // A body that keeps breaking off after the headers (`max_broken_responses` times) is DataLoss at
 // once: the server answers, the object is bad.
 // One event-driven I/O thread runs a libcurl multi handle (curl_multi_poll, woken by

@@ -118,7 +118,8 @@ Result<std::string> MediaScope::resolve(std::string_view ref) const {
     if (find_root(roots_, uri, &rel) == nullptr) {
       std::string where = "the manifest's folder " + roots_.front().path;
       if (roots_.size() > 1) where += " and the media roots";
-      return permission_denied(quoted(ref) + " resolves to " + uri + ", outside " + where +
+      const std::string target = uri == ref ? "" : " resolves to " + uri + ",";
+      return permission_denied(quoted(ref) + target + " is outside " + where +
                                " (trust boundary: --media-root DIR adds a folder, "
                                "--trust-media-paths lifts the rule)");
     }

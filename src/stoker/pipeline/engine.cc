@@ -278,6 +278,18 @@ ReadyBatch Engine::produce(std::stop_token stop) {
   }
   if (goods.empty()) {
     out.end = true;
+    // The rate check waits for min_seen samples so that early noise does not stop a run; at the
+    // end the rate is exact, whatever the count: a run whose samples mostly failed (a manifest
+    // whose every image is refused, say) must not end as a success.
+    const std::uint64_t failed_here = failed_ - options_.errors_before;
+    const ErrorPolicy& policy = options_.errors;
+    if (seen_ > 0 && failed_here > 0 &&
+        static_cast<double>(failed_here) > policy.max_error_rate * static_cast<double>(seen_)) {
+      out.fatal = data_loss("failure budget exceeded at the end of the data: " +
+                            std::to_string(failed_here) + " of " + std::to_string(seen_) +
+                            " samples failed (rate above --max-error-rate " +
+                            std::to_string(policy.max_error_rate) + "; the error report lists them)");
+    }
     return out;
   }
   Result<Batch> batch = emit(goods, epoch, stop);

@@ -281,15 +281,7 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(ctx->model.image));
   ctx->processor.emplace(std::move(proc));
   ctx->rope = batch::RopeConfig::from_model(ctx->model);
-  SourceOptions sources;
-  sources.access = {.media_roots = config.media_roots,
-                    .trust_media_paths = config.trust_media_paths,
-                    .allow_buckets = config.allow_buckets};
-  sources.max_object_bytes = config.max_object_bytes;
-  sources.max_record_bytes = config.max_record_bytes;
-  sources.io_deadline_ms = config.io_deadline_ms;
-  sources.imds = config.imds;
-  STOKER_RETURN_IF_ERROR(open_sources(config.data, sources, ctx.get()));
+  STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;
   ctx->io_delay_hook = config.io_delay_hook;

@@ -139,15 +139,11 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   const int kept = out.tokens.num_images;
   out.plans.resize(kept);
   out.images.resize(kept);
-  image::RgbImage decoded;
+  image::RgbImage decoded, stored;
   for (int i = 0; i < kept; ++i) {
     const image::ImagePlan& plan = out.plans[i];
-    Status st = image::decode_rgb(in.media[i].bytes, proc.config().limits, &decoded);
-    if (st.ok() && (decoded.width != plan.src_width || decoded.height != plan.src_height)) {
-      st = data_loss("decoded size " + std::to_string(decoded.width) + "x" +
-                     std::to_string(decoded.height) + " differs from the header's " +
-                     std::to_string(plan.src_width) + "x" + std::to_string(plan.src_height));
-    }
+    // Decode, check against the header, apply the EXIF orientation (image/README.md).
+    Status st = proc.decode(in.media[i].bytes, plan, &decoded, &stored);
     if (!st.ok()) {
       out.failure = failure(ctx, in.item, "decode",
                             Error(st.error()).with_context("image " + std::to_string(i)));

@@ -148,6 +148,18 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   return final_path;
 }
 
+SourceOptions source_options(const LoaderConfig& config) {
+  SourceOptions o;
+  o.access = {.media_roots = config.media_roots,
+              .trust_media_paths = config.trust_media_paths,
+              .allow_buckets = config.allow_buckets};
+  o.max_object_bytes = config.max_object_bytes;
+  o.max_record_bytes = config.max_record_bytes;
+  o.io_deadline_ms = config.io_deadline_ms;
+  o.imds = config.imds;
+  return o;
+}
+
 Status open_sources(const std::vector<std::string>& data, const SourceOptions& options,
                     Context* ctx) {
   // Each manifest's trust boundary; the store may read beneath the union of the local ones'
@@ -169,7 +181,7 @@ Status open_sources(const std::vector<std::string>& data, const SourceOptions& o
   if (const char* v = std::getenv("STOKER_IO_MAX_ATTEMPTS"); v != nullptr && std::atoi(v) > 0) {
     store_options.http.backoff.max_attempts = std::atoi(v);
   }
-  (void)options.imds;  // wired with the credential chain
+  store_options.imds = options.imds;  // EC2 instance metadata: only when asked for
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> opened, io::open_store(store_options));
   std::shared_ptr<io::ObjectStore> store = std::move(opened);
   const std::string cache_dir = default_cache_dir();

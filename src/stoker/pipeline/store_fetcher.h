@@ -22,6 +22,7 @@
 #include "stoker/io/media_access.h"
 #include "stoker/io/object_store.h"
 #include "stoker/pipeline/fetcher.h"
+#include "stoker/pipeline/loader.h"
 #include "stoker/pipeline/prepare.h"
 
 namespace stoker::pipeline {
@@ -51,6 +52,9 @@ struct SourceOptions {
   std::int64_t io_deadline_ms = 0;  // 0: $STOKER_IO_DEADLINE_MS, else io's default (120 s)
   bool imds = false;
 };
+
+// The source fields of a loader config (also for tools that read datasets, e.g. inspect).
+SourceOptions source_options(const LoaderConfig& config);
 
 // Fills ctx->index, ctx->scopes, ctx->manifest_names and ctx->fetcher: one store (io::open_store:
 // AWS credentials chain, local reads restricted to the local manifests' folders and the media
