@@ -119,8 +119,9 @@ class RunResult:
 
     @property
     def crashed(self) -> bool:
-        return self.sig is not None and not self.timed_out or "Sanitizer" in self.stderr or \
-            "runtime error:" in self.stderr or "Traceback (most recent call last)" in self.stderr
+        killed = self.sig is not None and not self.timed_out  # a signal we did not send
+        return killed or any(m in self.stderr for m in (
+            "Sanitizer", "runtime error:", "Traceback (most recent call last)"))
 
     @property
     def option_rejected(self) -> bool:

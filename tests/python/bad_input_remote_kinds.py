@@ -87,6 +87,16 @@ def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "") -> List[Kind]:
     return kinds
 
 
+def lone_500_kinds(base: str, ds: pathlib.Path) -> List[Kind]:
+    """One object failing with 500 in a small set: every other object was already served (before
+    its first failure) and no request is sent after it — still one broken object, not an outage."""
+    _media(ds)
+    rel = "/".join(ds.parts[-2:])
+    return [Kind("lone_http_500", with_image(f"{base}/fault/status/500/{rel}/media/ok.png"),
+                 fails("DataLoss", r"500|" + RETRIED, "fetch"),
+                 "persistent 500 on one object of a 6-record set (the rest served first)")]
+
+
 def remote_manifest_kinds(base: str, ds: pathlib.Path) -> List[Kind]:
     outside = ds.parent / "outside"
     outside.mkdir(exist_ok=True)

@@ -60,6 +60,8 @@ GROUPS = [
     Group("http_manifest", lambda ds: rk.remote_manifest_kinds(BASE["http"], ds),
           publish=lambda p: f"{BASE['http']}/{_rel(p)}", env=dict(DEADLINE)),
     Group("http_media", lambda ds: rk.local_manifest_kinds(BASE["http"], ds), env=dict(DEADLINE)),
+    Group("http_lone_500", lambda ds: rk.lone_500_kinds(BASE["http"], ds),
+          publish=lambda p: f"{BASE['http']}/{_rel(p)}", env=dict(DEADLINE), n_good=5),
     Group("http_caps", lambda ds: rk.caps_kinds(BASE["http"], ds),
           ["--max-object-bytes", str(MB)], {"max_object_bytes": MB},
           publish=lambda p: f"{BASE['http']}/{_rel(p)}", env=dict(DEADLINE)),
@@ -122,6 +124,7 @@ def suite(stoker_bin, tmp_path_factory):
     www = root / "www"
     www.mkdir()
     http = fault_server.FaultServer(str(www)).start()
+    http.prepare_gzip(512)
     restart = Restartable(www)
     restart.start()
     BASE["http"], BASE["restart"] = http.base, f"http://127.0.0.1:{restart.port}"
