@@ -456,7 +456,7 @@ def groups() -> List[Group]:
         Group("huge_line", huge_line_kinds, timeout=90),
         Group("sparse_line", sparse_line_kinds, timeout=90, publish=publish_sparse_line),
         Group("lookalikes", lookalike_kinds, publish=publish_via_symlink),
-        Group("fanout", fanout_kinds, timeout=30),
+        Group("fanout", fanout_kinds, timeout=20),
         Group("media_root", media_root_kinds, ["--media-root", "{outside}"],
               {"media_root": "{outside}"}),
         Group("trusted", trusted_kinds, ["--trust-media-paths"], {"trust_media_paths": True}),
