@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the built-in default: set up, generate a synthetic SFT dataset, inspect its
 # images with the Qwen2.5-VL preset, then stream it through the engine as a trainer would
-# (`stoker run`: batches, wait ratio, per-stage time, bottleneck, errors).
+# (`stoker run`: batches, wait ratio, per-stage time, limiter, errors).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"

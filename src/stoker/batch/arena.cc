@@ -77,14 +77,18 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
     if (fd >= 0) close(fd);
     return e;
   }
-  return std::unique_ptr<Arena>(
-      new Arena(static_cast<std::uint8_t*>(base), capacity, fd, options.prefault_ahead));
+  return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(base), capacity, fd,
+                                         options.prefault_ahead, options.warm_bytes));
 }
 
-Arena::Arena(std::uint8_t* base, std::uint64_t capacity, int fd, std::uint64_t prefault_ahead)
+Arena::Arena(std::uint8_t* base, std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
+             std::uint64_t warm_bytes)
     : state_(std::make_unique<State>()), base_(base), capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
   state_->prefault_ahead = prefault_ahead;
+  // The warm pool, populated here (before 5.14 the kernel refuses: first writers touch pages).
+  const std::uint64_t warm = std::min<std::uint64_t>(round_up(warm_bytes), capacity);
+  if (warm > 0 && madvise(base_, warm, MADV_POPULATE_WRITE) == 0) state_->populated = warm;
   if (prefault_ahead > 0) {
     state_->prefaulter = std::jthread([this](std::stop_token stop) { prefault_loop(stop); });
     pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");

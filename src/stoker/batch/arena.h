@@ -28,6 +28,11 @@ struct ArenaOptions {
   bool shared = true;           // memfd (0600, never visible in the filesystem) vs anonymous
   std::string name = "stoker-arena";
   std::size_t prefault_ahead = 0;  // see above; 0: pages are touched by their first writer
+  // A warm pool: the first `warm_bytes` are made resident by create() itself, on the caller's
+  // thread, so the first batches are assembled in pages as warm as later ones (first-fit hands
+  // the same low pages out again as batches are released): the first epoch costs what later
+  // ones do, and the first-touch cost is paid once, before any batch, where it is measured.
+  std::size_t warm_bytes = 0;
 
   Status validate() const;
 };
@@ -56,7 +61,8 @@ class Arena {
   int fd() const { return fd_; }  // -1 unless shared
 
  private:
-  Arena(std::uint8_t* base, std::uint64_t capacity, int fd, std::uint64_t prefault_ahead);
+  Arena(std::uint8_t* base, std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
+        std::uint64_t warm_bytes);
   void prefault_loop(std::stop_token stop);
   struct State;
   std::unique_ptr<State> state_;

@@ -145,6 +145,27 @@ TEST(ArenaPrefaultTest, KeepsPagesAheadResidentWithoutTouchingContents) {
   (*a)->release(*b);
 }
 
+// The warm pool is resident when create() returns — no background thread, no waiting — and
+// nothing beyond it; the first batches then meet no fresh page.
+TEST(ArenaPrefaultTest, WarmPoolIsResidentWhenCreateReturns) {
+  constexpr std::uint64_t kMiB = 1 << 20;
+  auto a = Arena::create({.bytes = 64 * kMiB, .shared = true, .name = "warm-test",
+                          .warm_bytes = 24 * kMiB});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(resident_bytes(**a, 0, 24 * kMiB), 24 * kMiB);
+  EXPECT_EQ(resident_bytes(**a, 24 * kMiB, 64 * kMiB), 0u);
+  EXPECT_EQ((*a)->prefaulted(), 24 * kMiB);
+  // First fit recycles the warm pages: a released block's pages are handed out again.
+  auto b = (*a)->allocate(10 * kMiB);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->offset, 0u);
+  (*a)->release(*b);
+  auto c = (*a)->allocate(12 * kMiB);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->offset, 0u);
+  (*a)->release(*c);
+}
+
 TEST(ArenaPrefaultTest, OffByDefault) {
   auto a = Arena::create({.bytes = 8 << 20, .shared = true, .name = "no-prefault"});
   ASSERT_TRUE(a.ok());

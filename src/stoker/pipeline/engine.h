@@ -72,8 +72,9 @@ struct EngineOptions {
 class Engine {
  public:
   // `cpu` / `io` null: everything runs inline on the produce() caller (serial mode). `emit`
-  // (optional) helps normalise + patchify a batch's images; a pool of its own so the helpers do
-  // not queue behind prepare tasks.
+  // (optional) helps process a batch's images into its block (decode, resize, normalise,
+  // patchify: the heavy part of the work); a pool of its own so the helpers do not queue behind
+  // prepare tasks.
   Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Arena> arena,
          exec::ThreadPool* cpu, exec::ThreadPool* io, exec::ThreadPool* emit,
          const EngineOptions& options);
@@ -81,6 +82,9 @@ class Engine {
 
   ReadyBatch produce(std::stop_token stop);
   double arena_wait_s() const;
+  double sample_wait_s() const;  // producer time waiting for the next prepared sample
+  double emit_s() const;  // producer time assembling batches (decode into the block), arena
+                          // waits excluded
 
  private:
   void top_up(std::size_t need);
@@ -88,7 +92,26 @@ class Engine {
   void deliver(Prepared&& p);
   std::optional<Prepared> take(std::stop_token stop);
   std::optional<Error> count_failure(const SampleFailure& f);
-  Result<Batch> emit(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop);
+  std::optional<Error> end_of_data_check() const;
+
+  struct SeqFailure {
+    std::uint64_t seq;
+    SampleFailure failure;
+  };
+  enum class Collect { kDone, kStop };
+  Collect collect(std::vector<Prepared>& goods, std::uint64_t& epoch, ReadyBatch& out,
+                  std::vector<SeqFailure>& failures, std::stop_token stop);
+
+  // An image of goods[sample] that failed to decode into its batch.
+  struct BrokenImage {
+    std::size_t sample;
+    std::size_t image;
+    Error error;
+  };
+  // Allocates the batch block and processes every image straight into it; samples whose images
+  // fail go to `broken` (the returned batch is then not to be delivered).
+  Result<Batch> emit(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop,
+                     std::vector<BrokenImage>* broken);
 
   const Context& ctx_;
   Schedule schedule_;
@@ -117,7 +140,7 @@ class Engine {
 
   std::optional<Prepared> carried_;  // first item of the next epoch, taken while flushing
   std::uint64_t failed_ = 0, seen_ = 0, step_ = 0;
-  std::atomic<std::int64_t> arena_wait_ns_{0};
+  std::atomic<std::int64_t> arena_wait_ns_{0}, sample_wait_ns_{0}, emit_ns_{0};
 
   // Asynchronous fetches complete on the store's I/O thread, possibly after the engine is gone:
   // they reach it only through the gate, which the destructor closes.

@@ -1,5 +1,7 @@
 #include "stoker/pipeline/fetcher.h"
 
+#include <chrono>
+
 namespace stoker::pipeline {
 
 ByteBudget::Lease& ByteBudget::Lease::operator=(Lease&& o) noexcept {
@@ -20,8 +22,14 @@ void ByteBudget::Lease::reset() {
 
 Result<ByteBudget::Lease> ByteBudget::acquire(std::int64_t bytes, std::stop_token stop) {
   std::unique_lock lock(mu_);
-  bool ok = cv_.wait(lock, stop, [&] { return in_flight_ == 0 || in_flight_ + bytes <= limit_; });
-  if (!ok) return cancelled("stopped while waiting for fetch budget");
+  auto fits = [&] { return in_flight_ == 0 || in_flight_ + bytes <= limit_; };
+  if (!fits()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool ok = cv_.wait(lock, stop, fits);
+    wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now() - t0).count();
+    if (!ok) return cancelled("stopped while waiting for fetch budget");
+  }
   in_flight_ += bytes;
   if (in_flight_ > peak_) peak_ = in_flight_;
   return Lease(this, bytes);
@@ -54,6 +62,11 @@ void ByteBudget::release(std::int64_t bytes) {
 std::int64_t ByteBudget::in_flight() const {
   std::lock_guard lock(mu_);
   return in_flight_;
+}
+
+double ByteBudget::wait_s() const {
+  std::lock_guard lock(mu_);
+  return static_cast<double>(wait_ns_) * 1e-9;
 }
 
 std::int64_t ByteBudget::peak() const {

@@ -48,6 +48,7 @@ class ByteBudget {
   Result<Lease> acquire(std::int64_t bytes, std::stop_token stop = {});
   std::int64_t in_flight() const;
   std::int64_t peak() const;
+  double wait_s() const;  // time acquire() callers spent waiting for budget, summed
 
  private:
   void release(std::int64_t bytes);
@@ -56,6 +57,7 @@ class ByteBudget {
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   std::int64_t in_flight_ = 0, peak_ = 0;
+  std::int64_t wait_ns_ = 0;
 };
 
 struct FetchedMedia {

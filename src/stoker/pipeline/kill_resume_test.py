@@ -131,15 +131,24 @@ def test_kill_and_resume_delivers_each_sample_once(dataset, tmp_path):
     assert len(ref_errors) == EPOCHS * bad
 
 
-def test_summary_names_the_bottleneck(dataset, tmp_path):
-    r = subprocess.run([STOKER, "run", str(dataset / "data.jsonl"), "--batch-size", "4",
-                        "--threads", "2", "--quiet", "--max-error-rate", "1",
-                        "--error-report", str(tmp_path / "e.jsonl"), "--step-ms", "5"],
-                       capture_output=True, text=True, check=True)
-    assert "bottleneck:" in r.stdout
-    assert "wait ratio" in r.stdout and "peak RSS" in r.stdout
+def test_summary_names_the_limiter_from_measured_waits(dataset, tmp_path):
+    def summary(step_ms):
+        r = subprocess.run([STOKER, "run", str(dataset / "data.jsonl"), "--batch-size", "4",
+                            "--threads", "2", "--quiet", "--max-error-rate", "1",
+                            "--error-report", str(tmp_path / "e.jsonl"), "--step-ms", step_ms],
+                           capture_output=True, text=True, check=True)
+        return r.stdout
+    # A slow trainer: the loader keeps up, the trainer is the limit.
+    slow = summary("250")
+    assert "limiter: the trainer" in slow, slow
+    assert "wait ratio" in slow and "peak RSS" in slow and "producer time:" in slow
     bad = len(open(dataset / "bad.jsonl").readlines())
-    assert f"{90 - bad} samples, {bad} failed" in r.stdout
+    assert f"{90 - bad} samples, {bad} failed" in slow
+    # No trainer at all: the loader is the limit, and the summary says which part of it.
+    fast = summary("0")
+    line = next(x for x in fast.splitlines() if x.strip().startswith("limiter:"))
+    assert "the trainer" not in line and any(k in line for k in ("emit", "prepare", "read",
+                                                                   "I/O", "arena", "budget")), fast
 
 
 def test_strict_stops_with_the_failed_sample(dataset, tmp_path):

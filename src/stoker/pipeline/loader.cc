@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -223,8 +225,10 @@ Status Loader::Impl::start_engine() {
                                                           .name = "stoker-io",
                                                           .sched = config.worker_sched}));
     cpu_threads = cpu->num_threads();
-    // Emit helpers are idle except while a batch is emitted; the producer emits too.
-    emit_threads = std::max(1, cpu_threads / 2);
+    // Emit helpers decode + resize + normalise the batch's images into its block (the heavy
+    // part); prepare tasks only plan and tokenize, so the CPU pool's threads are mostly idle
+    // meanwhile. As many helpers as CPU threads; the producer works too.
+    emit_threads = cpu_threads;
     STOKER_ASSIGN_OR_RETURN(emit, exec::ThreadPool::create({.num_threads = emit_threads,
                                                             .name = "stoker-emit",
                                                             .sched = config.worker_sched}));
@@ -366,7 +370,11 @@ LoaderStats Loader::stats() const {
     s.wait_s = m.wait_ns * 1e-9;
     s.elapsed_s = m.started ? (now_ns() - m.first_call_ns) * 1e-9 : 0;
     s.first_batch_s = m.first_batch_ns < 0 ? 0 : m.first_batch_ns * 1e-9;
-    if (m.engine) s.arena_wait_s = m.engine->arena_wait_s();
+    if (m.engine) {
+      s.arena_wait_s = m.engine->arena_wait_s();
+      s.sample_wait_s = m.engine->sample_wait_s();
+      s.emit_s = m.engine->emit_s();
+    }
     cpu_threads = m.cpu_threads;
     emit_threads = m.emit_threads;
   }
@@ -379,7 +387,64 @@ LoaderStats Loader::stats() const {
   }
   s.arena_peak_bytes = m.arena->peak_in_use();
   s.fetch_peak_bytes = static_cast<std::uint64_t>(m.ctx->budget->peak());
+  s.fetch_budget_wait_s = m.ctx->budget->wait_s();
   return s;
+}
+
+std::string describe_limiter(const LoaderStats& s) {
+  char buf[256];
+  if (s.elapsed_s <= 0) return "nothing measured yet";
+  // After the first batch (the pipeline's fill is not a steady-state limit).
+  const double span = s.elapsed_s - s.first_batch_s;
+  const double wait = span > 0 ? (s.wait_s - s.first_batch_s) / span : s.wait_ratio();
+  if (wait < 0.02) {
+    std::snprintf(buf, sizeof buf,
+                  "the trainer: it waits %.2f%% of its time for data (the loader keeps up)",
+                  100 * std::max(0.0, wait));
+    return buf;
+  }
+  // The producer's time: waiting for space, waiting for samples, or assembling batches.
+  const double total = s.arena_wait_s + s.sample_wait_s + s.emit_s;
+  if (total <= 0) return "undetermined (no producer time measured)";
+  if (s.arena_wait_s >= s.sample_wait_s && s.arena_wait_s >= s.emit_s) {
+    std::snprintf(buf, sizeof buf,
+                  "the arena: the producer waited %.2f s (%.0f%% of its time) for space the "
+                  "consumer holds (more arena, or release batches sooner)",
+                  s.arena_wait_s, 100 * s.arena_wait_s / total);
+    return buf;
+  }
+  if (s.emit_s >= s.sample_wait_s) {
+    std::snprintf(buf, sizeof buf,
+                  "emit (CPU): %.0f%% of the producer's time goes to decoding images into the "
+                  "batch (more threads)", 100 * s.emit_s / total);
+    return buf;
+  }
+  // Samples arrive late: the busiest upstream CPU stage, the byte budget, or the I/O itself.
+  const StageStats* busiest = nullptr;
+  double busiest_share = 0;
+  for (const StageStats& st : s.stages) {
+    if (st.name != "read" && st.name != "prepare") continue;
+    const double share = st.busy_s / (std::max(1, st.threads) * s.elapsed_s);
+    if (busiest == nullptr || share > busiest_share) busiest = &st, busiest_share = share;
+  }
+  if (busiest != nullptr && busiest_share > 0.6) {
+    std::snprintf(buf, sizeof buf,
+                  "%s (CPU): the producer waited %.0f%% of its time for samples and %s is %.0f%% "
+                  "busy", busiest->name.c_str(), 100 * s.sample_wait_s / total,
+                  busiest->name.c_str(), 100 * busiest_share);
+    return buf;
+  }
+  if (s.fetch_budget_wait_s > 0.1 * s.elapsed_s) {
+    std::snprintf(buf, sizeof buf,
+                  "the fetch byte budget: I/O threads waited %.2f s for it (raise "
+                  "fetch_bytes_in_flight)", s.fetch_budget_wait_s);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "media I/O: the producer waited %.0f%% of its time for samples while the CPU "
+                "stages were not busy (storage latency or bandwidth)",
+                100 * s.sample_wait_s / total);
+  return buf;
 }
 
 const batch::Arena& Loader::arena() const { return *impl_->arena; }

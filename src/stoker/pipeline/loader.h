@@ -92,7 +92,8 @@ struct LoaderConfig {
   // Batch memory. The engine keeps 256 MB (or the largest batch) past the highest block
   // resident ahead of need, populated on spare CPU (batch/arena.h): a producer that meets fresh
   // pages mid-batch stalls for ~0.7 ms per MB here.
-  batch::ArenaOptions arena = {.prefault_ahead = std::size_t{256} << 20};
+  batch::ArenaOptions arena = {.prefault_ahead = std::size_t{256} << 20,
+                               .warm_bytes = std::size_t{256} << 20};
   ErrorPolicy errors;
   // Test hook: called before each media read with (record id, media index); may sleep to
   // simulate I/O jitter. Must be thread-safe. Never affects output bytes.
@@ -126,11 +127,21 @@ struct LoaderStats {
   double elapsed_s = 0;   // since the first next()
   double wait_ratio() const { return elapsed_s > 0 ? wait_s / elapsed_s : 0; }
   double first_batch_s = 0;
-  double arena_wait_s = 0;  // producer time blocked on a full arena (consumer holds batches)
+  // Where the producer's time went (kPrefetch: its own thread; on demand: inside next()):
+  double arena_wait_s = 0;   // blocked on a full arena (the consumer holds batches)
+  double sample_wait_s = 0;  // waiting for the next prepared sample (read, fetch, prepare)
+  double emit_s = 0;         // assembling batches: images decoded straight into the block
+  double fetch_budget_wait_s = 0;  // I/O threads blocked on the fetch byte budget (summed)
   std::vector<StageStats> stages;
   std::uint64_t arena_peak_bytes = 0;
   std::uint64_t fetch_peak_bytes = 0;  // media bytes in flight, peak
 };
+
+// What limits the run, from measured waits (not from busy shares alone): the trainer (the
+// consumer hardly waits), the arena (the producer waits for space the consumer holds), the
+// fetch byte budget, the media I/O (samples arrive late while the CPU stages idle), or the CPU
+// stage that is busiest. One line for summaries and stats().
+std::string describe_limiter(const LoaderStats& s);
 
 struct BatchAccess;
 

@@ -1,8 +1,6 @@
 #include "stoker/pipeline/prepare.h"
 
 #include "stoker/base/clock.h"
-#include "stoker/image/decode.h"
-#include "stoker/image/resample.h"
 
 namespace stoker::pipeline {
 namespace {
@@ -79,6 +77,11 @@ SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t im
   return failure(ctx, item, "fetch", Error(e).with_context("image " + std::to_string(image)));
 }
 
+SampleFailure decode_failure(const Context& ctx, const Item& item, std::size_t image,
+                             const Error& e) {
+  return failure(ctx, item, "decode", Error(e).with_context("image " + std::to_string(image)));
+}
+
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop) {
   std::vector<std::string> uris;
   Fetched out = read_stage(ctx, item, &uris);
@@ -135,28 +138,17 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
     return out;
   }
   out.positions = std::move(rope->positions);
-  // Decode + resize only the images the sample keeps (all of them under the drop policy).
-  const int kept = out.tokens.num_images;
+  // The images the sample keeps (all of them under the drop policy) wait as encoded bytes; the
+  // fetch budget is returned now (the window bounds how many samples wait).
+  const std::size_t kept = static_cast<std::size_t>(out.tokens.num_images);
   out.plans.resize(kept);
-  out.images.resize(kept);
-  image::RgbImage decoded, stored;
-  for (int i = 0; i < kept; ++i) {
-    const image::ImagePlan& plan = out.plans[i];
-    // Decode, check against the header, apply the EXIF orientation (image/README.md).
-    Status st = proc.decode(in.media[i].bytes, plan, &decoded, &stored);
-    if (!st.ok()) {
-      out.failure = failure(ctx, in.item, "decode",
-                            Error(st.error()).with_context("image " + std::to_string(i)));
-      out.images.clear();
-      return out;
+  out.encoded.reserve(kept);
+  for (std::size_t i = 0; i < in.media.size(); ++i) {
+    if (i < kept) {
+      out.encoded.push_back(std::move(in.media[i].bytes));
+      out.pixel_rows += out.plans[i].rows();
     }
-    in.media[i] = FetchedMedia();  // the encoded bytes are done with: return their budget
-    if (plan.width == decoded.width && plan.height == decoded.height) {
-      std::swap(out.images[i], decoded);
-    } else {
-      image::resize_bicubic_exact(decoded, plan.width, plan.height, &out.images[i]);
-    }
-    out.pixel_rows += plan.rows();
+    in.media[i] = FetchedMedia();
   }
   return out;
 }

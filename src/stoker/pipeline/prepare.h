@@ -1,10 +1,12 @@
-// The fallible half of the per-sample work, shared by every Loader mode: read_and_fetch (record
-// pread → parse → validate → resolve media through the manifest's trust boundary → fetch bytes) and prepare (probe + plan each image →
-// decode + resize into the sample's own uint8 images → template + tokenize + labels with the
-// max-length policy → mRoPE positions). A failure is a value (SampleFailure naming the stage),
-// never an error of the run. After prepare the sample's sizes are known exactly (tokens, pixel
-// rows), so the batch block can be allocated and the infallible emit (emit_images) can normalise
-// + patchify straight into it. Context is immutable and shared by all threads.
+// The per-sample work before a batch is assembled, shared by every Loader mode: read_and_fetch
+// (record pread → parse → validate → resolve media through the manifest's trust boundary → fetch
+// bytes) and prepare (plan each image from its header → template + tokenize + labels with the
+// max-length policy → mRoPE positions). Nothing is decoded here: after prepare the sample's sizes
+// are known exactly (tokens, pixel rows), so the engine allocates the batch block and then runs
+// every image through ImageProcessor::process — decode, resize, normalise, patchify — straight
+// into its rows (engine.cc, emit). A sample keeps only its encoded bytes until then. A failure is
+// a value (SampleFailure naming the stage), never an error of the run.
+// Context is immutable and shared by all threads.
 #pragma once
 
 #include <atomic>
@@ -85,8 +87,8 @@ struct Fetched {
 struct Prepared {
   Item item;
   std::optional<SampleFailure> failure;
-  std::vector<image::ImagePlan> plans;     // images the sample keeps
-  std::vector<image::RgbImage> images;     // resized, uint8 (emit normalises them)
+  std::vector<image::ImagePlan> plans;       // images the sample keeps
+  std::vector<std::vector<std::uint8_t>> encoded;  // their bytes, decoded only into the batch
   text::TokenizedSample tokens;
   std::vector<std::int64_t> positions;     // 3 × tokens.input_ids.size()
   std::int64_t pixel_rows = 0;
@@ -97,6 +99,9 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
 Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris);
 SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
                             const Error& e);
+// A failure of image `image` of `item` while it was decoded into its batch.
+SampleFailure decode_failure(const Context& ctx, const Item& item, std::size_t image,
+                             const Error& e);
 Prepared prepare(const Context& ctx, Fetched&& fetched);
 
 }  // namespace stoker::pipeline

@@ -151,6 +151,10 @@ class RawLoader {
     d["wait_ratio"] = s.wait_ratio();
     d["first_batch_s"] = s.first_batch_s;
     d["arena_wait_s"] = s.arena_wait_s;
+    d["sample_wait_s"] = s.sample_wait_s;
+    d["emit_s"] = s.emit_s;
+    d["fetch_budget_wait_s"] = s.fetch_budget_wait_s;
+    d["limiter"] = pipeline::describe_limiter(s);
     d["arena_peak_bytes"] = s.arena_peak_bytes;
     d["fetch_peak_bytes"] = s.fetch_peak_bytes;
     py::dict stages;
