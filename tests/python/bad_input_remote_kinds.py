@@ -22,9 +22,16 @@ def _media(ds: pathlib.Path) -> None:
     (m / "big.png").write_bytes(media.png(900, 800, seed=7))   # ~2.1 MB, a valid image
 
 
-def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "") -> List[Kind]:
-    """Kinds that are the same from a remote and from a local manifest: `base` + a fault path.
-    Their names start with `prefix` (the local-manifest copies: "lm_")."""
+# Faults that fail only once the retry window is spent (the outage-vs-broken-object decision):
+# they get their own dataset, so a run they stop does not hide the outcome of the others.
+RETRY_KINDS = {"http_500_always", "http_503_always", "http_stalled", "http_reset",
+               "http_truncated", "http_length_long", "http_refused"}
+
+
+def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "", retry: bool = False) -> List[Kind]:
+    """Kinds that are the same from a remote and from a local manifest: `base` + a fault path;
+    retry=True: the RETRY_KINDS, else the others. Names start with `prefix` (local manifest:
+    "lm_")."""
     _media(ds)
     rel = "/".join(ds.parts[-2:])  # <group>/ds, as the server sees it
     u = lambda fault: f"{base}/fault/{fault}/{rel}/media/ok.png"  # noqa: E731
@@ -81,6 +88,7 @@ def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "") -> List[Kind]:
              fails({"DataLoss", "Unavailable", "DeadlineExceeded"}, r"refused|connect|" + RETRIED,
                    "fetch"), "a host where nothing listens (port 9)"),
     ]
+    kinds = [k for k in kinds if (k.name in RETRY_KINDS) == retry]
     for k in kinds:
         k.name = prefix + k.name
         k.what = ("local manifest: " if prefix else "") + k.what
