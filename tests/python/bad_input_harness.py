@@ -28,7 +28,8 @@ LOADER_CHILD = HERE / "bad_input_loader_child.py"
 PYTHON = "/usr/bin/python3"
 SANITIZED = os.environ.get("STOKER_SANITIZE") == "1"
 SLOW = 2.0 if SANITIZED else 1.0  # measured: ASan/UBSan children run ~2x slower here
-RSS_MARGIN_KB = int(os.environ.get("STOKER_BAD_RSS_MARGIN_MB", "384")) * 1024 * (2 if SANITIZED else 1)
+RSS_MARGIN_KB = int(os.environ.get("STOKER_BAD_RSS_MARGIN_MB", "384")) * 1024 * \
+    (2 if SANITIZED else 1)
 ISOLATE = os.environ.get("STOKER_BAD_ISOLATE") == "1"  # one dataset per kind (diagnosis)
 DELIVER = frozenset()  # Expect(codes=DELIVER): the record is legitimate and must be delivered
 
@@ -176,7 +177,8 @@ def _read_report(path: pathlib.Path) -> List[dict]:
 
 
 def run_stoker(stoker_bin: str, layout: Layout, work: pathlib.Path, extra: Sequence[str] = (),
-               env: Optional[Dict[str, str]] = None, timeout: float = 60, on_tick=None) -> RunResult:
+               env: Optional[Dict[str, str]] = None, timeout: float = 60,
+               on_tick=None) -> RunResult:
     work.mkdir(parents=True, exist_ok=True)
     report, log = work / "errors.jsonl", work / "delivered.log"
     cmd = [stoker_bin, "run", layout.manifest, "--threads", "2", "--io-threads", "2",
@@ -324,7 +326,8 @@ class Table:
                 if x in r:
                     counts[r[x]] = counts.get(r[x], 0) + 1
         out.append("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-        out += ["", "| dataset | runner | exit | wall s | peak RSS MiB | delivered | report lines |",
+        out += ["",
+                "| dataset | runner | exit | wall s | peak RSS MiB | delivered | report lines |",
                 "| --- | --- | --- | --- | --- | --- | --- |"]
         for (name, runner), r in sorted(self.runs.items()):
             ex = "timeout" if r.timed_out else (f"signal {r.sig}" if r.sig else str(r.rc))

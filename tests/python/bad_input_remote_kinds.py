@@ -109,8 +109,8 @@ def remote_manifest_kinds(base: str, ds: pathlib.Path) -> List[Kind]:
     outside = ds.parent / "outside"
     outside.mkdir(exist_ok=True)
     (outside / "ok.png").write_bytes(media.png(88, 72, seed=4))
-    deny = lambda: fails("PermissionDenied", r"local|remote manifest|not allowed|permission",  # noqa
-                         {"read", "fetch"})
+    deny = lambda: fails(  # noqa: E731
+        "PermissionDenied", r"local|remote manifest|not allowed|permission", {"read", "fetch"})
     return fault_kinds(base, ds) + [
         Kind("remote_to_local_png", with_image(str(outside / "ok.png")), deny(),
              "remote manifest → absolute path of a valid local PNG"),
