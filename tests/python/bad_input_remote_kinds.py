@@ -6,6 +6,7 @@ Builders take the server's base URL; the dataset folder lives under the server's
 from __future__ import annotations
 
 import pathlib
+import socket
 from typing import List
 
 import bad_input_media as media
@@ -26,6 +27,13 @@ def _media(ds: pathlib.Path) -> None:
 # they get their own dataset, so a run they stop does not hide the outcome of the others.
 RETRY_KINDS = {"http_500_always", "http_503_always", "http_stalled", "http_reset",
                "http_truncated", "http_length_long", "http_refused"}
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound once, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "", retry: bool = False) -> List[Kind]:
@@ -84,9 +92,9 @@ def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "", retry: bool = Fal
         Kind("http_html_page", with_image(u("html")),
              fails({"InvalidArgument", "DataLoss"}, r"not an image|unsupported|unrecognised",
                    "decode"), "200 text/html captive-portal page"),
-        Kind("http_refused", with_image("http://127.0.0.1:9/nothing/listens.png"),
+        Kind("http_refused", with_image(f"http://127.0.0.1:{_closed_port()}/nothing/listens.png"),
              fails({"DataLoss", "Unavailable", "DeadlineExceeded"}, r"refused|connect|" + RETRIED,
-                   "fetch"), "a host where nothing listens (port 9)"),
+                   "fetch"), "a loopback port where nothing listens"),
     ]
     kinds = [k for k in kinds if (k.name in RETRY_KINDS) == retry]
     for k in kinds:
