@@ -1,6 +1,6 @@
 """The production path is the exact path: every batch the Loader delivers carries, for each of
 its samples' images, pixel_values rows and image_grid_thw bit-identical to the independent
-numpy + Pillow reference of the HF slow processor (tests/python/hf_image_reference.py, never
+numpy + Pillow reference of the HF slow processor (bench/hf_image_reference.py, never
 derived from stoker's C++) — the same check `stoker preprocess` passes, now on what
 `stoker run`, `stoker serve` and the Python Loader run (images decoded straight into the batch).
 Also with a JPEG rotated by EXIF (orientation 6), which takes the whole-image path."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import hf_image_reference as ref  # noqa: E402
 
 
