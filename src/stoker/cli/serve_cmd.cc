@@ -353,6 +353,7 @@ int run_serve(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--help") {
       std::fputs(kHelp, stdout);
+      std::fputs(kPackingFlagsHelp, stdout);
       std::fputs(kMediaFlagsHelp, stdout);
       return 0;
     }
