@@ -13,7 +13,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NODE_MODULES = os.path.join(ROOT, "tools", "oracles", "node_modules")
-LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3rver_launch.js")
+# The s3rver launcher lives in bench/ (`stoker bench s3` starts the same server; tests may use bench/).
+LAUNCHER = os.path.join(ROOT, "bench", "s3rver_launch.js")
 S3_KEY = "S3RVER"
 S3_SECRET = "S3RVER"
 

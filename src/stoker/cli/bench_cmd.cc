@@ -1,5 +1,7 @@
-// `stoker bench <what> [--quick]`: dispatches to the benchmark of one subsystem. Every benchmark
-// compares stoker with a real alternative in the same run and ends with a line `ratio: N`.
+// `stoker bench <what> [--quick]`: dispatches to one benchmark (the harnesses live in the bench
+// module, src/stoker/bench/). Every benchmark compares stoker with a named peer in the same run,
+// checks that their outputs match, and ends with `ratio: N` (`loader/process: N` for loader) —
+// or, when outputs differ, with MISMATCH and exit status 1.
 #include <cstdio>
 #include <cstring>
 
@@ -12,6 +14,7 @@ int run_bench_tokenizer(int argc, char** argv);
 int run_bench_ladder(int argc, char** argv);
 int run_bench_torch(int argc, char** argv);
 int run_bench_s3(int argc, char** argv);
+int run_bench_loader(int argc, char** argv);
 
 int run_bench(int argc, char** argv) {
   struct Entry {
@@ -20,15 +23,18 @@ int run_bench(int argc, char** argv) {
     int (*run)(int, char**);
   };
   static const Entry kBenches[] = {
-      {"image", "decode→resize→normalise→patchify: stoker vs Pillow+numpy (HF slow processor)",
-       run_bench_image},
-      {"tokenizer", "tokens/s: stoker vs Hugging Face's Rust tokenizers", run_bench_tokenizer},
+      {"image", "decode→resize→normalise→patchify (and resize alone): stoker vs the HF slow "
+       "processor's Pillow + numpy path", run_bench_image},
+      {"tokenizer", "tokens/s: stoker vs Hugging Face's Rust tokenizers (real prose, code, "
+       "translations)", run_bench_tokenizer},
       {"ladder", "trainer wait: serial vs concurrent vs prefetch vs zero-copy (shm) loader",
        run_bench_ladder},
-      {"torch", "stoker's Python Loader vs torch DataLoader(num_workers=2) on a pure-Python pipeline",
-       run_bench_torch},
-      {"s3", "fetch throughput from S3 (s3rver + delaying nginx): 1 in flight vs default concurrency",
-       run_bench_s3},
+      {"torch", "stoker's Python Loader vs torch DataLoader(num_workers=2) + the HF slow image "
+       "processor, image-only set", run_bench_torch},
+      {"s3", "fetch throughput from S3 (s3rver + delaying nginx): stoker vs boto3 + "
+       "ThreadPoolExecutor", run_bench_s3},
+      {"loader", "CPU per image: pipeline::Loader (no trainer) vs ImageProcessor::process() "
+       "alone; the limiter", run_bench_loader},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)

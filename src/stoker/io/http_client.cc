@@ -1,5 +1,7 @@
 #include "stoker/io/http_client.h"
 
+#include "stoker/io/detail/text.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -15,15 +17,6 @@ namespace stoker::io {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string xml_element(const std::string& body, const std::string& name) {
-  const std::string open = "<" + name + ">", close = "</" + name + ">";
-  std::size_t a = body.find(open);
-  if (a == std::string::npos) return "";
-  a += open.size();
-  std::size_t b = body.find(close, a);
-  return b == std::string::npos ? "" : body.substr(a, b - a);
-}
 
 // Transient transport failures: the next attempt may well succeed.
 bool retryable_curl_error(CURLcode code) {
@@ -52,7 +45,7 @@ void global_init() {
 }  // namespace
 
 std::pair<std::string, std::string> parse_xml_error(const std::string& body) {
-  return {xml_element(body, "Code"), xml_element(body, "Message")};
+  return {detail::xml_text(body, "Code"), detail::xml_text(body, "Message")};
 }
 
 Status HttpClientOptions::validate() const {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "stoker/io/detail/text.h"
 #include "stoker/io/object_store.h"
 #include "stoker/io/uri.h"
 
@@ -14,22 +15,6 @@ exec::Future<T> failed(Error e) {
   auto [promise, future] = exec::make_promise_future<T>();
   promise.set(std::move(e));
   return std::move(future);
-}
-
-// RFC 3986 percent-encoding as SigV4 wants it for an S3 key: unreserved characters and '/' stay.
-std::string encode_key(const std::string& key) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : key) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 // Manifests hold URLs as people write them ("a b.jpg", UTF-8 names): percent-encode what may not
@@ -188,7 +173,7 @@ class S3Store final : public RemoteStore {
     HttpRequest req;
     req.method = method;
     req.display = uri;
-    const std::string key = encode_key(u.path);
+    const std::string key = detail::percent_encode(u.path, /*keep_slash=*/true);  // as SigV4 wants
     if (aws_.endpoint.empty()) {
       req.url = "https://" + u.authority + ".s3." + aws_.region + ".amazonaws.com/" + key;
     } else if (aws_.path_style) {

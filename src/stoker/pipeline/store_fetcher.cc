@@ -96,11 +96,15 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   for (char& c : base) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
   }
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx",
-                static_cast<unsigned long long>(
-                    fnv1a(uri + "\n" + info->etag + "\n" + std::to_string(info->size))));
-  const std::string path = cache_dir + "/" + base + "-" + key + ".jsonl";
+  // One file per version of the object: URI + ETag + size.
+  auto cache_path = [&](const io::ObjectInfo& version) {
+    char key[17];
+    std::snprintf(key, sizeof key, "%016llx",
+                  static_cast<unsigned long long>(fnv1a(uri + "\n" + version.etag + "\n" +
+                                                        std::to_string(version.size))));
+    return cache_dir + "/" + base + "-" + key + ".jsonl";
+  };
+  const std::string path = cache_path(*info);
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec) &&
       static_cast<std::int64_t>(std::filesystem::file_size(path, ec)) == info->size && !ec) {
@@ -112,7 +116,6 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return unavailable("writing manifest cache " + tmp);
   io::ObjectInfo streamed;
-  std::string path_override;
   Status st = io::stream_object(
       store, uri, manifest_chunk_bytes(),
       [&](std::span<const std::uint8_t> chunk, std::int64_t offset) -> Status {
@@ -129,20 +132,14 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
       &streamed);
   const bool closed = std::fclose(f) == 0;
   if (st.ok() && !closed) st = unavailable("writing manifest cache " + tmp);
-  if (st.ok() && (streamed.etag != info->etag || streamed.size != info->size)) {
-    // Replaced between the first HEAD and the stream: the copy is the newer version, whole.
-    const std::string fresh = path.substr(0, path.rfind('-') + 1);
-    std::snprintf(key, sizeof key, "%016llx",
-                  static_cast<unsigned long long>(fnv1a(
-                      uri + "\n" + streamed.etag + "\n" + std::to_string(streamed.size))));
-    path_override = fresh + key + ".jsonl";
-  }
   if (!st.ok()) {
     std::filesystem::remove(tmp, ec);
     Error e = st.error();
     return std::move(e.with_context("caching manifest " + uri));
   }
-  const std::string& final_path = path_override.empty() ? path : path_override;
+  // Named by the version actually copied: an object replaced between the HEAD above and the
+  // stream's own is the newer version, whole.
+  const std::string final_path = cache_path(streamed);
   std::filesystem::rename(tmp, final_path, ec);
   if (ec) return unavailable("renaming manifest cache " + tmp + ": " + ec.message());
   return final_path;

@@ -12,54 +12,13 @@
 
 #include "stoker/base/redact.h"
 #include "stoker/io/detail/blocking_http.h"
+#include "stoker/io/detail/text.h"
 #include "stoker/io/http_client.h"
 
 namespace stoker::io::detail {
 namespace {
 
 constexpr std::size_t kMaxTokenFileBytes = 64 * 1024;
-
-std::string xml_text(const std::string& xml, const std::string& name) {
-  const std::string open = "<" + name + ">", close = "</" + name + ">";
-  std::size_t a = xml.find(open);
-  if (a == std::string::npos) return "";
-  a += open.size();
-  std::size_t b = xml.find(close, a);
-  if (b == std::string::npos) return "";
-  std::string raw = xml.substr(a, b - a), out;
-  // The five predefined entities; STS tokens are base64, but a role ARN path may hold '&'.
-  static const std::pair<const char*, char> kEntities[] = {
-      {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
-  for (std::size_t i = 0; i < raw.size();) {
-    bool replaced = false;
-    for (const auto& [entity, c] : kEntities) {
-      const std::size_t n = std::char_traits<char>::length(entity);
-      if (raw.compare(i, n, entity) == 0) {
-        out += c;
-        i += n;
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) out += raw[i++];
-  }
-  return out;
-}
-
-std::string form_encode(const std::string& s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // A small file holding a token: whole (web identity: sent as is) or trimmed (container).
 Result<std::string> read_token_file(const std::string& path, const std::string& what) {
@@ -149,8 +108,9 @@ Result<AwsCredentials> fetch_web_identity(const WebIdentitySource& source) {
                  "Accept: text/xml"};
   // Unsigned on purpose: the web identity token is the proof of identity.
   req.body = "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" +
-             form_encode(source.role_arn) + "&RoleSessionName=" +
-             form_encode(source.session_name) + "&WebIdentityToken=" + form_encode(token);
+             percent_encode(source.role_arn, false) + "&RoleSessionName=" +
+             percent_encode(source.session_name, false) +
+             "&WebIdentityToken=" + percent_encode(token, false);
   req.total_timeout = std::chrono::seconds(10);
   std::string error_body;
   Result<BlockingHttpResponse> resp = blocking_http(req, &error_body);
@@ -165,7 +125,7 @@ Result<AwsCredentials> fetch_web_identity(const WebIdentitySource& source) {
     if (!code.empty() && (ec == ErrorCode::kInvalidArgument || ec == ErrorCode::kNotFound))
       ec = ErrorCode::kPermissionDenied;
     // STS may quote what it was sent; the token must not travel on in our message.
-    return Error(ec, redact(msg, {token, form_encode(token)}));
+    return Error(ec, redact(msg, {token, percent_encode(token, false)}));
   }
   Result<AwsCredentials> c = parse_sts_credentials(resp->body);
   if (!c.ok()) return std::move(c).error().with_context(what);

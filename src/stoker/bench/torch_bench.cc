@@ -1,0 +1,40 @@
+#include "stoker/bench/torch_bench.h"
+
+#include <filesystem>
+
+#include "stoker/bench/paths.h"
+#include "stoker/bench/peer.h"
+
+namespace stoker::bench {
+
+namespace fs = std::filesystem;
+
+namespace {
+// <exe dir>/python/stoker/_stoker*.so: the build tree's Python package.
+fs::path build_tree_package() {
+  const fs::path dir = executable_dir() / "python";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / "stoker", ec))
+    if (e.path().filename().string().rfind("_stoker", 0) == 0 && e.path().extension() == ".so")
+      return dir;
+  return {};
+}
+}  // namespace
+
+Result<int> run_torch_bench(const std::vector<std::string>& args, const std::string& python) {
+  STOKER_ASSIGN_OR_RETURN(fs::path script, find_bench_file("torch_bench.py"));
+  std::vector<std::string> argv = {python, script.string(), "--stoker-bin",
+                                   (executable_dir() / "stoker").string()};
+  if (fs::path pkg = build_tree_package(); !pkg.empty()) {
+    argv.push_back("--python-dir");
+    argv.push_back(pkg.string());
+  } else if (!run_capture({python, "-c", "import stoker._stoker"}).ok()) {
+    return not_found("the stoker Python package is neither next to this executable (" +
+                     (executable_dir() / "python").string() +
+                     ": build the stoker_python target) nor importable by " + python);
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_passthrough(argv, single_thread_env());
+}
+
+}  // namespace stoker::bench
