@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <limits>
 #include <cstdio>
@@ -345,11 +346,10 @@ ReadyBatch Loader::Impl::produce_one() {
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Loader::~Loader() = default;
 
-Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
-  STOKER_RETURN_IF_ERROR(config.validate());
-  auto impl = std::make_unique<Impl>();
-  impl->config = config;
-  STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
+namespace {
+
+// Everything the per-sample work reads: model, tokenizer, image processor, sources.
+Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
   STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
   STOKER_ASSIGN_OR_RETURN(ctx->template_kind, model::chat_template_kind(ctx->model));
@@ -372,7 +372,17 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   }
   ctx->truncate = config.truncate;
   ctx->io_delay_hook = config.io_delay_hook;
-  impl->ctx = std::move(ctx);
+  return ctx;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
+  STOKER_RETURN_IF_ERROR(config.validate());
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
+  STOKER_ASSIGN_OR_RETURN(impl->ctx, make_context(config));
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
   impl->arena = std::move(arena);
   if (config.mode == Mode::kPrefetch && config.prefetch_on_create) {
@@ -381,6 +391,30 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
     if (!impl->start_engine().ok()) impl->stop_engine();
   }
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
+}
+
+Result<std::vector<MeasuredRecord>> measure_records(const LoaderConfig& config) {
+  STOKER_RETURN_IF_ERROR(config.validate());
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, make_context(config));
+  const std::uint64_t n = ctx->index->size();
+  std::vector<MeasuredRecord> out(n);
+  STOKER_ASSIGN_OR_RETURN(auto pool, exec::ThreadPool::create({.num_threads = config.threads,
+                                                               .name = "stoker-measure"}));
+  std::atomic<std::uint64_t> next{0};
+  for (int t = 0; t < pool->num_threads(); ++t) {
+    (void)pool->submit([&] {
+      for (std::uint64_t i = next++; i < n; i = next++) {
+        Measured m = measure_sample(*ctx, 0, i, {});
+        MeasuredRecord& r = out[i];
+        r.sample = i;
+        r.tokens = m.failure ? -1 : m.tokens;
+        r.patches = m.failure ? 0 : m.rows;
+        if (m.failure) r.failure = m.failure->stage + ": " + m.failure->reason;
+      }
+    });
+  }
+  pool->shutdown(exec::ShutdownMode::kDrain);
+  return out;
 }
 
 Status Loader::resume(const LoaderState& s) {

@@ -245,4 +245,16 @@ class Loader {
   std::unique_ptr<Impl> impl_;
 };
 
+// Every record's lengths as the packing plan measures them — read, fetch, plan the images from
+// their headers, render + tokenize; nothing decoded — in record order, on `config.threads`
+// threads (0: all cores). A record that fails (or is over max_length / max_tokens) has tokens
+// −1 and the reason. For planning studies (`stoker bench packing`) and length statistics.
+struct MeasuredRecord {
+  std::uint64_t sample = 0;
+  std::int64_t tokens = -1;   // input_ids length
+  std::int64_t patches = 0;   // pixel_values rows (vision patches)
+  std::optional<std::string> failure;
+};
+Result<std::vector<MeasuredRecord>> measure_records(const LoaderConfig& config);
+
 }  // namespace stoker::pipeline
