@@ -346,9 +346,6 @@ ReadyBatch Loader::Impl::produce_one() {
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Loader::~Loader() = default;
 
-namespace {
-
-// Everything the per-sample work reads: model, tokenizer, image processor, sources.
 Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
   STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
@@ -374,8 +371,6 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   ctx->io_delay_hook = config.io_delay_hook;
   return ctx;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   STOKER_RETURN_IF_ERROR(config.validate());

@@ -195,6 +195,7 @@ PackSchedule::Window* PackSchedule::window(std::uint64_t gseq, bool block, std::
     out->epoch = w->epoch;
     out->sample = w->outage->sample;
     out->preset = w->outage;
+    stalled_ = true;  // nothing after it: the engine stops on this item
     *status = Next::kItem;
     return nullptr;
   }
@@ -388,7 +389,7 @@ PackSchedule::Next PackSchedule::emit_member(Item* out) {
 }
 
 PackSchedule::Next PackSchedule::next(bool block, std::stop_token stop, Item* out) {
-  if (error_) return Next::kEnd;
+  if (error_ || stalled_) return Next::kEnd;
   if (!cur_info_) {
     out->preset.reset();
     Next st = start_step(block, stop, out);

@@ -111,6 +111,7 @@ class PackSchedule final : public ItemSource {
   std::size_t cur_next_ = 0;
   std::uint64_t seq_ = 0;
   std::optional<Error> error_;
+  bool stalled_ = false;  // an outage item was handed out: the run stops there
 };
 
 }  // namespace stoker::pipeline

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/pack_schedule.h"
 #include "stoker/pipeline/test_util.h"
 
 namespace stoker::pipeline {
@@ -372,6 +373,88 @@ TEST(PackTest, FailuresAreReportedOnceEachAndMeasuredOnesByEveryRank) {
     if (b.kind == synth::BadKind::kTruncatedImage) continue;  // may pass the header check
     EXPECT_TRUE(both.count(static_cast<std::uint64_t>(b.line - 1))) << b.id << " " << b.reason;
   }
+}
+
+// Fails every fetch while `down` (a store that is unreachable: Unavailable), counts the others.
+class FlakyFetcher final : public Fetcher {
+ public:
+  explicit FlakyFetcher(std::unique_ptr<Fetcher> real) : real_(std::move(real)) {}
+  Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
+               FetchedMedia* out) const override {
+    if (down) return unavailable("test: the store is down");
+    ++fetched;
+    return real_->fetch(uri, budget, stop, out);
+  }
+  mutable std::atomic<int> fetched{0};
+  std::atomic<bool> down{false};
+
+ private:
+  std::unique_ptr<Fetcher> real_;
+};
+
+// Units (their sample ids) a PackSchedule hands out until the end or an outage item.
+std::vector<std::vector<std::uint64_t>> units_until_stop(PackSchedule& s, LoaderState* last,
+                                                         std::optional<SampleFailure>* outage) {
+  std::vector<std::vector<std::uint64_t>> units;
+  Item item;
+  while (s.next(true, {}, &item) == ItemSource::Next::kItem) {
+    if (item.preset) {
+      *outage = item.preset;
+      break;
+    }
+    if (item.unit_index == 0 || units.empty()) units.emplace_back();
+    units.back().push_back(item.sample);
+    if (item.unit_index + 1 == item.unit_size) *last = item.unit->after;
+  }
+  return units;
+}
+
+TEST(PackTest, OutageWhileMeasuringStopsBeforeTheWindowAndResumesExactly) {
+  STOKER_REQUIRE_TOKENIZER();
+  auto ds = make_dataset("outage", 40);
+  LoaderConfig c = pack_config(ds.data_path);
+  PackPlanOptions po{.capacity = 2048, .window = 16, .plan_id = 7};
+  const dataset::OrderConfig order{.seed = c.seed};
+  const dataset::RankInfo one;
+  auto healthy = make_context(c);
+  ASSERT_TRUE(healthy.ok()) << healthy.error().to_string();
+  const std::uint64_t n = (*healthy)->index->size();
+  auto ref_s = PackSchedule::make(**healthy, n, order, one, 1, {}, po, nullptr);
+  ASSERT_TRUE(ref_s.ok());
+  LoaderState end;
+  std::optional<SampleFailure> none;
+  const auto ref = units_until_stop(**ref_s, &end, &none);
+  ASSERT_FALSE(none);
+  ASSERT_GT(ref.size(), 4u);
+
+  auto ctx = make_context(c);
+  ASSERT_TRUE(ctx.ok());
+  auto flaky = std::make_unique<FlakyFetcher>(std::move((*ctx)->fetcher));
+  FlakyFetcher* f = flaky.get();
+  (*ctx)->fetcher = std::move(flaky);
+  auto s = PackSchedule::make(**ctx, n, order, one, 1, {}, po, nullptr);
+  ASSERT_TRUE(s.ok());
+  Item first;
+  ASSERT_EQ((*s)->next(true, {}, &first), ItemSource::Next::kItem);  // window 0 measured
+  ASSERT_GT(f->fetched.load(), 0);
+  f->down = true;  // window 1 cannot be measured
+  LoaderState last;
+  std::optional<SampleFailure> outage;
+  auto got = units_until_stop(**s, &last, &outage);
+  ASSERT_TRUE(outage.has_value());
+  EXPECT_TRUE(is_outage(*outage)) << outage->code << " " << outage->stage;
+  EXPECT_EQ((*s)->next(true, {}, &first), ItemSource::Next::kEnd);  // nothing after it
+  got.front().insert(got.front().begin(), first.sample);
+  ASSERT_GE(got.size(), 1u);
+  ASSERT_LT(got.size(), ref.size());
+  EXPECT_EQ(last.position, 0u);  // still inside window 0: its units were all that could go
+  // The store is back: resume from the last unit's state, on a fresh schedule.
+  auto back = PackSchedule::make(**healthy, n, order, one, 1, last, po, nullptr);
+  ASSERT_TRUE(back.ok());
+  const auto rest = units_until_stop(**back, &end, &none);
+  ASSERT_FALSE(none);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, ref);
 }
 
 }  // namespace

@@ -32,7 +32,8 @@
 
 namespace stoker::pipeline {
 
-struct UnitInfo;  // source.h
+struct UnitInfo;      // source.h
+struct LoaderConfig;  // loader.h
 
 enum Stage { kRead, kFetch, kPrepare, kEmit, kAssemble, kNumStages };
 const char* stage_name(int stage);
@@ -117,6 +118,10 @@ SampleFailure sample_failure(const Context& ctx, const Item& item, const char* s
 SampleFailure decode_failure(const Context& ctx, const Item& item, std::size_t image,
                              const Error& e);
 Prepared prepare(const Context& ctx, Fetched&& fetched);
+
+// Everything the per-sample work reads for `config` — model, tokenizer, image processor, sources
+// (manifest index, media scopes, one fetcher), byte budget, max length — as a Loader builds it.
+Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config);
 
 // A media or record read that failed because storage was unreachable (retries spent) — not a
 // property of the sample, so never skipped as bad data: the run stops, resumably.
