@@ -314,3 +314,39 @@ def test_wrong_positions_fail_the_check(data):
     assert worst_row0 > 1e-3, "whole-pack positions must fail where boundaries come from row 0"
     assert worst_flat > 1e-3, "skipping mRoPE must fail"
     assert worst_cu <= TOL  # the invariance the module docstring explains
+
+
+def test_packing_options_are_checked(data):
+    """Strict like every option: types, ranges, and the packing options only with packing."""
+    bad = [dict(max_tokens=4096),                                  # without packing
+           dict(packing=True, token_budget=True),
+           dict(packing=True, pack_align=8),                       # hf has no alignment
+           dict(packing=True, pack_format="thd"),
+           dict(packing=True, max_tokens=True),                    # a bool is not an int
+           dict(packing=True, max_tokens=0),
+           dict(packing=True, position_rows=2),
+           dict(token_budget=True, pack_format="hf"),
+           dict(packing="yes"),
+           dict(pack_window=64)]
+    for kw in bad:
+        with pytest.raises(stoker.InvalidArgumentError):
+            stoker.Loader(data=data, **kw)
+    # The same checks in C++ (config.cc) when the package is bypassed.
+    for kw in (dict(max_tokens=4096), dict(packing=True, pack_align=8),
+               dict(packing=True, token_budget=True), dict(packing=True, position_rows=5)):
+        with pytest.raises(stoker.InvalidArgumentError):
+            stoker._stoker.RawLoader(dict(data=[data], **kw))
+    loader = stoker.Loader(data=data, packing=True, max_tokens=MAX_TOKENS, max_length=MAX_TOKENS,
+                           pack_window=12, mode="serial")
+    it = iter(loader)
+    next(it)
+    sd = loader.state_dict()
+    assert set(sd) == {"epoch", "position", "errors", "packs", "plan", "version"}
+    again = stoker.Loader(data=data, packing=True, max_tokens=MAX_TOKENS, max_length=MAX_TOKENS,
+                          pack_window=12, mode="serial")
+    again.load_state_dict(sd)
+    other = stoker.Loader(data=data, packing=True, max_tokens=512, max_length=MAX_TOKENS,
+                          pack_window=12, mode="serial")
+    with pytest.raises(stoker.InvalidArgumentError):
+        other.load_state_dict(sd)  # another plan
+    assert next(iter(again))["sample_ids"].tolist() == next(it)["sample_ids"].tolist()
