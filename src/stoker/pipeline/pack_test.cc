@@ -457,5 +457,21 @@ TEST(PackTest, OutageWhileMeasuringStopsBeforeTheWindowAndResumesExactly) {
   EXPECT_EQ(got, ref);
 }
 
+TEST(PackTest, TruncationKeepsSamplesThatDropWouldLose) {
+  STOKER_REQUIRE_TOKENIZER();
+  auto ds = make_dataset("truncate", 30);
+  LoaderConfig c = pack_config(ds.data_path);
+  c.packing.max_tokens = c.max_length = 384;
+  const testing::RunResult drop = run_loader(c);
+  c.truncate = true;
+  const testing::RunResult cut = run_loader(c);
+  ASSERT_FALSE(drop.error);
+  ASSERT_FALSE(cut.error);
+  EXPECT_GT(drop.stats.failed, 0);
+  EXPECT_LT(cut.stats.failed, drop.stats.failed);
+  EXPECT_GT(cut.ids.size(), drop.ids.size());
+  EXPECT_LE(cut.stats.real_tokens, 384 * cut.stats.steps);
+}
+
 }  // namespace
 }  // namespace stoker::pipeline
