@@ -388,30 +388,6 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 
-Result<std::vector<MeasuredRecord>> measure_records(const LoaderConfig& config) {
-  STOKER_RETURN_IF_ERROR(config.validate());
-  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, make_context(config));
-  const std::uint64_t n = ctx->index->size();
-  std::vector<MeasuredRecord> out(n);
-  STOKER_ASSIGN_OR_RETURN(auto pool, exec::ThreadPool::create({.num_threads = config.threads,
-                                                               .name = "stoker-measure"}));
-  std::atomic<std::uint64_t> next{0};
-  for (int t = 0; t < pool->num_threads(); ++t) {
-    (void)pool->submit([&] {
-      for (std::uint64_t i = next++; i < n; i = next++) {
-        Measured m = measure_sample(*ctx, 0, i, {});
-        MeasuredRecord& r = out[i];
-        r.sample = i;
-        r.tokens = m.failure ? -1 : m.tokens;
-        r.patches = m.failure ? 0 : m.rows;
-        if (m.failure) r.failure = m.failure->stage + ": " + m.failure->reason;
-      }
-    });
-  }
-  pool->shutdown(exec::ShutdownMode::kDrain);
-  return out;
-}
-
 Status Loader::resume(const LoaderState& s) {
   std::lock_guard lock(impl_->mu);
   if (impl_->started) return invalid_argument("loader: resume() must come before the first next()");

@@ -1,6 +1,7 @@
 #include "stoker/pipeline/pack_schedule.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace stoker::pipeline {
 namespace {
@@ -26,6 +27,30 @@ Measured measure_sample(const Context& ctx, std::uint64_t epoch, std::uint64_t s
     m.rows = p.pixel_rows;
   }
   return m;
+}
+
+Result<std::vector<MeasuredRecord>> measure_records(const LoaderConfig& config) {
+  STOKER_RETURN_IF_ERROR(config.validate());
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, make_context(config));
+  const std::uint64_t n = ctx->index->size();
+  std::vector<MeasuredRecord> out(n);
+  STOKER_ASSIGN_OR_RETURN(auto pool, exec::ThreadPool::create({.num_threads = config.threads,
+                                                               .name = "stoker-measure"}));
+  std::atomic<std::uint64_t> next{0};
+  for (int t = 0; t < pool->num_threads(); ++t) {
+    (void)pool->submit([&] {
+      for (std::uint64_t i = next++; i < n; i = next++) {
+        Measured m = measure_sample(*ctx, 0, i, {});
+        MeasuredRecord& r = out[i];
+        r.sample = i;
+        r.tokens = m.failure ? -1 : m.tokens;
+        r.patches = m.failure ? 0 : m.rows;
+        if (m.failure) r.failure = m.failure->stage + ": " + m.failure->reason;
+      }
+    });
+  }
+  pool->shutdown(exec::ShutdownMode::kDrain);
+  return out;
 }
 
 struct PackSchedule::Window {
@@ -299,6 +324,43 @@ bool PackSchedule::next_stream() {
   return !stream_done_;
 }
 
+// Stream index of the unit at step position g: itself, or for the tail of the last step the
+// units before it, going back (as DistributedSampler pads with repeats).
+std::uint64_t PackSchedule::resolve(std::uint64_t g, std::uint64_t total) {
+  return g < total ? g : total - 1 - (g - total) % total;
+}
+
+StepLoad PackSchedule::step_load(std::uint64_t begin, std::uint64_t total) const {
+  StepLoad l;
+  double sum_tokens = 0, sum_patches = 0;
+  for (std::uint64_t i = begin; i < begin + world_; ++i) {
+    const batch::Unit& u = unit_at(resolve(i, total));
+    l.max_tokens = std::max(l.max_tokens, u.tokens);
+    l.max_patches = std::max(l.max_patches, u.patches);
+    sum_tokens += static_cast<double>(u.tokens);
+    sum_patches += static_cast<double>(u.patches);
+  }
+  l.mean_tokens = sum_tokens / world_;
+  l.mean_patches = sum_patches / world_;
+  return l;
+}
+
+// Failures of the windows planned before the first unit after this step (all of them at the end
+// of the epoch), in window order, plus those carried from an epoch that had no unit left.
+void PackSchedule::attach_failures(UnitInfo& info, std::uint64_t end, bool last) {
+  info.failures = std::move(carried_failures_);
+  info.measured = carried_measured_;
+  carried_failures_.clear();
+  carried_measured_ = 0;
+  for (const std::shared_ptr<Window>& w : stream_) {
+    if (w->attached) continue;
+    if (!last && w->first >= end) break;
+    info.failures.insert(info.failures.end(), w->failures.begin(), w->failures.end());
+    info.measured += w->m.size();
+    w->attached = true;
+  }
+}
+
 PackSchedule::Next PackSchedule::start_step(bool block, std::stop_token stop, Item* out) {
   for (;;) {
     if (stream_done_ && !next_stream()) return Next::kEnd;
@@ -316,42 +378,21 @@ PackSchedule::Next PackSchedule::start_step(bool block, std::stop_token stop, It
       continue;
     }
     const bool last = complete && total <= end;
-    auto resolve = [&](std::uint64_t g) { return g < total ? g : total - 1 - (g - total) % total; };
     auto info = std::make_shared<UnitInfo>();
     info->epoch = epoch_;
     const std::uint64_t g = begin + rank_;
-    const batch::Unit& mine = unit_at(resolve(g));
+    const batch::Unit& mine = unit_at(resolve(g, total));
     info->repeat = g >= total;
     info->tokens = mine.tokens;
     info->patches = mine.patches;
     info->computed = mine.computed;
-    double sum_tokens = 0, sum_patches = 0;
-    for (std::uint64_t i = begin; i < end; ++i) {
-      const batch::Unit& u = unit_at(resolve(i));
-      info->step.max_tokens = std::max(info->step.max_tokens, u.tokens);
-      info->step.max_patches = std::max(info->step.max_patches, u.patches);
-      sum_tokens += static_cast<double>(u.tokens);
-      sum_patches += static_cast<double>(u.patches);
-    }
-    info->step.mean_tokens = sum_tokens / world_;
-    info->step.mean_patches = sum_patches / world_;
+    info->step = step_load(begin, total);
     info->after = last ? LoaderState{.epoch = epoch_ + 1, .plan = options_.plan_id}
                        : state_after(end);
-    // Failures of windows planned before the first unit after this step, in window order.
-    info->failures = std::move(carried_failures_);
-    info->measured = carried_measured_;
-    carried_failures_.clear();
-    carried_measured_ = 0;
-    for (const std::shared_ptr<Window>& w : stream_) {
-      if (w->attached) continue;
-      if (!last && w->first >= end) break;
-      info->failures.insert(info->failures.end(), w->failures.begin(), w->failures.end());
-      info->measured += w->m.size();
-      w->attached = true;
-    }
+    attach_failures(*info, end, last);
     // Keep what later steps may still need: their units and the world - 1 before them (tail
     // repeats reach back that far).
-    const Window& holder = window_of(resolve(g));
+    const Window& holder = window_of(resolve(g, total));
     for (const std::shared_ptr<Window>& w : stream_) {
       if (w.get() == &holder) cur_window_ = w;  // keeps the members' measurements alive
     }

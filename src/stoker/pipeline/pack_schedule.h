@@ -82,6 +82,9 @@ class PackSchedule final : public ItemSource {
   const Window& window_of(std::uint64_t i) const;
   const batch::Unit& unit_at(std::uint64_t i) const;
   LoaderState state_after(std::uint64_t consumed) const;
+  static std::uint64_t resolve(std::uint64_t g, std::uint64_t total);
+  StepLoad step_load(std::uint64_t begin, std::uint64_t total) const;
+  void attach_failures(UnitInfo& info, std::uint64_t end, bool last);
 
   const Context* ctx_ = nullptr;
   PackPlanOptions options_;
