@@ -220,6 +220,23 @@ def test_one_broken_object_is_per_object_while_the_store_answers(tree):
         server.stop()
 
 
+def test_lone_broken_object_is_per_object_after_a_probe(tree):
+    """Nothing else is sent while the object fails (a sample heading an in-order stream): one HEAD
+    probe of the last object the host served decides — answered, so the object is bad."""
+    server = servers.ThreadServer("flaky", root=str(tree))
+    server.httpd.fault, server.httpd.fault_only = (500, "InternalError", 10**6), {"/obj/05.bin"}
+    try:
+        base = f"http://127.0.0.1:{server.port}/"
+        good, bad = base + "obj/02.bin", base + "obj/05.bin"
+        results, _, out = io_tool(["get", "--deadline-ms", "800", "--initial-ms", "10",
+                                   "--max-delay-ms", "100", good, bad])
+        assert results[good]["ok"], out
+        assert results[bad]["code"] == "DataLoss", results[bad]
+        assert "answered other requests" in results[bad]["error"], results[bad]
+    finally:
+        server.stop()
+
+
 def test_every_request_failing_is_an_outage(tree):
     server = servers.ThreadServer("flaky", root=str(tree))
     server.httpd.fault = (503, "SlowDown", 10**6)
@@ -367,7 +384,7 @@ def test_s3_server_gone_gives_clear_error(tmp_path):
                                   env=server.env())
     r = results["s3://bkt/a"]
     assert r["code"] == "Unavailable" and "3 attempts" in r["error"], r
-    assert stats["attempts"] == 3
+    assert stats["attempts"] == 3 + 1  # + the one HEAD probe that found the store down
 
 
 # --- SigV4: libcurl's signature equals botocore's ------------------------------------------

@@ -28,6 +28,7 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
 constexpr std::uint64_t kPrefaultChunk = std::uint64_t{8} << 20;  // per madvise call
+constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 
 }  // namespace
 
@@ -59,7 +60,9 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
   STOKER_RETURN_IF_ERROR(options.validate());
   const std::uint64_t capacity = round_up(options.bytes);
   int fd = -1;
-  void* base = MAP_FAILED;
+  void* map = MAP_FAILED;
+  std::uint64_t map_bytes = capacity;
+  std::uint8_t* base = nullptr;
   if (options.shared) {
     fd = memfd_create(options.name.c_str(), MFD_CLOEXEC);
     if (fd < 0) return internal_error(errno_text("arena: memfd_create"));
@@ -68,27 +71,41 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
       close(fd);
       return e;
     }
-    base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    map = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    base = static_cast<std::uint8_t*>(map);
   } else {
-    base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // 2 MiB more, so the arena can start on a huge-page boundary.
+    if (options.huge_pages) map_bytes += kHugePage;
+    map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map != MAP_FAILED) {
+      const auto addr = reinterpret_cast<std::uintptr_t>(map);
+      base = reinterpret_cast<std::uint8_t*>(options.huge_pages ? (addr + kHugePage - 1) & ~(kHugePage - 1)
+                                                                : addr);
+    }
   }
-  if (base == MAP_FAILED) {
+  if (map == MAP_FAILED) {
     Error e = internal_error(errno_text("arena: mmap"));
     if (fd >= 0) close(fd);
     return e;
   }
-  return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(base), capacity, fd,
-                                         options.prefault_ahead, options.warm_bytes));
+  if (options.huge_pages) (void)madvise(base, capacity, MADV_HUGEPAGE);  // advice: may be refused
+  return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(map), map_bytes, base,
+                                          capacity, fd, options.prefault_ahead,
+                                          options.warm_bytes));
 }
 
-Arena::Arena(std::uint8_t* base, std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
+Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
+             std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
              std::uint64_t warm_bytes)
-    : state_(std::make_unique<State>()), base_(base), capacity_(capacity), fd_(fd) {
+    : state_(std::make_unique<State>()), map_(map), map_bytes_(map_bytes), base_(base),
+      capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
   state_->prefault_ahead = prefault_ahead;
-  // The warm pool, populated here (before 5.14 the kernel refuses: first writers touch pages).
+  // The warm pool: fresh pages hold zeros, so writing zeros changes nothing but makes them
+  // resident and writable without a fault (see ArenaOptions::warm_bytes).
   const std::uint64_t warm = std::min<std::uint64_t>(round_up(warm_bytes), capacity);
-  if (warm > 0 && madvise(base_, warm, MADV_POPULATE_WRITE) == 0) state_->populated = warm;
+  std::memset(base_, 0, warm);
+  state_->populated = warm;
   if (prefault_ahead > 0) {
     state_->prefaulter = std::jthread([this](std::stop_token stop) { prefault_loop(stop); });
     pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");
@@ -123,7 +140,7 @@ Arena::~Arena() {
     state_->prefaulter.request_stop();  // wakes the wait; a chunk in progress finishes first
     state_->prefaulter.join();
   }
-  munmap(base_, capacity_);
+  munmap(map_, map_bytes_);
   if (fd_ >= 0) close(fd_);
 }
 

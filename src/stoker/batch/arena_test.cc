@@ -1,5 +1,7 @@
 #include "stoker/batch/arena.h"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -164,6 +166,19 @@ TEST(ArenaPrefaultTest, WarmPoolIsResidentWhenCreateReturns) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->offset, 0u);
   (*a)->release(*c);
+}
+
+// An in-process arena asks for huge pages on a 2 MiB boundary; a shared one keeps its memfd.
+TEST(ArenaPrefaultTest, InProcessArenaIsHugePageAligned) {
+  auto a = Arena::create({.bytes = 8 << 20, .shared = false, .name = "huge"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>((*a)->base()) % (2u << 20), 0u);
+  EXPECT_EQ((*a)->fd(), -1);
+  std::memset((*a)->base(), 7, (*a)->capacity());  // the whole capacity is usable
+  auto b = (*a)->allocate((*a)->capacity());
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*a)->base()[b->offset + b->size - 1], 7);
+  (*a)->release(*b);
 }
 
 TEST(ArenaPrefaultTest, OffByDefault) {

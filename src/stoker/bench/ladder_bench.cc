@@ -79,6 +79,7 @@ pipeline::LoaderConfig loader_config(const LadderOptions& o, const std::string& 
   c.threads = o.threads;
   c.prefetch = o.prefetch;
   c.arena.bytes = o.arena_bytes;  // virtual; only touched pages count
+  c.arena.shared = true;  // the zero-copy mode's consumer maps it (the same arena in every mode)
   c.worker_sched = o.worker_sched;
   return c;
 }

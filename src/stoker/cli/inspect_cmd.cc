@@ -187,9 +187,9 @@ class Inspector {
     };
     Result<std::string> uri = scope.resolve(ref);
     if (!uri.ok()) return fail(uri.error());
-    pipeline::FetchedMedia media;
-    if (Status st = sources_.fetcher->fetch(*uri, budget_, {}, &media); !st.ok()) return fail(st.error());
-    const std::vector<std::uint8_t>* bytes = &media.bytes;
+    Result<std::vector<std::uint8_t>> media = sources_.fetcher->fetch(*uri);
+    if (!media.ok()) return fail(media.error());
+    const std::vector<std::uint8_t>* bytes = &*media;
     row.bytes = static_cast<std::int64_t>(bytes->size());
     auto header = image::probe_image(*bytes);
     if (!header.ok()) return fail(header.error());
@@ -270,7 +270,6 @@ class Inspector {
   const model::ModelConfig& model_;
   image::ImageProcessor proc_;
   const pipeline::Context& sources_;
-  pipeline::ByteBudget budget_{std::int64_t{1} << 40};  // one image at a time: no real limit
   bool json_;
   image::RgbImage decoded_, resized_, stored_;
   std::vector<float> pixels_;

@@ -21,6 +21,9 @@ static_assert(sizeof(PackedRecord) == 16, "the cache payload is an array of 16-b
 
 // ---- small helpers -------------------------------------------------------------------------
 
+// The stored length of a record of 4 GiB or more (see Scanner::emit).
+constexpr std::uint32_t kTooLong = std::numeric_limits<std::uint32_t>::max();
+
 std::string errno_text(int err) { return std::strerror(err); }
 
 Error errno_error(int err, const std::string& what) {
@@ -145,10 +148,10 @@ class Scanner {
   Status emit(std::uint64_t start, std::uint64_t end, bool ends_cr, bool nonblank) {
     const std::uint64_t line = line_++;
     if (!nonblank) return ok_status();
-    const std::uint64_t length = end - start - (ends_cr ? 1 : 0);
-    if (length > std::numeric_limits<std::uint32_t>::max()) {
-      return invalid_argument(path_ + ":" + std::to_string(line) + ": record longer than 4 GiB");
-    }
+    // A record of 4 GiB or more keeps the length kTooLong (it cannot be read: read_record
+    // fails it alone, past any record cap), so one monstrous line never refuses the manifest.
+    const std::uint64_t length =
+        std::min<std::uint64_t>(end - start - (ends_cr ? 1 : 0), kTooLong);
     if (line > std::numeric_limits<std::uint32_t>::max()) {
       return invalid_argument(path_ + ": more than 2^32 lines; split the manifest");
     }
@@ -470,10 +473,12 @@ Status ManifestIndex::read_record(std::uint64_t id, std::string& out) const {
                             std::to_string(total_records_) + ")");
   }
   const RecordLocation loc = location(id);
-  if (loc.length > max_record_bytes_) {
+  if (loc.length > max_record_bytes_ || loc.length == kTooLong) {
     out.clear();
-    return resource_exhausted(describe(id) + ": the record is " + std::to_string(loc.length) +
-                              " bytes, over the " + std::to_string(max_record_bytes_) +
+    const std::string size = loc.length == kTooLong ? "at least 4 GiB"
+                                                     : std::to_string(loc.length) + " bytes";
+    return resource_exhausted(describe(id) + ": the record is " + size + ", over the " +
+                              std::to_string(max_record_bytes_) +
                               "-byte record cap (--max-record-bytes)");
   }
   out.resize(loc.length);

@@ -18,6 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The HEAD that tells an outage from a broken object when nothing else says (one attempt).
+constexpr std::chrono::seconds kProbeTimeout{5};
+
 // Transient transport failures: the next attempt may well succeed.
 bool retryable_curl_error(CURLcode code) {
   switch (code) {
@@ -106,6 +109,9 @@ struct HttpClient::Impl {
   // it — which tells a broken object from an outage when that request's retries are spent
   // (a request merely answered after it, but sent before an outage began, proves nothing).
   Clock::time_point last_answered_start{};
+  // Per host (scheme://authority): the last request answered with a 2xx, replayed as a HEAD probe
+  // when a request's window is spent with no other evidence (see give_up_or_probe).
+  std::map<std::string, HttpRequest> last_ok_by_host;
 
   std::atomic<std::int64_t> attempts{0}, retries{0}, succeeded{0}, failed{0}, bytes_received{0},
       peak_in_flight{0}, connections{0};
@@ -280,7 +286,10 @@ struct HttpClient::Impl {
       if (code == CURLE_OUT_OF_MEMORY) return unavailable(msg);
       return *retry ? unavailable(msg) : invalid_argument(msg);  // e.g. a malformed URL, bad TLS
     }
-    if (status >= 200 && status < 300) return std::move(op.resp);
+    if (status >= 200 && status < 300) {
+      if (!op.req.probe) last_ok_by_host.insert_or_assign(host_of(op.req.url), op.req);
+      return std::move(op.resp);
+    }
     std::string body(op.resp.body.begin(), op.resp.body.end());
     auto [xml_code, xml_message] = parse_xml_error(body);
     std::string msg = what + ": HTTP " + std::to_string(status);
@@ -300,14 +309,57 @@ struct HttpClient::Impl {
 
   // The retries are spent. If other requests got answers meanwhile, the store works and this
   // object is broken: a per-object error. Otherwise the store is down: an outage.
-  Error give_up(const Op& op, Error last, bool deadline_passed = false) {
+  static std::string host_of(const std::string& url) {
+    const std::size_t scheme = url.find("://");
+    const std::size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+    return url.substr(0, url.find_first_of("/?#", start));
+  }
+
+  // The retries of `op` are spent. With evidence that the store answered requests sent after
+  // `op` first failed: a per-object error now. Without (the failing sample is at the head of an
+  // in-order stream, so nothing newer was sent): one HEAD probe — of the last request this host
+  // answered, else of this object — decides: answered (< 500) → the object is bad; not → outage.
+  void give_up_or_probe(OpPtr op, Error last, bool deadline_passed) {
+    const bool evidence = op->first_failure && last_answered_start > *op->first_failure;
+    if (evidence || op->req.probe) return finish(std::move(op), give_up(*op, last, deadline_passed, evidence));
+    HttpRequest probe;
+    auto it = last_ok_by_host.find(host_of(op->req.url));
+    probe = it != last_ok_by_host.end() ? it->second : op->req;
+    probe.method = "HEAD";
+    probe.body.clear();
+    probe.expected_bytes = 0;
+    probe.max_body_bytes = -1;
+    probe.probe = true;
+    std::erase_if(probe.headers, [](const std::string& h) {
+      return h.rfind("Range:", 0) == 0 || h.rfind("If-Match:", 0) == 0;
+    });
+    auto held = std::make_shared<OpPtr>(std::move(op));
+    auto shared_last = std::make_shared<Error>(std::move(last));
+    Callback decide = [this, held, shared_last, deadline_passed](Result<HttpResponse> r) {
+      Op& o = **held;
+      if (!r.ok() && r.error().code() == ErrorCode::kCancelled) {
+        return finish(std::move(*held), r.error());
+      }
+      const bool answered = r.ok() || (r.error().code() != ErrorCode::kUnavailable &&
+                                       r.error().code() != ErrorCode::kDeadlineExceeded);
+      Error e = give_up(o, *shared_last, deadline_passed, answered);
+      finish(std::move(*held), std::move(e));
+    };
+    exec::BackoffOptions once = options.backoff;
+    once.max_attempts = 1;
+    const auto now = Clock::now();
+    pending.push_front(std::make_unique<Op>(std::move(probe), std::move(decide), now,
+                                            now + kProbeTimeout, once));
+  }
+
+  Error give_up(const Op& op, Error last, bool deadline_passed, bool store_answers) {
     const int tries = op.backoff.attempts_made();
     const double secs = std::chrono::duration<double>(Clock::now() - op.submitted).count();
     char span[32];
     std::snprintf(span, sizeof span, "%.1f", secs);
     const std::string gave_up = "gave up after " + std::to_string(tries) + " attempts over " +
                                 span + " s";
-    if (op.first_failure && last_answered_start > *op.first_failure) {
+    if (store_answers) {
       const bool unknown_host = last.message().find("resolve host") != std::string::npos;
       std::string msg = gave_up + " while the store answered other requests (so this object, " +
                         "not the store, is failing); last: " + last.to_string();
@@ -340,8 +392,7 @@ struct HttpClient::Impl {
       if (op->cut_by_deadline && last.code() == ErrorCode::kDeadlineExceeded && op->last_error) {
         last = *op->last_error;
       }
-      Error e = give_up(*op, std::move(last));
-      return finish(std::move(op), std::move(e));
+      return give_up_or_probe(std::move(op), std::move(last), false);
     }
     retries.fetch_add(1);
     op->last_error = std::move(result).error();
@@ -359,11 +410,13 @@ struct HttpClient::Impl {
       if (op.deadline <= now) {
         OpPtr dead = std::move(pending.front());
         pending.pop_front();
-        Error e = dead->last_error
-                      ? give_up(*dead, *dead->last_error, /*deadline_passed=*/true)
-                      : deadline_exceeded(dead->req.method + " " + dead->req.display +
-                                          ": deadline passed while queued for admission");
-        finish(std::move(dead), std::move(e));
+        if (dead->last_error) {
+          Error last = *dead->last_error;
+          give_up_or_probe(std::move(dead), std::move(last), /*deadline_passed=*/true);
+        } else {
+          finish(std::move(dead), deadline_exceeded(dead->req.method + " " + dead->req.display +
+                                                    ": deadline passed while queued for admission"));
+        }
         continue;
       }
       std::int64_t want = op.req.expected_bytes >= 0 ? op.req.expected_bytes

@@ -10,8 +10,9 @@
 // request SENT after this one first failed got an answer (a status below 500): if so the network
 // and the store worked all along and this object is broken — DataLoss (NotFound for an unknown
 // host), a per-sample error; if not, the store is down — Unavailable / DeadlineExceeded, which
-// callers treat as an outage (resumable; conservative when nothing else was asked meanwhile:
-// stopping loses nothing, skipping could).
+// callers treat as an outage (resumable). When nothing else was sent meanwhile (the failing
+// sample heads an in-order stream), one HEAD probe — of the last request that host answered, else
+// of the object itself — decides: answered (< 500) → the object is bad; not → the store is down.
 // A body that keeps breaking off after the headers (`max_broken_responses` times) is DataLoss at
 // once: the server answers, the object is bad.
 // One event-driven I/O thread runs a libcurl multi handle (curl_multi_poll, woken by
@@ -44,6 +45,7 @@ struct HttpRequest {
   std::int64_t expected_bytes = -1;  // response size if known (ranged GET), for admission
   std::int64_t max_body_bytes = -1;  // a larger response (Content-Length or bytes) fails; -1: none
   std::string display;               // how errors name it, e.g. "s3://bucket/key"
+  bool probe = false;                // internal: the client's own outage probe (never probed)
 };
 
 struct HttpResponse {

@@ -217,6 +217,22 @@ TEST(HttpClientTest, RefusedConnectionsRetryABoundedNumberOfTimes) {
   EXPECT_EQ(shared->stats().retries, 3);
 }
 
+// s3://bkt/../other/k would be bucket "other" once the path-style URL is normalised: refused
+// before any request (the closed port would otherwise give Unavailable).
+TEST(S3StoreTest, KeysWithDotSegmentsAreRefusedUnsent) {
+  auto client = HttpClient::create({}).value();
+  AwsConfig aws;
+  aws.endpoint = "http://127.0.0.1:" + std::to_string(unused_loopback_port());
+  aws.path_style = true;
+  auto store = make_s3_store(std::shared_ptr<HttpClient>(std::move(client)), aws);
+  for (const char* uri : {"s3://bkt/../other/x.png", "s3://bkt/a/./x.png", "s3://bkt/a/.."}) {
+    auto r = read_sync(*store, uri);
+    ASSERT_FALSE(r.ok()) << uri;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << r.error().to_string();
+  }
+  EXPECT_EQ(store->stats().attempts, 0);
+}
+
 TEST(HttpClientTest, SilentServerTimesOutEachAttempt) {
   // Listens (the kernel completes the handshake) but never answers: each attempt times out.
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

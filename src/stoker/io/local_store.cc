@@ -160,8 +160,10 @@ class LocalStore final : public ObjectStore {
     // local attacker — documented in the io README.)
     char real[PATH_MAX];
     if (::realpath(abs.c_str(), real) == nullptr) return errno_error(errno, "open " + path);
+    // Any of the store's roots: a symlink in the dataset folder into another allowed folder is
+    // fine; one into a folder nobody allowed is not.
     std::string ignored;
-    if (find_root({root.where}, real, &ignored) == nullptr) return errno_error(EXDEV, "open " + path);
+    if (find_root(views_, real, &ignored) == nullptr) return errno_error(EXDEV, "open " + path);
     Fd plain(::open(real, flags | O_CLOEXEC | O_NOFOLLOW));
     if (plain.get() < 0) return errno_error(errno, "open " + path);
     return plain;

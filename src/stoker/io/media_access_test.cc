@@ -126,6 +126,16 @@ TEST_F(Sandbox, SymlinksAndDotDotCannotLeaveTheRoot) {
   EXPECT_EQ(read_sync(*open, set() + "/img/escape.jpg").value().size(), 7u);
 }
 
+// A symlink in the dataset folder into another allowed folder (a media root) is followed; the
+// store holds both roots, as the engine builds it.
+TEST_F(Sandbox, SymlinkIntoAnotherMediaRootIsAllowed) {
+  fs::create_symlink(root_ / "outside" / "b.jpg", root_ / "set" / "img" / "shared.jpg");
+  auto both = make_local_store({.restricted = true,
+                                .roots = {set(), (root_ / "outside").string()}}).value();
+  EXPECT_EQ(read_sync(*both, set() + "/img/shared.jpg").value().size(), 7u);
+  EXPECT_EQ(code_of(*restricted(), set() + "/img/shared.jpg"), ErrorCode::kPermissionDenied);
+}
+
 TEST_F(Sandbox, SpecialFilesFailAtOnceAsNotRegular) {
   ASSERT_EQ(::mkfifo((set() + "/fifo.jpg").c_str(), 0644), 0);
   int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);

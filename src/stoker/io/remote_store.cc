@@ -17,6 +17,18 @@ exec::Future<T> failed(Error e) {
   return std::move(future);
 }
 
+bool has_dot_segment(std::string_view key) {
+  std::size_t i = 0;
+  while (i <= key.size()) {
+    std::size_t j = key.find('/', i);
+    if (j == std::string_view::npos) j = key.size();
+    const std::string_view seg = key.substr(i, j - i);
+    if (seg == "." || seg == "..") return true;
+    i = j + 1;
+  }
+  return false;
+}
+
 // Manifests hold URLs as people write them ("a b.jpg", UTF-8 names): percent-encode what may not
 // appear in a URL, and leave everything else (reserved characters, existing %XX) as written.
 std::string encode_lenient_url(const std::string& url) {
@@ -170,6 +182,11 @@ class S3Store final : public RemoteStore {
     STOKER_ASSIGN_OR_RETURN(Uri u, parse_uri(uri));
     if (u.scheme != Scheme::kS3) return unimplemented("not an s3 URI: " + uri);
     if (u.path.empty()) return invalid_argument("s3 URI without a key: " + uri);
+    // "." / ".." segments would be folded by URL normalisation (libcurl's, a proxy's) in the
+    // path-style URL — /bkt/../other/k is bucket "other": refused, never sent.
+    if (has_dot_segment(u.path)) {
+      return invalid_argument("s3 key with a '.' or '..' segment cannot be addressed safely: " + uri);
+    }
     HttpRequest req;
     req.method = method;
     req.display = uri;

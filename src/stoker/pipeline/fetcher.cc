@@ -74,6 +74,14 @@ std::int64_t ByteBudget::peak() const {
   return peak_;
 }
 
+Result<SampleLease> SampleLease::acquire(ByteBudget& budget, std::size_t images,
+                                         std::stop_token stop) {
+  SampleLease s;
+  STOKER_ASSIGN_OR_RETURN(s.lease_,
+                          budget.acquire(static_cast<std::int64_t>(images) * kMediaSizeEstimate, stop));
+  return s;
+}
+
 Fetcher::~Fetcher() = default;
 
 void Fetcher::fetch_async(const std::string& uri,

@@ -32,6 +32,7 @@ class ByteBudget {
     Lease& operator=(Lease&& o) noexcept;
     ~Lease() { reset(); }
     void reset();
+    std::int64_t bytes() const { return bytes_; }
     // Re-charges the lease to `bytes` without waiting (an async fetch charged an estimate before
     // the object's size was known; the budget may overshoot by the difference, briefly).
     void resize(std::int64_t bytes);
@@ -60,16 +61,29 @@ class ByteBudget {
   std::int64_t wait_ns_ = 0;
 };
 
-struct FetchedMedia {
-  std::vector<std::uint8_t> bytes;
-  ByteBudget::Lease lease;
+// What a media read is charged before its size is known; corrected when the bytes arrive. A
+// sample takes ONE lease for all its images (n × this), so a sample with more images than the
+// budget holds is granted alone instead of waiting on its own leases.
+constexpr std::int64_t kMediaSizeEstimate = std::int64_t{1} << 20;
+
+// The bytes of a sample's media in flight: one lease, estimates replaced by sizes as they come.
+class SampleLease {
+ public:
+  SampleLease() = default;
+  static Result<SampleLease> acquire(ByteBudget& budget, std::size_t images, std::stop_token stop);
+  // One image arrived with `bytes` (its estimate is replaced by its size; never waits).
+  void arrived(std::int64_t bytes) { lease_.resize(lease_.bytes() - kMediaSizeEstimate + bytes); }
+  void reset() { lease_.reset(); }
+
+ private:
+  ByteBudget::Lease lease_;
 };
 
+// One whole object, read with the caller's byte budget already taken (SampleLease).
 class Fetcher {
  public:
   virtual ~Fetcher();
-  virtual Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
-                       FetchedMedia* out) const = 0;
+  virtual Result<std::vector<std::uint8_t>> fetch(const std::string& uri) const = 0;
   // Remote fetchers also read without blocking: `done` runs once, on an I/O thread (keep it
   // short). The engine then keeps many requests in flight instead of one per pool thread.
   virtual bool asynchronous() const { return false; }

@@ -108,11 +108,16 @@ struct LoaderConfig {
   // producer); the caller's thread is never changed. Batch: a waking loader thread does not
   // preempt the trainer's thread, so next() is not left waiting for a core (exec/sched.h).
   exec::SchedClass worker_sched = exec::SchedClass::kBatch;
-  // Batch memory. The engine keeps 256 MB (or the largest batch) past the highest block
-  // resident ahead of need, populated on spare CPU (batch/arena.h): a producer that meets fresh
-  // pages mid-batch stalls for ~0.7 ms per MB here.
-  batch::ArenaOptions arena = {.prefault_ahead = std::size_t{256} << 20,
-                               .warm_bytes = std::size_t{256} << 20};
+  // Batch memory (batch/arena.h): its size is the loader's memory budget for batches. In-process
+  // by default: anonymous memory with transparent huge pages (first touches ~7x cheaper than
+  // 4 KiB pages on this project's VMs); `shared` (a memfd) when another process maps the batches
+  // — `stoker serve`, the zero-copy bench mode. The warm pool: the arena (up to 1 GiB) is written
+  // at create, on the caller's thread (~0.1-0.3 s per GiB with huge pages here), so the first
+  // epoch's batches meet no fresh page — the arena is resident from the start; beyond 1 GiB a
+  // spare-CPU thread keeps 256 MB (or the largest batch) past the highest block resident.
+  batch::ArenaOptions arena = {.shared = false,
+                               .prefault_ahead = std::size_t{256} << 20,
+                               .warm_bytes = std::size_t{1} << 30};
   ErrorPolicy errors;
   PackingOptions packing;
   // Over max_length: keep the longest prefix of whole turns that ends with an assistant turn

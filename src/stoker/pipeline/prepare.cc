@@ -90,17 +90,26 @@ SampleFailure decode_failure(const Context& ctx, const Item& item, std::size_t i
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop) {
   std::vector<std::string> uris;
   Fetched out = read_stage(ctx, item, &uris);
-  if (out.failure) return out;
+  if (out.failure || uris.empty()) return out;
   StageTimer timer(ctx, kFetch);
+  Result<SampleLease> lease = SampleLease::acquire(*ctx.budget, uris.size(), stop);
+  if (!lease.ok()) {
+    out.failure = fetch_failure(ctx, item, 0, lease.error());
+    return out;
+  }
+  out.lease = std::move(lease).value();
   out.media.resize(uris.size());
   for (std::size_t i = 0; i < uris.size(); ++i) {
     if (ctx.io_delay_hook) ctx.io_delay_hook(item.sample, static_cast<int>(i));
-    Status st = ctx.fetcher->fetch(uris[i], *ctx.budget, stop, &out.media[i]);
-    if (!st.ok()) {
+    Result<std::vector<std::uint8_t>> bytes = ctx.fetcher->fetch(uris[i]);
+    if (!bytes.ok()) {
       out.media.clear();
-      out.failure = fetch_failure(ctx, item, i, st.error());
+      out.lease.reset();
+      out.failure = fetch_failure(ctx, item, i, bytes.error());
       return out;
     }
+    out.lease.arrived(static_cast<std::int64_t>(bytes->size()));
+    out.media[i] = std::move(bytes).value();
   }
   return out;
 }
@@ -122,7 +131,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   std::vector<text::VisionGrid> grids;
   out.plans.reserve(in.media.size());
   for (std::size_t i = 0; i < in.media.size(); ++i) {
-    Result<image::ImagePlan> plan = proc.plan(in.media[i].bytes);
+    Result<image::ImagePlan> plan = proc.plan(in.media[i]);
     if (!plan.ok()) {
       out.failure = failure(ctx, in.item, "decode",
                             Error(plan.error()).with_context("image " + std::to_string(i)));
@@ -153,13 +162,12 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   const std::size_t kept = static_cast<std::size_t>(out.tokens.num_images);
   out.plans.resize(kept);
   out.encoded.reserve(kept);
-  for (std::size_t i = 0; i < in.media.size(); ++i) {
-    if (i < kept) {
-      out.encoded.push_back(std::move(in.media[i].bytes));
-      out.pixel_rows += out.plans[i].rows();
-    }
-    in.media[i] = FetchedMedia();
+  for (std::size_t i = 0; i < kept; ++i) {
+    out.encoded.push_back(std::move(in.media[i]));
+    out.pixel_rows += out.plans[i].rows();
   }
+  in.media.clear();
+  in.lease.reset();
   return out;
 }
 

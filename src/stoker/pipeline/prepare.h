@@ -93,7 +93,8 @@ struct Fetched {
   Item item;
   std::optional<SampleFailure> failure;
   dataset::Conversation conversation;
-  std::vector<FetchedMedia> media;  // one per image part, in order
+  std::vector<std::vector<std::uint8_t>> media;  // one per image part, in order
+  SampleLease lease;  // the fetch budget their bytes take until prepare
 };
 
 struct Prepared {

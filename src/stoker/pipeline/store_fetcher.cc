@@ -14,22 +14,14 @@
 namespace stoker::pipeline {
 namespace {
 
-// Charged per media read before its size is known; corrected when the bytes arrive.
-constexpr std::int64_t kSizeEstimate = std::int64_t{1} << 20;
-
 class StoreFetcher final : public Fetcher {
  public:
   StoreFetcher(std::shared_ptr<io::ObjectStore> store, std::int64_t max_object_bytes,
                bool blocking)
       : store_(std::move(store)), max_object_bytes_(max_object_bytes), blocking_(blocking) {}
 
-  Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
-               FetchedMedia* out) const override {
-    STOKER_ASSIGN_OR_RETURN(out->lease, budget.acquire(kSizeEstimate, stop));
-    STOKER_ASSIGN_OR_RETURN(out->bytes,
-                            io::read_sync(*store_, uri, {.max_bytes = max_object_bytes_}));
-    out->lease.resize(static_cast<std::int64_t>(out->bytes.size()));
-    return ok_status();
+  Result<std::vector<std::uint8_t>> fetch(const std::string& uri) const override {
+    return io::read_sync(*store_, uri, {.max_bytes = max_object_bytes_});
   }
 
   bool asynchronous() const override { return !blocking_; }
@@ -215,16 +207,14 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
   p->left = uris.size();
   fetched.media.resize(uris.size());
   // Budget first, on this (I/O pool) thread: backpressure waits here, never on the I/O thread.
-  for (FetchedMedia& m : fetched.media) {
-    Result<ByteBudget::Lease> lease = ctx.budget->acquire(kSizeEstimate, stop);
-    if (!lease.ok()) {
-      fetched.media.clear();
-      fetched.failure = fetch_failure(ctx, item, 0, lease.error());
-      p->done(std::move(fetched));
-      return;
-    }
-    m.lease = std::move(lease).value();
+  Result<SampleLease> lease = SampleLease::acquire(*ctx.budget, uris.size(), stop);
+  if (!lease.ok()) {
+    fetched.media.clear();
+    fetched.failure = fetch_failure(ctx, item, 0, lease.error());
+    p->done(std::move(fetched));
+    return;
   }
+  fetched.lease = std::move(lease).value();
   p->fetched = std::move(fetched);
   ctx.counters.add(kFetch, 0);  // fetch latency is not CPU time: count the sample only
   for (std::size_t i = 0; i < uris.size(); ++i) {
@@ -233,16 +223,16 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
       {
         std::lock_guard lock(p->mu);
         if (r.ok()) {
-          FetchedMedia& m = p->fetched.media[i];
-          m.lease.resize(static_cast<std::int64_t>(r->size()));
-          m.bytes = std::move(r).value();
+          p->fetched.lease.arrived(static_cast<std::int64_t>(r->size()));
+          p->fetched.media[i] = std::move(r).value();
         } else if (!p->error || i < p->error->first) {
           p->error.emplace(i, r.error());
         }
         if (--p->left > 0) return;
       }
       if (p->error) {
-        p->fetched.media.clear();  // returns the budget now
+        p->fetched.media.clear();
+        p->fetched.lease.reset();  // returns the budget now
         p->fetched.failure =
             fetch_failure(*p->ctx, p->fetched.item, p->error->first, p->error->second);
       }

@@ -65,7 +65,6 @@ inline LoaderConfig small_config(const std::string& data) {
   c.io_threads = 2;
   c.prefetch = 2;
   c.arena.bytes = std::size_t{256} << 20;
-  c.arena.shared = true;
   c.errors.max_error_rate = 1.0;
   return c;
 }
