@@ -379,11 +379,10 @@ TEST(PackTest, FailuresAreReportedOnceEachAndMeasuredOnesByEveryRank) {
 class FlakyFetcher final : public Fetcher {
  public:
   explicit FlakyFetcher(std::unique_ptr<Fetcher> real) : real_(std::move(real)) {}
-  Status fetch(const std::string& uri, ByteBudget& budget, std::stop_token stop,
-               FetchedMedia* out) const override {
+  Result<std::vector<std::uint8_t>> fetch(const std::string& uri) const override {
     if (down) return unavailable("test: the store is down");
     ++fetched;
-    return real_->fetch(uri, budget, stop, out);
+    return real_->fetch(uri);
   }
   mutable std::atomic<int> fetched{0};
   std::atomic<bool> down{false};
