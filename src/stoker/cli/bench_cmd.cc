@@ -15,6 +15,7 @@ int run_bench_ladder(int argc, char** argv);
 int run_bench_torch(int argc, char** argv);
 int run_bench_s3(int argc, char** argv);
 int run_bench_loader(int argc, char** argv);
+int run_bench_packing(int argc, char** argv);
 
 int run_bench(int argc, char** argv) {
   struct Entry {
@@ -35,6 +36,8 @@ int run_bench(int argc, char** argv) {
        "ThreadPoolExecutor", run_bench_s3},
       {"loader", "CPU per image: pipeline::Loader (no trainer) vs ImageProcessor::process() "
        "alone; the limiter", run_bench_loader},
+      {"packing", "padded vs token-budget batches vs packing at L = 4096/8192/16384: efficiency, "
+       "rows per epoch, DP balance", run_bench_packing},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)

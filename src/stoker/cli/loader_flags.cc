@@ -31,6 +31,50 @@ std::vector<std::string> split_paths(const std::vector<std::string>& positional)
 
 }  // namespace
 
+const char kPackingFlagsHelp[] = R"(
+packing and token budgets (a global plan every rank computes alike; pipeline/README.md):
+  --packing            pack whole samples into rows of at most --max-tokens tokens (best-fit
+                       decreasing within a window), one row per batch, no padding
+  --token-budget       padded batches whose size is chosen per step: size x longest <= --max-tokens
+  --max-tokens N       tokens per pack row / batch (default: --max-length)
+  --pack-format F      hf (default: varlen kwargs for transformers) | megatron (THD, shifted labels)
+  --pack-window W      samples planned together (default 1000)
+  --pack-align A       megatron: each sub-sequence padded to a multiple of A (default 1; e.g. 2*CP)
+  --position-rows R    hf: 4 (text row + mRoPE, default) or 3 (mRoPE only, older transformers)
+  --truncate           cut samples over --max-length at whole turns instead of dropping them
+)";
+
+Result<pipeline::PackingOptions> packing_from_flags(const Args& args) {
+  constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
+  pipeline::PackingOptions p;
+  if (args.has("packing") && args.has("token-budget")) {
+    return invalid_argument("--packing and --token-budget exclude each other");
+  }
+  if (args.has("packing")) p.batching = pipeline::Batching::kPack;
+  if (args.has("token-budget")) p.batching = pipeline::Batching::kTokenBudget;
+  const bool on = p.batching != pipeline::Batching::kFixed;
+  for (const char* f : {"max-tokens", "pack-format", "pack-window", "pack-align", "position-rows"}) {
+    if (!on && args.has(f)) {
+      return invalid_argument(std::string("--") + f + " needs --packing or --token-budget");
+    }
+  }
+  STOKER_ASSIGN_OR_RETURN(p.max_tokens, args.get_int<std::int64_t>("max-tokens", 0, 1, kI32Max));
+  STOKER_ASSIGN_OR_RETURN(p.window, args.get_int<int>("pack-window", 1000, 1, 1 << 24));
+  STOKER_ASSIGN_OR_RETURN(p.align, args.get_int<std::int64_t>("pack-align", 1, 1, 1 << 20));
+  STOKER_ASSIGN_OR_RETURN(p.position_rows, args.get_int<int>("position-rows", 4, 3, 4));
+  const std::string format = args.get("pack-format", "hf");
+  if (format == "hf") p.format = batch::PackFormat::kHF;
+  else if (format == "megatron") p.format = batch::PackFormat::kMegatron;
+  else return invalid_argument("--pack-format hf|megatron, not '" + format + "'");
+  if (p.batching == pipeline::Batching::kTokenBudget && args.has("pack-format")) {
+    return invalid_argument("--pack-format is for --packing (token budgets give padded batches)");
+  }
+  if (p.format != batch::PackFormat::kMegatron && args.has("pack-align")) {
+    return invalid_argument("--pack-align is for --pack-format megatron");
+  }
+  return p;
+}
+
 const char kMediaFlagsHelp[] = R"(
 media and I/O limits (what a manifest's records may read, and how much):
   --media-root DIR     a local manifest may also read media under DIR (repeatable; default: only
@@ -95,7 +139,9 @@ void MediaFlags::apply_to(pipeline::LoaderConfig& c) const {
 
 std::set<std::string> loader_value_flags() {
   std::set<std::string> v = {"model",    "tokenizer", "batch-size", "max-length", "io-threads",
-                             "prefetch", "seed",      "epochs",     "arena-mb",   "worker-sched"};
+                             "prefetch", "seed",      "epochs",     "arena-mb",   "worker-sched",
+                             "max-tokens", "pack-format", "pack-window", "pack-align",
+                             "position-rows"};
   v.merge(media_value_flags());
   return v;
 }
@@ -103,7 +149,7 @@ std::set<std::string> loader_value_flags() {
 std::set<std::string> loader_repeat_flags() { return media_repeat_flags(); }
 
 std::set<std::string> loader_switch_flags() {
-  std::set<std::string> s = {"bf16"};
+  std::set<std::string> s = {"bf16", "packing", "token-budget", "truncate"};
   s.merge(media_switch_flags());
   return s;
 }
@@ -133,6 +179,8 @@ Result<pipeline::LoaderConfig> loader_config_from_flags(const Args& args,
   auto sched = exec::parse_sched_class(args.get("worker-sched", "batch"));
   if (!sched.ok()) return std::move(sched).error().with_context("--worker-sched");
   c.worker_sched = *sched;
+  STOKER_ASSIGN_OR_RETURN(c.packing, packing_from_flags(args));
+  c.truncate = args.has("truncate");
   STOKER_ASSIGN_OR_RETURN(MediaFlags media, media_flags_from(args));
   media.apply_to(c);
   // Last: the tokenizer lookup reads files, and a bad flag should be reported first.

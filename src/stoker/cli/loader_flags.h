@@ -45,6 +45,11 @@ extern const char kMediaFlagsHelp[];
 // warning line to stderr (the user widened what a manifest may read: say so every run).
 Result<MediaFlags> media_flags_from(const Args& args);
 
+// --packing | --token-budget, --max-tokens, --pack-format, --pack-window, --pack-align,
+// --position-rows (read by loader_config_from_flags; the packing options need one of the two).
+Result<pipeline::PackingOptions> packing_from_flags(const Args& args);
+extern const char kPackingFlagsHelp[];
+
 struct LoaderFlagDefaults {
   int io_threads = 4;
   std::int64_t arena_mb = 1024;

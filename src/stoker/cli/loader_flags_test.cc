@@ -128,5 +128,35 @@ TEST(LoaderFlagsTest, EveryMediaFlagIsInTheHelp) {
   for (const std::string& f : all) EXPECT_NE(help.find("--" + f), std::string::npos) << f;
 }
 
+TEST(LoaderFlagsTest, PackingFlagsNeedTheirSwitchAndReachTheConfig) {
+  auto c = config({"d.jsonl", "--tokenizer", "/tok", "--packing", "--max-tokens", "4096",
+                   "--pack-format", "megatron", "--pack-align", "8", "--pack-window", "64",
+                   "--truncate"});
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->packing.batching, pipeline::Batching::kPack);
+  EXPECT_EQ(c->packing.max_tokens, 4096);
+  EXPECT_EQ(c->packing.format, batch::PackFormat::kMegatron);
+  EXPECT_EQ(c->packing.align, 8);
+  EXPECT_EQ(c->packing.window, 64);
+  EXPECT_TRUE(c->truncate);
+  EXPECT_TRUE(c->validate().ok());
+  auto b = config({"d.jsonl", "--tokenizer", "/tok", "--token-budget", "--position-rows", "3"});
+  ASSERT_TRUE(b.ok()) << b.error().to_string();
+  EXPECT_EQ(b->packing.batching, pipeline::Batching::kTokenBudget);
+  EXPECT_EQ(b->packing.position_rows, 3);
+  auto refused = [](std::initializer_list<const char*> argv, const char* flag) {
+    auto r = config(argv);
+    ASSERT_FALSE(r.ok()) << flag;
+    EXPECT_NE(r.error().to_string().find(flag), std::string::npos) << r.error().to_string();
+  };
+  refused({"d.jsonl", "--tokenizer", "/tok", "--max-tokens", "4096"}, "--max-tokens");
+  refused({"d.jsonl", "--tokenizer", "/tok", "--packing", "--token-budget"}, "--token-budget");
+  refused({"d.jsonl", "--tokenizer", "/tok", "--packing", "--pack-align", "8"}, "--pack-align");
+  refused({"d.jsonl", "--tokenizer", "/tok", "--packing", "--pack-format", "thd"}, "--pack-format");
+  refused({"d.jsonl", "--tokenizer", "/tok", "--packing", "--position-rows", "2"}, "position-rows");
+  refused({"d.jsonl", "--tokenizer", "/tok", "--token-budget", "--pack-format", "hf"}, "--pack-format");
+  refused({"d.jsonl", "--tokenizer", "/tok", "--packing", "--max-tokens", "0"}, "--max-tokens");
+}
+
 }  // namespace
 }  // namespace stoker::cli

@@ -57,7 +57,8 @@ options:
   --error-report F     JSONL line per failed sample (sample, file, line, stage, code, reason)
   --state-file F       after each batch, write the loader state to F (atomically)
   --resume F           continue from the state in F (a --state-file of an earlier run)
-  --delivered-log F    append "epoch step id id ..." per delivered batch (cut back on resume)
+  --delivered-log F    append "epoch step id id ..." per delivered batch (cut back on resume;
+                       packing: " repeat" ends the line of an epoch-tail repeat)
   --batch-hashes F     write one FNV-1a hash of every batch's tensors (shapes + bytes) per line,
                        to compare runs byte for byte (e.g. local vs s3://; not kept over resumes)
   --step-ms MS         simulated trainer step: hold each batch MS ms before taking the next
@@ -213,6 +214,25 @@ class Progress {
   std::jthread thread_;
 };
 
+// Real tokens ÷ tokens computed (B × padded length, or max_tokens per pack row), and with a
+// global plan the data-parallel balance of the delivered steps.
+void print_tokens(const pipeline::LoaderStats& s, const pipeline::LoaderConfig& c) {
+  const char* how = c.packing.batching == pipeline::Batching::kPack          ? "packing"
+                    : c.packing.batching == pipeline::Batching::kTokenBudget ? "token budget"
+                                                                             : "padded batches";
+  std::printf("  tokens (%s): %lld real of %lld computed: packing efficiency %.2f%%, padding "
+              "share %.2f%%; %lld sequences in %lld batches\n",
+              how, static_cast<long long>(s.real_tokens), static_cast<long long>(s.computed_tokens),
+              100 * s.efficiency(), s.computed_tokens > 0 ? 100 * (1 - s.efficiency()) : 0.0,
+              static_cast<long long>(s.sequences), static_cast<long long>(s.batches));
+  if (s.steps > 0) {
+    std::printf("  DP balance over %lld steps (max/mean per step, summed): vision patches %.3f "
+                "(worst step %.2f), text tokens %.3f; %lld tail repeats\n",
+                static_cast<long long>(s.steps), s.patch_balance(), s.worst_patch_ratio,
+                s.token_balance(), static_cast<long long>(s.repeats));
+  }
+}
+
 void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig& c,
                    const Options& o) {
   pipeline::LoaderStats s = loader.stats();
@@ -242,6 +262,7 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
               "in flight peak %.1f MiB; peak RSS %.1f MiB\n",
               mib(s.arena_peak_bytes), mib(loader.arena().capacity()), s.arena_wait_s,
               mib(s.fetch_peak_bytes), peak_rss_kib() / 1024.0);
+  print_tokens(s, c);
   std::printf("  state: %s\n", loader.state().serialize().c_str());
 }
 
@@ -306,6 +327,7 @@ int run(const Args& args) {
         std::string line = std::to_string(batch.layout().epoch) + " " + std::to_string(logged);
         const std::uint64_t* ids = batch.as<std::uint64_t>("sample_ids");
         for (std::int64_t i = 0; i < batch.size(); ++i) line += " " + std::to_string(ids[i]);
+        if (batch.is_repeat()) line += " repeat";  // an epoch-tail repeat (packing)
         line += "\n";
         std::fwrite(line.data(), 1, line.size(), log);
         std::fflush(log);
@@ -346,6 +368,7 @@ int run_run(int argc, char** argv) {
   if (!args.ok()) return report("run", args.error());
   if (args->has("help") || args->positional().empty()) {
     std::fputs(kHelp, args->has("help") ? stdout : stderr);
+    std::fputs(kPackingFlagsHelp, args->has("help") ? stdout : stderr);
     std::fputs(kMediaFlagsHelp, args->has("help") ? stdout : stderr);
     return args->has("help") ? 0 : 2;
   }

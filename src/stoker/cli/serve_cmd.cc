@@ -253,7 +253,7 @@ void handle_attach(const shm::AttachRequest& a, const Shared& sh,
   ++slot.attaches;
   slot.resume_from =
       a.has_state ? pipeline::LoaderState{.epoch = a.epoch, .position = a.position,
-                                          .errors = a.errors}
+                                          .errors = a.errors, .packs = a.packs, .plan = a.plan}
                   : slot.committed;
   slot.pending = a.client;
   slot.cv.notify_all();
@@ -353,6 +353,7 @@ int run_serve(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--help") {
       std::fputs(kHelp, stdout);
+      std::fputs(kPackingFlagsHelp, stdout);
       std::fputs(kMediaFlagsHelp, stdout);
       return 0;
     }

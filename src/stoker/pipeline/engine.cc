@@ -9,29 +9,20 @@
 
 namespace stoker::pipeline {
 
-struct BatchAccess {
-  static Batch make(const batch::BatchLayout& layout, std::shared_ptr<batch::Arena> arena) {
-    Batch b;
-    b.layout_ = layout;
-    b.base_ = arena->base();
-    b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
-    return b;
-  }
-};
-
 // ---- Schedule ----
 
-Result<Schedule> Schedule::make(std::uint64_t num_samples, const dataset::OrderConfig& order,
-                                const dataset::RankInfo& rank, std::int64_t epochs,
-                                const LoaderState& start) {
+Result<std::unique_ptr<Schedule>> Schedule::make(std::uint64_t num_samples,
+                                                 const dataset::OrderConfig& order,
+                                                 const dataset::RankInfo& rank,
+                                                 std::int64_t epochs, const LoaderState& start) {
   if (num_samples == 0) return invalid_argument("the dataset has no records");
-  Schedule s;
-  s.n_ = num_samples;
-  s.order_ = order;
-  s.rank_ = rank.rank;
-  s.world_ = rank.world_size;
-  s.epochs_ = epochs;
-  STOKER_RETURN_IF_ERROR(s.open_epoch(start.epoch, start.position));
+  std::unique_ptr<Schedule> s(new Schedule());
+  s->n_ = num_samples;
+  s->order_ = order;
+  s->rank_ = rank.rank;
+  s->world_ = rank.world_size;
+  s->epochs_ = epochs;
+  STOKER_RETURN_IF_ERROR(s->open_epoch(start.epoch, start.position));
   return s;
 }
 
@@ -79,11 +70,11 @@ std::optional<Item> Schedule::next() {
 
 // ---- Engine ----
 
-Engine::Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Arena> arena,
-               exec::ThreadPool* cpu, exec::ThreadPool* io, exec::ThreadPool* emit,
-               const EngineOptions& options)
+Engine::Engine(const Context& ctx, std::unique_ptr<ItemSource> source,
+               std::shared_ptr<batch::Arena> arena, exec::ThreadPool* cpu, exec::ThreadPool* io,
+               exec::ThreadPool* emit, const EngineOptions& options)
     : ctx_(ctx),
-      schedule_(std::move(schedule)),
+      source_(std::move(source)),
       arena_(std::move(arena)),
       cpu_(cpu),
       io_(io),
@@ -109,6 +100,13 @@ void Engine::deliver(Prepared&& p) {
 }
 
 void Engine::submit(const Item& item) {
+  if (item.preset) {
+    Prepared p;
+    p.item = item;
+    p.failure = item.preset;
+    deliver(std::move(p));
+    return;
+  }
   if (cpu_ != nullptr && io_ != nullptr && ctx_.fetcher->asynchronous()) {
     submit_async(item);
     return;
@@ -171,8 +169,12 @@ void Engine::top_up(std::size_t need) {
   // buffer); bounded by the window, which bounds the memory of prepared samples.
   const std::size_t limit = options_.on_demand ? std::min(need, options_.window) : options_.window;
   while (!schedule_done_ && submitted_ - next_take_ < limit) {
-    std::optional<Item> item = schedule_.next();
-    if (!item) {
+    // The source may have to wait for its plan: only when nothing is in flight (otherwise the
+    // producer would sit on finished samples while the plan of a later window is measured).
+    Item item;
+    const ItemSource::Next r = source_->next(submitted_ == next_take_, stop_, &item);
+    if (r == ItemSource::Next::kNotReady) break;
+    if (r == ItemSource::Next::kEnd) {
       std::lock_guard lock(mu_);
       schedule_done_ = true;
       break;
@@ -181,7 +183,7 @@ void Engine::top_up(std::size_t need) {
       std::lock_guard lock(mu_);
       ++submitted_;
     }
-    submit(*item);
+    submit(item);
   }
 }
 
@@ -220,16 +222,30 @@ std::optional<Error> Engine::count_failure(const SampleFailure& f) {
   return std::nullopt;
 }
 
-namespace {
-
-// Media or record reads that failed because storage was unreachable (retries spent) — not a
-// property of the sample, so never skipped as bad data.
-bool is_outage(const SampleFailure& f) {
-  return (f.stage == "fetch" || f.stage == "read") &&
-         (f.code == "Unavailable" || f.code == "DeadlineExceeded");
+// Makes sure carried_ holds the next prepared sample (waiting for it); false at the end of the
+// schedule (kDone), on a stop (kStop, out.fatal set) or when the source failed.
+bool Engine::next_prepared(std::size_t need, ReadyBatch& out, std::stop_token stop,
+                           Collect* result) {
+  if (carried_) return true;
+  stop_ = stop;
+  top_up(need);
+  std::optional<Prepared> p = take(stop);
+  if (!p) {
+    if (stop.stop_requested()) {
+      out.fatal = cancelled("loader stopped");
+      *result = Collect::kStop;
+    } else if (std::optional<Error> e = source_->error()) {
+      out.fatal = std::move(e);
+      *result = Collect::kStop;
+    } else {
+      *result = Collect::kDone;  // the schedule is exhausted: flush what we have
+    }
+    return false;
+  }
+  carried_ = std::move(p);
+  top_up(need > 0 ? need - 1 : 0);  // keep the pools busy while this batch is assembled
+  return true;
 }
-
-}  // namespace
 
 // Takes samples in order until `goods` holds a batch (or the epoch / the data ends): failed
 // samples are counted and kept for the report, an outage or a spent failure budget stops.
@@ -238,19 +254,8 @@ Engine::Collect Engine::collect(std::vector<Prepared>& goods, std::uint64_t& epo
                                 std::stop_token stop) {
   for (;;) {
     const std::size_t need = options_.batch_size - goods.size();
-    if (!carried_) {
-      top_up(need);
-      std::optional<Prepared> p = take(stop);
-      if (!p) {
-        if (stop.stop_requested()) {
-          out.fatal = cancelled("loader stopped");
-          return Collect::kStop;
-        }
-        return Collect::kDone;  // the schedule is exhausted: flush what we have
-      }
-      carried_ = std::move(p);
-      top_up(need - 1);  // keep the pools busy while this batch is assembled
-    }
+    Collect result = Collect::kDone;
+    if (!next_prepared(need, out, stop, &result)) return result;
     // Batches never span epochs: the last one of an epoch may be short.
     if (!goods.empty() && carried_->item.epoch != epoch) return Collect::kDone;
     Prepared cur = std::move(*carried_);
@@ -282,29 +287,126 @@ Engine::Collect Engine::collect(std::vector<Prepared>& goods, std::uint64_t& epo
   }
 }
 
+// Packing / token budgets: the items of one unit, in order. A failed sample is reported and
+// left out (the plan is global: nothing replaces it); the measured failures the unit carries
+// are reported with its first item.
+Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t& epoch,
+                                     ReadyBatch& out, std::vector<SeqFailure>& failures,
+                                     bool& whole, std::stop_token stop) {
+  std::size_t left = 1;  // items of the unit not yet taken (known from its first)
+  for (;;) {
+    Collect result = Collect::kDone;
+    if (!next_prepared(left, out, stop, &result)) return result;
+    Prepared cur = std::move(*carried_);
+    carried_.reset();
+    if (!cur.item.unit) {
+      // Storage went down while the plan was measured (or the run is stopping): stop without
+      // consuming anything, so a resume measures that window again.
+      const SampleFailure& f = *cur.failure;
+      out.state_after.reset();
+      out.fatal = f.code == "Cancelled"
+                      ? cancelled("loader stopped")
+                      : Error(f.code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded
+                                                           : ErrorCode::kUnavailable,
+                              "sample " + std::to_string(f.sample) + " (" + f.file + ":" +
+                                  std::to_string(f.line) + "): " + f.reason)
+                            .with_context("storage unavailable while planning packs; resume "
+                                          "from the last saved state");
+      return Collect::kStop;
+    }
+    const Item& item = cur.item;
+    if (item.unit_index == 0) {
+      epoch = item.epoch;
+      out.unit = item.unit;
+      out.state_after = item.unit->after;
+      seen_ += item.unit->measured;
+      for (const SampleFailure& f : item.unit->failures) {
+        failures.push_back({item.seq, f});
+        if (std::optional<Error> fatal = count_failure(f)) {
+          out.fatal = std::move(fatal);
+          return Collect::kStop;
+        }
+      }
+    }
+    left = item.unit_size - item.unit_index - 1;
+    if (cur.failure && is_outage(*cur.failure)) {
+      out.state_after.reset();
+      out.fatal = Error(cur.failure->code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded
+                                                                : ErrorCode::kUnavailable,
+                        "sample " + std::to_string(cur.failure->sample) + ": " +
+                            cur.failure->reason)
+                      .with_context("storage unavailable; resume from the last saved state");
+      return Collect::kStop;
+    }
+    if (!cur.failure &&
+        (static_cast<std::int64_t>(cur.tokens.input_ids.size()) != item.planned_tokens ||
+         cur.pixel_rows != item.planned_rows)) {
+      // The record or its media changed between measuring and reading it again.
+      cur.failure = sample_failure(
+          ctx_, item, "plan",
+          data_loss(std::to_string(cur.tokens.input_ids.size()) + " tokens and " +
+                    std::to_string(cur.pixel_rows) + " pixel rows, planned with " +
+                    std::to_string(item.planned_tokens) + " and " +
+                    std::to_string(item.planned_rows) + ": it changed since it was measured"));
+    }
+    if (cur.failure) {
+      failures.push_back({item.seq, *cur.failure});
+      if (std::optional<Error> fatal = count_failure(*cur.failure)) {
+        out.fatal = std::move(fatal);
+        return Collect::kStop;
+      }
+    } else {
+      goods.push_back(std::move(cur));
+    }
+    if (left == 0) {
+      whole = true;
+      return Collect::kDone;
+    }
+  }
+}
+
 ReadyBatch Engine::produce(std::stop_token stop) {
   ReadyBatch out;
   std::vector<Prepared> goods;
   std::vector<SeqFailure> failures;
   std::uint64_t epoch = 0;
-  // Failures reach the report in sample order, whichever step found them.
+  // Failures reach the report in sample order, whichever step found them (a unit's measured
+  // failures first, in window order: a stable sort).
   auto finish = [&]() -> ReadyBatch {
-    std::sort(failures.begin(), failures.end(),
-              [](const SeqFailure& a, const SeqFailure& b) { return a.seq < b.seq; });
+    std::stable_sort(failures.begin(), failures.end(),
+                     [](const SeqFailure& a, const SeqFailure& b) { return a.seq < b.seq; });
     for (SeqFailure& f : failures) out.failures.push_back(std::move(f.failure));
     if (out.state_after) out.state_after->errors = failed_;
     return std::move(out);
   };
+  const bool units = options_.batching != Batching::kFixed;
+  bool whole = false;  // units: every item of the unit was taken (it may have no good sample)
   for (;;) {
-    if (collect(goods, epoch, out, failures, stop) == Collect::kStop) return finish();
-    if (goods.empty()) {
+    if (!whole) {
+      const Collect c = units ? collect_unit(goods, epoch, out, failures, whole, stop)
+                              : collect(goods, epoch, out, failures, stop);
+      if (c == Collect::kStop) return finish();
+    }
+    if (goods.empty() && !whole) {
+      std::uint64_t measured = 0;
+      for (SampleFailure& f : source_->trailing_failures(&measured)) {
+        seen_ += measured;
+        measured = 0;
+        failures.push_back({~std::uint64_t{0}, f});
+        if (std::optional<Error> fatal = count_failure(f)) {
+          out.fatal = std::move(fatal);
+          return finish();
+        }
+      }
       out.end = true;
       out.fatal = end_of_data_check();
       return finish();
     }
     std::vector<BrokenImage> broken;
     const std::int64_t t0 = now_ns();
-    Result<Batch> batch = emit(goods, epoch, stop, &broken);
+    Result<Batch> batch = options_.batching == Batching::kPack
+                              ? emit_pack(goods, epoch, stop, &broken, out)
+                              : emit(goods, epoch, stop, &broken, out);
     emit_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);  // arena waits included
     if (!batch.ok()) {
       // Nothing was delivered: the state stays where it was (the failures taken on the way are
@@ -319,8 +421,8 @@ ReadyBatch Engine::produce(std::stop_token stop) {
       return finish();
     }
     // An image that passed its header check failed to decode: its sample fails, the batch block
-    // goes back, and the batch is filled up and assembled again through the same path (a rare
-    // case: it costs the batch's other images one more pass).
+    // goes back, and the batch is assembled again through the same path — refilled from the
+    // next samples (fixed batches) or without the sample (a unit of the global plan).
     for (auto it = broken.rbegin(); it != broken.rend(); ++it) {
       const Prepared& p = goods[it->sample];
       SampleFailure f = decode_failure(ctx_, p.item, it->image, it->error);
@@ -348,134 +450,6 @@ std::optional<Error> Engine::end_of_data_check() const {
                    std::to_string(failed_here) + " of " + std::to_string(seen_) +
                    " samples failed (rate above --max-error-rate " +
                    std::to_string(policy.max_error_rate) + "; the error report lists them)");
-}
-
-namespace {
-
-// Decode + resize + normalise + patchify every image of the batch straight into its pixel rows
-// (ImageProcessor::process, the fused streaming path). Work is claimed by index, biggest images
-// first so no thread is left with a large one at the end; helpers that start late find nothing
-// and leave; the caller does whatever is left and waits only for images already claimed.
-struct EmitJob {
-  const image::ImageProcessor* proc = nullptr;
-  image::PixelDType dtype = image::PixelDType::kFloat32;
-  struct Image {
-    const std::vector<std::uint8_t>* bytes;
-    const image::ImagePlan* plan;
-    std::uint8_t* dst;
-    std::size_t sample, index;  // in goods, in the sample
-  };
-  std::vector<Image> images;  // biggest first
-  std::vector<std::optional<Error>> errors;  // per entry of `images`
-  StageCounters* counters = nullptr;
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> done{0};
-  std::mutex mu;
-  std::condition_variable cv;
-
-  void work() {
-    thread_local image::ImageScratch scratch;  // per thread: steady state allocates nothing
-    for (;;) {
-      const std::size_t i = next.fetch_add(1);
-      if (i >= images.size()) return;
-      const Image& img = images[i];
-      const std::int64_t t0 = now_ns();
-      Status st = proc->process(*img.bytes, *img.plan, dtype, img.dst, &scratch);
-      if (!st.ok()) errors[i] = std::move(st).error();
-      counters->add(kEmit, now_ns() - t0);
-      if (done.fetch_add(1) + 1 == images.size()) {
-        std::lock_guard lock(mu);
-        cv.notify_all();
-      }
-    }
-  }
-};
-
-}  // namespace
-
-Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
-                           std::stop_token stop, std::vector<BrokenImage>* broken) {
-  const image::ImageProcessor& proc = *ctx_.processor;
-  batch::BatchShape shape;
-  shape.batch_size = static_cast<std::int64_t>(goods.size());
-  for (const Prepared& p : goods) {
-    shape.length = std::max<std::int64_t>(shape.length, p.tokens.input_ids.size());
-    shape.images += static_cast<std::int64_t>(p.plans.size());
-    shape.pixel_rows += p.pixel_rows;
-  }
-  if (options_.padding == Padding::kFixed && options_.max_length > 0) {
-    shape.length = options_.max_length;
-  }
-  shape.pixel_cols = proc.columns();
-  shape.pixel_dtype = options_.pixel_dtype == image::PixelDType::kFloat32
-                          ? batch::DType::kFloat32
-                          : batch::DType::kBFloat16;
-  const std::uint64_t bytes = batch::layout_bytes(shape);
-  std::int64_t t0 = now_ns();
-  Result<batch::Block> block = arena_->allocate(bytes, stop);
-  arena_wait_ns_.fetch_add(now_ns() - t0);
-  if (!block.ok()) return std::move(block.error().with_context("allocating a batch block"));
-  batch::BatchLayout layout = batch::make_layout(shape, *block);
-  layout.step = step_;
-  layout.epoch = epoch;
-  std::uint8_t* base = arena_->base();
-  // Handed over as a Batch right away, so that every return below gives the block back.
-  Batch out = BatchAccess::make(layout, arena_);
-
-  auto job = std::make_shared<EmitJob>();
-  job->proc = &proc;
-  job->dtype = options_.pixel_dtype;
-  job->counters = &ctx_.counters;
-  std::int64_t row = 0;
-  for (std::size_t s = 0; s < goods.size(); ++s) {
-    const Prepared& p = goods[s];
-    for (std::size_t i = 0; i < p.plans.size(); ++i) {
-      job->images.push_back({&p.encoded[i], &p.plans[i],
-                             batch::pixel_row_address(base, layout, row), s, i});
-      row += p.plans[i].rows();
-    }
-  }
-  std::stable_sort(job->images.begin(), job->images.end(),
-                   [](const EmitJob::Image& a, const EmitJob::Image& b) {
-                     return a.plan->rows() > b.plan->rows();
-                   });
-  job->errors.resize(job->images.size());
-  if (!job->images.empty()) {
-    if (emit_ != nullptr) {
-      int helpers = std::min<int>(static_cast<int>(job->images.size()) - 1, emit_->num_threads());
-      for (int h = 0; h < helpers; ++h) (void)emit_->submit([job] { job->work(); });
-    }
-    job->work();
-    std::unique_lock lock(job->mu);
-    job->cv.wait(lock, [&] { return job->done.load() == job->images.size(); });
-  }
-  // The first failing image of each failing sample, samples in order.
-  std::map<std::size_t, BrokenImage> failed;
-  for (std::size_t k = 0; k < job->images.size(); ++k) {
-    if (!job->errors[k]) continue;
-    const EmitJob::Image& img = job->images[k];
-    auto it = failed.find(img.sample);
-    if (it == failed.end() || img.index < it->second.image) {
-      failed.insert_or_assign(img.sample, BrokenImage{img.sample, img.index, *job->errors[k]});
-    }
-  }
-  for (auto& [s, b] : failed) broken->push_back(std::move(b));
-  if (!broken->empty()) return out;
-
-  std::int64_t t1 = now_ns();
-  std::vector<batch::GridTHW> grids;
-  std::vector<std::uint64_t> ids;
-  for (std::size_t r = 0; r < goods.size(); ++r) {
-    const Prepared& p = goods[r];
-    batch::collate_row(base, layout, static_cast<std::int64_t>(r),
-                       {p.tokens.input_ids, p.tokens.labels, p.positions}, options_.pad_id);
-    for (const image::ImagePlan& plan : p.plans) grids.push_back({plan.grid_t, plan.grid_h, plan.grid_w});
-    ids.push_back(p.item.sample);
-  }
-  batch::write_grids(base, layout, grids);
-  batch::write_sample_ids(base, layout, ids);
-  ctx_.counters.add(kAssemble, now_ns() - t1);
-  return out;
 }
 
 }  // namespace stoker::pipeline

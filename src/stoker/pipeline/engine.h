@@ -22,16 +22,26 @@
 #include "stoker/exec/thread_pool.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/pipeline/prepare.h"
+#include "stoker/pipeline/source.h"
 
 namespace stoker::pipeline {
 
-class Schedule {
+// Fixed batches: this rank's strided share of each epoch's order (RankShard), from a resume
+// position; each item carries the state once it is consumed.
+class Schedule final : public ItemSource {
  public:
-  static Result<Schedule> make(std::uint64_t num_samples, const dataset::OrderConfig& order,
-                               const dataset::RankInfo& rank, std::int64_t epochs,
-                               const LoaderState& start);
+  static Result<std::unique_ptr<Schedule>> make(std::uint64_t num_samples,
+                                                const dataset::OrderConfig& order,
+                                                const dataset::RankInfo& rank,
+                                                std::int64_t epochs, const LoaderState& start);
   // The next item, with the state once it is consumed; nullopt after the last epoch.
   std::optional<Item> next();
+  Next next(bool, std::stop_token, Item* out) override {
+    std::optional<Item> item = next();
+    if (!item) return Next::kEnd;
+    *out = std::move(*item);
+    return Next::kItem;
+  }
 
  private:
   Schedule() = default;
@@ -49,6 +59,8 @@ class Schedule {
 // the failures consumed on the way (to report at delivery) and the state after it.
 struct ReadyBatch {
   std::optional<Batch> batch;
+  std::shared_ptr<const UnitInfo> unit;  // packing / token budgets: the unit delivered
+  std::int64_t real_tokens = 0, computed_tokens = 0;
   std::vector<SampleFailure> failures;
   std::optional<LoaderState> state_after;
   std::optional<Error> fatal;
@@ -56,6 +68,10 @@ struct ReadyBatch {
 };
 
 struct EngineOptions {
+  Batching batching = Batching::kFixed;
+  batch::PackFormat pack_format = batch::PackFormat::kHF;
+  int position_rows = 4;
+  std::int64_t pack_align = 1;
   int batch_size = 8;
   Padding padding = Padding::kLongest;
   std::int64_t max_length = 0;
@@ -75,7 +91,7 @@ class Engine {
   // (optional) helps process a batch's images into its block (decode, resize, normalise,
   // patchify: the heavy part of the work); a pool of its own so the helpers do not queue behind
   // prepare tasks.
-  Engine(const Context& ctx, Schedule schedule, std::shared_ptr<batch::Arena> arena,
+  Engine(const Context& ctx, std::unique_ptr<ItemSource> source, std::shared_ptr<batch::Arena> arena,
          exec::ThreadPool* cpu, exec::ThreadPool* io, exec::ThreadPool* emit,
          const EngineOptions& options);
   ~Engine();  // the pools must be shut down first (tasks hold `this`)
@@ -101,6 +117,11 @@ class Engine {
   enum class Collect { kDone, kStop };
   Collect collect(std::vector<Prepared>& goods, std::uint64_t& epoch, ReadyBatch& out,
                   std::vector<SeqFailure>& failures, std::stop_token stop);
+  // Packing / token budgets: takes the items of the next unit (failed ones are not replaced).
+  // `whole` tells a unit whose every sample failed from the end of the data.
+  Collect collect_unit(std::vector<Prepared>& goods, std::uint64_t& epoch, ReadyBatch& out,
+                       std::vector<SeqFailure>& failures, bool& whole, std::stop_token stop);
+  bool next_prepared(std::size_t need, ReadyBatch& out, std::stop_token stop, Collect* result);
 
   // An image of goods[sample] that failed to decode into its batch.
   struct BrokenImage {
@@ -111,10 +132,17 @@ class Engine {
   // Allocates the batch block and processes every image straight into it; samples whose images
   // fail go to `broken` (the returned batch is then not to be delivered).
   Result<Batch> emit(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop,
-                     std::vector<BrokenImage>* broken);
+                     std::vector<BrokenImage>* broken, ReadyBatch& out);
+  // One pack row (kPack) in the HF or Megatron form.
+  Result<Batch> emit_pack(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop,
+                          std::vector<BrokenImage>* broken, ReadyBatch& out);
+  // Decodes every image of `goods` straight into the pixel rows of `layout` (in sample order).
+  void process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
+                      std::vector<BrokenImage>* broken);
+  Result<Batch> allocate(std::uint64_t bytes, std::stop_token stop);
 
   const Context& ctx_;
-  Schedule schedule_;
+  std::unique_ptr<ItemSource> source_;
   std::shared_ptr<batch::Arena> arena_;
   exec::ThreadPool* cpu_;
   exec::ThreadPool* io_;
@@ -138,7 +166,8 @@ class Engine {
   std::uint64_t submitted_ = 0, next_take_ = 0;
   bool schedule_done_ = false;
 
-  std::optional<Prepared> carried_;  // first item of the next epoch, taken while flushing
+  std::optional<Prepared> carried_;
+  std::stop_token stop_;  // produce()'s, for a source that waits for its plan in top_up  // first item of the next epoch, taken while flushing
   std::uint64_t failed_ = 0, seen_ = 0, step_ = 0;
   std::atomic<std::int64_t> arena_wait_ns_{0}, sample_wait_ns_{0}, emit_ns_{0};
 

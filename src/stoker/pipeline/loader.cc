@@ -3,7 +3,9 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <limits>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "stoker/pipeline/engine.h"
 #include "stoker/pipeline/store_fetcher.h"
 #include "stoker/pipeline/error_report.h"
+#include "stoker/pipeline/pack_schedule.h"
 #include "stoker/pipeline/prepare.h"
 
 namespace stoker::pipeline {
@@ -47,12 +50,59 @@ Status LoaderConfig::validate() const {
   if (errors.max_error_rate < 0 || errors.max_error_rate > 1) {
     return invalid_argument("loader: max_error_rate must be in [0, 1]");
   }
+  if (packing.batching != Batching::kFixed) {
+    const std::int64_t budget = packing.max_tokens > 0 ? packing.max_tokens : max_length;
+    // cu_seqlens are int32; 0 would mean "no limit", which a token budget cannot be.
+    if (packing.max_tokens < 0 || budget < 1 || budget > std::numeric_limits<std::int32_t>::max()) {
+      return invalid_argument("loader: packing needs max_tokens (or max_length) in [1, 2^31-1]");
+    }
+    if (packing.window < 1) return invalid_argument("loader: packing window must be >= 1");
+    if (packing.position_rows != 3 && packing.position_rows != 4) {
+      return invalid_argument("loader: position_rows must be 3 or 4");
+    }
+    if (packing.align < 1 || packing.align > budget) {
+      return invalid_argument("loader: pack align must be in [1, max_tokens]");
+    }
+    if (padding == Padding::kFixed) {
+      return invalid_argument("loader: fixed padding (pad to max_length) does not combine with "
+                              "packing or token budgets");
+    }
+  }
   return arena.validate();
 }
 
+namespace {
+
+std::int64_t pack_capacity(const LoaderConfig& c) {
+  return c.packing.max_tokens > 0 ? c.packing.max_tokens : c.max_length;
+}
+
+// What the plan depends on besides the data and the world size: a resume with other values
+// would skip or repeat samples, so a state carries this and a mismatch is refused.
+std::uint32_t plan_id(const LoaderConfig& c) {
+  const std::string key =
+      "v1|" + std::to_string(static_cast<int>(c.packing.batching)) + "|" +
+      std::to_string(pack_capacity(c)) + "|" + std::to_string(c.packing.window) + "|" +
+      std::to_string(static_cast<int>(c.packing.format)) + "|" +
+      std::to_string(c.packing.format == batch::PackFormat::kMegatron ? c.packing.align : 1) +
+      "|" + std::to_string(c.seed) + "|" + std::to_string(c.max_length) + "|" +
+      (c.truncate ? "t" : "d") + "|" + c.model;
+  std::uint32_t h = 2166136261u;
+  for (unsigned char ch : key) h = (h ^ ch) * 16777619u;
+  return h == 0 ? 1 : h;
+}
+
+}  // namespace
+
 std::string LoaderState::serialize() const {
-  return "stoker-state v1 epoch=" + std::to_string(epoch) + " position=" +
-         std::to_string(position) + " errors=" + std::to_string(errors);
+  std::string s = "stoker-state v1 epoch=" + std::to_string(epoch) + " position=" +
+                  std::to_string(position) + " errors=" + std::to_string(errors);
+  if (plan != 0) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08x", plan);
+    s += " packs=" + std::to_string(packs) + " plan=" + hex;
+  }
+  return s;
 }
 
 Result<LoaderState> LoaderState::parse(std::string_view text) {
@@ -64,7 +114,7 @@ Result<LoaderState> LoaderState::parse(std::string_view text) {
   }
   text.remove_prefix(kMagic.size());
   LoaderState s;
-  bool seen[3] = {false, false, false};
+  bool seen[5] = {false, false, false, false, false};
   while (!text.empty()) {
     if (text.front() == ' ') {
       text.remove_prefix(1);
@@ -78,24 +128,29 @@ Result<LoaderState> LoaderState::parse(std::string_view text) {
       return invalid_argument("loader state: bad field '" + std::string(field) + "'");
     }
     std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+    int idx = key == "epoch" ? 0 : key == "position" ? 1 : key == "errors" ? 2
+              : key == "packs" ? 3 : key == "plan" ? 4 : -1;
+    if (idx < 0) continue;  // unknown fields: written by a newer version, ignored
     std::uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || ptr != value.data() + value.size()) {
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v, idx == 4 ? 16 : 10);
+    if (ec != std::errc() || ptr != value.data() + value.size() || (idx == 4 && v > 0xffffffffu)) {
       return invalid_argument("loader state: bad number in '" + std::string(field) + "'");
     }
-    int idx = key == "epoch" ? 0 : key == "position" ? 1 : key == "errors" ? 2 : -1;
-    if (idx < 0) continue;  // unknown fields: written by a newer version, ignored
-    (idx == 0 ? s.epoch : idx == 1 ? s.position : s.errors) = v;
+    if (idx == 3) s.packs = v;
+    else if (idx == 4) s.plan = static_cast<std::uint32_t>(v);
+    else (idx == 0 ? s.epoch : idx == 1 ? s.position : s.errors) = v;
     seen[idx] = true;
   }
   if (!seen[0] || !seen[1]) return invalid_argument("loader state: needs epoch= and position=");
+  if (seen[3] != seen[4]) return invalid_argument("loader state: packs= and plan= go together");
   return s;
 }
 
 // ---- Batch ----
 
 Batch::Batch(Batch&& o) noexcept
-    : layout_(std::move(o.layout_)), base_(o.base_), release_(std::move(o.release_)) {
+    : layout_(std::move(o.layout_)), base_(o.base_), repeat_(o.repeat_),
+      release_(std::move(o.release_)) {
   o.base_ = nullptr;
   o.release_ = nullptr;
 }
@@ -105,6 +160,7 @@ Batch& Batch::operator=(Batch&& o) noexcept {
     release();
     layout_ = std::move(o.layout_);
     base_ = o.base_;
+    repeat_ = o.repeat_;
     release_ = std::move(o.release_);
     o.base_ = nullptr;
     o.release_ = nullptr;
@@ -148,6 +204,7 @@ struct Loader::Impl {
   LoaderState start_state, state;
   bool resumed = false;
   std::int64_t batches = 0, samples = 0, failed = 0;
+  LoaderStats tokens;  // its token, efficiency and balance fields only
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
 
   ~Impl() { stop_engine(); }
@@ -197,10 +254,11 @@ Status Loader::Impl::open_report() {
 }
 
 Status Loader::Impl::start_engine() {
-  dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
-  STOKER_ASSIGN_OR_RETURN(Schedule schedule, Schedule::make(ctx->index->size(), order, rank,
-                                                            config.epochs, start_state));
   EngineOptions eo;
+  eo.batching = config.packing.batching;
+  eo.pack_format = config.packing.format;
+  eo.position_rows = config.packing.position_rows;
+  eo.pack_align = config.packing.format == batch::PackFormat::kMegatron ? config.packing.align : 1;
   eo.batch_size = config.batch_size;
   eo.padding = config.padding;
   eo.max_length = config.max_length;
@@ -210,10 +268,11 @@ Status Loader::Impl::start_engine() {
   if (std::optional<text::TokenId> pad = ctx->tokenizer->token_to_id("<|endoftext|>")) eo.pad_id = *pad;
   std::size_t window = static_cast<std::size_t>(config.window);
   if (window == 0) {
+    // Units hold a varying number of samples: the window is sized for ~16 per unit.
+    const int b = config.packing.batching == Batching::kFixed ? config.batch_size : 16;
     window = config.mode == Mode::kSerial       ? 1
-             : config.mode == Mode::kConcurrent ? static_cast<std::size_t>(config.batch_size)
-                                                : static_cast<std::size_t>(2 * config.batch_size *
-                                                                           (config.prefetch + 1));
+             : config.mode == Mode::kConcurrent ? static_cast<std::size_t>(b)
+                                                : static_cast<std::size_t>(2 * b * (config.prefetch + 1));
   }
   eo.window = config.mode == Mode::kSerial ? 1 : window;
   eo.on_demand = config.mode != Mode::kPrefetch;
@@ -233,7 +292,26 @@ Status Loader::Impl::start_engine() {
                                                             .name = "stoker-emit",
                                                             .sched = config.worker_sched}));
   }
-  engine = std::make_unique<Engine>(*ctx, std::move(schedule), arena, cpu.get(), io.get(),
+  dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
+  std::unique_ptr<ItemSource> source;
+  if (config.packing.batching == Batching::kFixed) {
+    STOKER_ASSIGN_OR_RETURN(source, Schedule::make(ctx->index->size(), order, rank, config.epochs,
+                                                   start_state));
+  } else {
+    PackPlanOptions po;
+    po.kind = config.packing.batching == Batching::kPack ? batch::UnitKind::kPack
+                                                         : batch::UnitKind::kPaddedBudget;
+    po.capacity = pack_capacity(config);
+    po.window = static_cast<std::uint64_t>(config.packing.window);
+    po.format = config.packing.batching == Batching::kPack ? config.packing.format
+                                                           : batch::PackFormat::kHF;
+    po.align = eo.pack_align;
+    po.plan_id = plan_id(config);
+    po.measure_in_flight = 2 * config.io_threads;
+    STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, ctx->index->size(), order, rank,
+                                                       config.epochs, start_state, po, io.get()));
+  }
+  engine = std::make_unique<Engine>(*ctx, std::move(source), arena, cpu.get(), io.get(),
                                     emit.get(), eo);
   if (config.mode == Mode::kPrefetch) {
     ring = std::make_unique<exec::BoundedQueue<ReadyBatch>>(static_cast<std::size_t>(config.prefetch));
@@ -268,11 +346,7 @@ ReadyBatch Loader::Impl::produce_one() {
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Loader::~Loader() = default;
 
-Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
-  STOKER_RETURN_IF_ERROR(config.validate());
-  auto impl = std::make_unique<Impl>();
-  impl->config = config;
-  STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
+Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
   STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
   STOKER_ASSIGN_OR_RETURN(ctx->template_kind, model::chat_template_kind(ctx->model));
@@ -288,8 +362,22 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;
+  if (config.packing.batching != Batching::kFixed) {
+    // A sample must fit one pack row / one token budget on its own.
+    const std::int64_t cap = pack_capacity(config);
+    ctx->max_length = ctx->max_length > 0 ? std::min(ctx->max_length, cap) : cap;
+  }
+  ctx->truncate = config.truncate;
   ctx->io_delay_hook = config.io_delay_hook;
-  impl->ctx = std::move(ctx);
+  return ctx;
+}
+
+Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
+  STOKER_RETURN_IF_ERROR(config.validate());
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
+  STOKER_ASSIGN_OR_RETURN(impl->ctx, make_context(config));
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
   impl->arena = std::move(arena);
   if (config.mode == Mode::kPrefetch && config.prefetch_on_create) {
@@ -303,6 +391,26 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
 Status Loader::resume(const LoaderState& s) {
   std::lock_guard lock(impl_->mu);
   if (impl_->started) return invalid_argument("loader: resume() must come before the first next()");
+  const LoaderConfig& c = impl_->config;
+  if (c.packing.batching == Batching::kFixed && s.plan != 0) {
+    return invalid_argument("loader: the state was written with packing or token budgets (packs=" +
+                            std::to_string(s.packs) + "); resume with the same options");
+  }
+  if (c.packing.batching != Batching::kFixed) {
+    const std::uint32_t want = plan_id(c);
+    if (s.plan != 0 && s.plan != want) {
+      char ids[64];
+      std::snprintf(ids, sizeof ids, "plan %08x, these options give %08x", s.plan, want);
+      return invalid_argument(std::string("loader: the state was written with other packing "
+                                          "options (") + ids + "): max_tokens, window, format, "
+                              "align, seed, max_length, truncation and model must be the same");
+    }
+    if (s.plan == 0 && s.position % static_cast<std::uint64_t>(c.packing.window) != 0) {
+      return invalid_argument("loader: a state without packing can resume packing only at the "
+                              "start of a window of " + std::to_string(c.packing.window) +
+                              " samples (position " + std::to_string(s.position) + ")");
+    }
+  }
   impl_->start_state = s;
   impl_->state = s;
   impl_->resumed = true;
@@ -350,6 +458,22 @@ Result<std::optional<Batch>> Loader::next() {
   if (m.first_batch_ns < 0) m.first_batch_ns = t1 - m.first_call_ns;
   ++m.batches;
   m.samples += rb.batch->size();
+  m.tokens.real_tokens += rb.real_tokens;
+  m.tokens.computed_tokens += rb.computed_tokens;
+  m.tokens.sequences += rb.batch->size();
+  if (rb.unit) {
+    rb.batch->repeat_ = rb.unit->repeat;
+    const StepLoad& l = rb.unit->step;
+    ++m.tokens.steps;
+    m.tokens.repeats += rb.unit->repeat ? 1 : 0;
+    m.tokens.sum_max_patches += static_cast<double>(l.max_patches);
+    m.tokens.sum_mean_patches += l.mean_patches;
+    m.tokens.sum_max_tokens += static_cast<double>(l.max_tokens);
+    m.tokens.sum_mean_tokens += l.mean_tokens;
+    if (l.mean_patches > 0) {
+      m.tokens.worst_patch_ratio = std::max(m.tokens.worst_patch_ratio, l.max_patches / l.mean_patches);
+    }
+  }
   return std::optional<Batch>(std::move(*rb.batch));
 }
 
@@ -364,6 +488,7 @@ LoaderStats Loader::stats() const {
   int cpu_threads = 1, emit_threads = 0;
   {
     std::lock_guard lock(m.mu);
+    s = m.tokens;
     s.batches = m.batches;
     s.samples = m.samples;
     s.failed = m.failed;

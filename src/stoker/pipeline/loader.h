@@ -23,6 +23,7 @@
 #include "stoker/base/result.h"
 #include "stoker/batch/arena.h"
 #include "stoker/batch/batch.h"
+#include "stoker/batch/pack_collate.h"
 #include "stoker/dataset/order.h"
 #include "stoker/exec/sched.h"
 #include "stoker/image/processor.h"
@@ -37,6 +38,24 @@ enum class Mode {
 };
 
 enum class Padding { kLongest, kFixed };
+
+// How samples become batches. kFixed: batch_size samples, padded. kPack: whole samples packed
+// into one row of at most max_tokens tokens (best-fit decreasing within a window; the HF varlen
+// or Megatron THD form, batch/pack_collate.h). kTokenBudget: padded batches whose batch size
+// is chosen so that size × longest ≤ max_tokens (for trainers that cannot take varlen).
+// kPack and kTokenBudget plan globally: every rank computes the same plan and takes its share
+// of each step, balanced by vision load (pipeline/README.md "Packing").
+enum class Batching { kFixed, kPack, kTokenBudget };
+
+struct PackingOptions {
+  Batching batching = Batching::kFixed;
+  std::int64_t max_tokens = 0;   // row / batch token budget; 0: max_length
+  int window = 1000;             // samples planned together (a window of the epoch order)
+  batch::PackFormat format = batch::PackFormat::kHF;
+  int position_rows = 4;         // HF form: 4 (text row + mRoPE, transformers >= 4.54) or 3
+  std::int64_t align = 1;        // Megatron form: each sub-sequence padded to a multiple of it
+                                 // (e.g. 2·CP, or lcm(2·CP, CP·TP) with sequence parallelism)
+};
 
 struct ErrorPolicy {
   bool strict = false;             // stop at the first failed sample
@@ -100,6 +119,10 @@ struct LoaderConfig {
                                .prefault_ahead = std::size_t{256} << 20,
                                .warm_bytes = std::size_t{1} << 30};
   ErrorPolicy errors;
+  PackingOptions packing;
+  // Over max_length: keep the longest prefix of whole turns that ends with an assistant turn
+  // (text::Overflow::kTruncateTurns) instead of dropping the sample.
+  bool truncate = false;
   // Test hook: called before each media read with (record id, media index); may sleep to
   // simulate I/O jitter. Must be thread-safe. Never affects output bytes.
   std::function<void(std::uint64_t, int)> io_delay_hook;
@@ -108,12 +131,18 @@ struct LoaderConfig {
 };
 
 // Resumable by position, not payload: restart delivers exactly the samples not yet delivered.
+// Packing / token budgets: position is the first sample of a planning window and `packs` the
+// units of that window the job consumed; `plan` identifies the plan's options (a resume with
+// other options is refused). Text: "stoker-state v1 epoch=E position=P errors=K[ packs=C
+// plan=XXXXXXXX]".
 struct LoaderState {
   std::uint64_t epoch = 0;
   std::uint64_t position = 0;     // samples of this epoch's global order consumed by all ranks
                                   // (failed samples count as consumed: they are never retried)
   std::uint64_t errors = 0;       // error-log cursor: failed samples reported so far (lines of
                                   // the error report; a resumed run keeps that many lines)
+  std::uint64_t packs = 0;        // packing: units of the window at `position` consumed
+  std::uint32_t plan = 0;         // packing: plan id (0: not a packing state)
   std::string serialize() const;  // a few bytes, text
   static Result<LoaderState> parse(std::string_view text);
 };
@@ -140,6 +169,21 @@ struct LoaderStats {
   std::vector<StageStats> stages;
   std::uint64_t arena_peak_bytes = 0;
   std::uint64_t fetch_peak_bytes = 0;  // media bytes in flight, peak
+  // Tokens: real (the samples') vs computed (what the batches cost a trainer: B × padded length,
+  // or max_tokens per pack row). efficiency = real / computed; padding share = 1 − efficiency.
+  std::int64_t real_tokens = 0, computed_tokens = 0, sequences = 0;
+  double efficiency() const {
+    return computed_tokens > 0 ? static_cast<double>(real_tokens) / computed_tokens : 0;
+  }
+  // Packing / token budgets: the delivered steps' balance over the data-parallel ranks, as
+  // Σ max / Σ mean over steps (the time a synchronous step waits for its slowest rank, relative
+  // to a perfect split), for vision patches and text tokens; the worst single step's
+  // patch ratio; tail repeats delivered.
+  std::int64_t steps = 0, repeats = 0;
+  double sum_max_patches = 0, sum_mean_patches = 0, sum_max_tokens = 0, sum_mean_tokens = 0;
+  double worst_patch_ratio = 0;
+  double patch_balance() const { return sum_mean_patches > 0 ? sum_max_patches / sum_mean_patches : 1; }
+  double token_balance() const { return sum_mean_tokens > 0 ? sum_max_tokens / sum_mean_tokens : 1; }
 };
 
 // What limits the run, from measured waits (not from busy shares alone): the trainer (the
@@ -167,7 +211,11 @@ class Batch {
     const batch::TensorView* t = layout_.find(name);
     return t == nullptr ? nullptr : reinterpret_cast<const T*>(base_ + t->offset);
   }
-  std::int64_t size() const;  // samples (rows); the last batch of an epoch may be short
+  std::int64_t size() const;  // samples (rows, or sub-sequences of a pack); the last batch of
+                              // an epoch may be short
+  // Packing / token budgets: a unit delivered again to fill the last step of an epoch (every
+  // rank needs a batch in every step); its samples were delivered once already.
+  bool is_repeat() const { return repeat_; }
   bool valid() const { return base_ != nullptr; }
   void release();             // idempotent
 
@@ -176,6 +224,7 @@ class Batch {
   friend struct BatchAccess;  // the engine builds batches (loader.cc)
   batch::BatchLayout layout_;
   const std::uint8_t* base_ = nullptr;
+  bool repeat_ = false;
   std::function<void(batch::Block)> release_;  // returns the block; keeps the arena alive
 };
 
@@ -200,5 +249,17 @@ class Loader {
   explicit Loader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Every record's lengths as the packing plan measures them — read, fetch, plan the images from
+// their headers, render + tokenize; nothing decoded — in record order, on `config.threads`
+// threads (0: all cores). A record that fails (or is over max_length / max_tokens) has tokens
+// −1 and the reason. For planning studies (`stoker bench packing`) and length statistics.
+struct MeasuredRecord {
+  std::uint64_t sample = 0;
+  std::int64_t tokens = -1;   // input_ids length
+  std::int64_t patches = 0;   // pixel_values rows (vision patches)
+  std::optional<std::string> failure;
+};
+Result<std::vector<MeasuredRecord>> measure_records(const LoaderConfig& config);
 
 }  // namespace stoker::pipeline

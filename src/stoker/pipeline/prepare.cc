@@ -72,6 +72,11 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
   return out;
 }
 
+SampleFailure sample_failure(const Context& ctx, const Item& item, const char* stage,
+                             const Error& e) {
+  return failure(ctx, item, stage, e);
+}
+
 SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
                             const Error& e) {
   return failure(ctx, item, "fetch", Error(e).with_context("image " + std::to_string(image)));
@@ -109,6 +114,11 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
   return out;
 }
 
+bool is_outage(const SampleFailure& f) {
+  return (f.stage == "fetch" || f.stage == "read") &&
+         (f.code == "Unavailable" || f.code == "DeadlineExceeded");
+}
+
 Prepared prepare(const Context& ctx, Fetched&& in) {
   StageTimer timer(ctx, kPrepare);
   Prepared out;
@@ -133,7 +143,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   text::SampleOptions options;
   options.merge_size = ctx.model.image.merge_size;
   options.max_length = ctx.max_length;
-  options.overflow = text::Overflow::kDrop;
+  options.overflow = ctx.truncate ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
   Result<text::TokenizedSample> tokens = text::build_sample(
       in.conversation, ctx.template_kind, {}, *ctx.tokenizer, grids, {}, options);
   if (!tokens.ok()) {

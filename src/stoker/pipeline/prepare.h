@@ -32,6 +32,9 @@
 
 namespace stoker::pipeline {
 
+struct UnitInfo;      // source.h
+struct LoaderConfig;  // loader.h
+
 enum Stage { kRead, kFetch, kPrepare, kEmit, kAssemble, kNumStages };
 const char* stage_name(int stage);
 
@@ -61,6 +64,7 @@ struct Context {
   std::unique_ptr<ByteBudget> budget;
   std::unique_ptr<Fetcher> fetcher;
   std::int64_t max_length = 0;
+  bool truncate = false;  // over max_length: whole turns cut (text::Overflow::kTruncateTurns)
   std::function<void(std::uint64_t, int)> io_delay_hook;
   mutable StageCounters counters;
   const std::string& manifest_name(std::uint32_t file) const { return manifest_names[file]; }
@@ -75,6 +79,14 @@ struct Item {
   bool last_of_epoch = false;
   // The loader state once this item is consumed: (epoch + 1, 0) after an epoch's last item.
   std::uint64_t next_epoch = 0, next_position = 0;
+  // Packing / token budgets (PackSchedule): the unit this item belongs to, its place in it, and
+  // what measuring found (prepare must find the same, or the sample fails at "plan").
+  std::shared_ptr<const UnitInfo> unit;
+  std::uint32_t unit_index = 0, unit_size = 0;
+  std::int64_t planned_tokens = -1, planned_rows = -1;
+  // A failure met before the item was read (an outage while measuring the plan): delivered as
+  // is, so the engine stops on it in order.
+  std::optional<SampleFailure> preset;
 };
 
 struct Fetched {
@@ -100,9 +112,20 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
 Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris);
 SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
                             const Error& e);
+// `item`'s failure at `stage`, named by its manifest and line.
+SampleFailure sample_failure(const Context& ctx, const Item& item, const char* stage,
+                             const Error& e);
 // A failure of image `image` of `item` while it was decoded into its batch.
 SampleFailure decode_failure(const Context& ctx, const Item& item, std::size_t image,
                              const Error& e);
 Prepared prepare(const Context& ctx, Fetched&& fetched);
+
+// Everything the per-sample work reads for `config` — model, tokenizer, image processor, sources
+// (manifest index, media scopes, one fetcher), byte budget, max length — as a Loader builds it.
+Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config);
+
+// A media or record read that failed because storage was unreachable (retries spent) — not a
+// property of the sample, so never skipped as bad data: the run stops, resumably.
+bool is_outage(const SampleFailure& f);
 
 }  // namespace stoker::pipeline

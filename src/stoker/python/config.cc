@@ -32,7 +32,8 @@ const char* const kKnown[] = {
     "prefetch", "io_threads", "window", "fetch_bytes_in_flight", "arena_bytes", "arena_shared",
     "worker_sched", "strict", "max_errors", "max_error_rate", "min_seen", "error_report",
     "media_root", "trust_media_paths", "allow_buckets", "max_object_bytes", "max_record_bytes",
-    "io_deadline_ms", "imds"};
+    "io_deadline_ms", "imds", "packing", "token_budget", "max_tokens", "pack_format",
+    "pack_window", "pack_align", "position_rows", "truncate"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& want, py::handle v) {
   std::string shown = py::repr(v).cast<std::string>();
@@ -159,6 +160,37 @@ void set_choices_and_ranks(const py::dict& kw, pipeline::LoaderConfig& c) {
   }
 }
 
+// packing / token_budget and the options that only mean something with one of them.
+void set_packing(const py::dict& kw, pipeline::LoaderConfig& c) {
+  auto has = [&](const char* k) { return kw.contains(k) && !kw[k].is_none(); };
+  const bool pack = has("packing") && flag(kw["packing"], "packing");
+  const bool budget = has("token_budget") && flag(kw["token_budget"], "token_budget");
+  if (pack && budget) raise(invalid_argument("Loader: packing and token_budget exclude each other"));
+  c.packing.batching = pack     ? pipeline::Batching::kPack
+                       : budget ? pipeline::Batching::kTokenBudget
+                                : pipeline::Batching::kFixed;
+  for (const char* k : {"max_tokens", "pack_format", "pack_window", "pack_align", "position_rows"}) {
+    if (has(k) && !pack && !budget) {
+      raise(invalid_argument(std::string("Loader: ") + k + " needs packing=True or token_budget=True"));
+    }
+  }
+  if (has("max_tokens")) c.packing.max_tokens = int_in(kw["max_tokens"], "max_tokens", 1, kI32);
+  if (has("pack_window")) c.packing.window = static_cast<int>(int_in(kw["pack_window"], "pack_window", 1, 1 << 24));
+  if (has("position_rows")) c.packing.position_rows = static_cast<int>(int_in(kw["position_rows"], "position_rows", 3, 4));
+  if (has("pack_format")) {
+    const std::string f = text(kw["pack_format"], "pack_format");
+    if (f == "hf") c.packing.format = batch::PackFormat::kHF;
+    else if (f == "megatron") c.packing.format = batch::PackFormat::kMegatron;
+    else raise(invalid_argument("Loader: pack_format is 'hf' or 'megatron', not '" + f + "'"));
+  }
+  if (has("pack_align")) {
+    if (c.packing.format != batch::PackFormat::kMegatron) {
+      raise(invalid_argument("Loader: pack_align is for pack_format='megatron'"));
+    }
+    c.packing.align = int_in(kw["pack_align"], "pack_align", 1, 1 << 20);
+  }
+}
+
 pipeline::LoaderConfig make_config(const py::dict& kw) {
   check_known(kw);
   pipeline::LoaderConfig c;
@@ -200,7 +232,9 @@ pipeline::LoaderConfig make_config(const py::dict& kw) {
   if (has("max_record_bytes")) c.max_record_bytes = i64("max_record_bytes", 1, kMaxRecordBytes);
   if (has("io_deadline_ms")) c.io_deadline_ms = i64("io_deadline_ms", 1, kI32);
   if (has("imds")) c.imds = yes("imds");
+  if (has("truncate")) c.truncate = yes("truncate");
   set_choices_and_ranks(kw, c);
+  set_packing(kw, c);
   return c;
 }
 

@@ -56,6 +56,10 @@ py::dict state_to_dict(const pipeline::LoaderState& s) {
   d["epoch"] = s.epoch;
   d["position"] = s.position;
   d["errors"] = s.errors;
+  if (s.plan != 0) {  // packing: the window's units consumed, and the plan's id
+    d["packs"] = s.packs;
+    d["plan"] = s.plan;
+  }
   return d;
 }
 
@@ -65,6 +69,8 @@ pipeline::LoaderState state_from_dict(const py::dict& d) {
     s.epoch = d["epoch"].cast<std::uint64_t>();
     s.position = d["position"].cast<std::uint64_t>();
     s.errors = d.contains("errors") ? d["errors"].cast<std::uint64_t>() : 0;
+    s.packs = d.contains("packs") ? d["packs"].cast<std::uint64_t>() : 0;
+    s.plan = d.contains("plan") ? d["plan"].cast<std::uint32_t>() : 0;
   } catch (const std::exception& e) {
     raise(invalid_argument(std::string("load_state_dict: expected ints epoch, position, errors: ") +
                            e.what()));
@@ -157,6 +163,18 @@ class RawLoader {
     d["limiter"] = pipeline::describe_limiter(s);
     d["arena_peak_bytes"] = s.arena_peak_bytes;
     d["fetch_peak_bytes"] = s.fetch_peak_bytes;
+    // Real vs computed tokens (packing efficiency), and with packing / token budgets the
+    // data-parallel balance of the delivered steps (Σ max / Σ mean over steps).
+    d["real_tokens"] = s.real_tokens;
+    d["computed_tokens"] = s.computed_tokens;
+    d["sequences"] = s.sequences;
+    d["efficiency"] = s.efficiency();
+    d["padding_share"] = s.computed_tokens > 0 ? 1 - s.efficiency() : 0.0;
+    d["steps"] = s.steps;
+    d["repeats"] = s.repeats;
+    d["patch_balance"] = s.patch_balance();
+    d["token_balance"] = s.token_balance();
+    d["worst_patch_ratio"] = s.worst_patch_ratio;
     py::dict stages;
     for (const pipeline::StageStats& st : s.stages) {
       py::dict sd;

@@ -43,6 +43,8 @@ class RawClient {
       attach.epoch = d.contains("epoch") ? d["epoch"].cast<std::uint64_t>() : 0;
       attach.position = d.contains("position") ? d["position"].cast<std::uint64_t>() : 0;
       attach.errors = d.contains("errors") ? d["errors"].cast<std::uint64_t>() : 0;
+      attach.packs = d.contains("packs") ? d["packs"].cast<std::uint64_t>() : 0;
+      attach.plan = d.contains("plan") ? d["plan"].cast<std::uint32_t>() : 0;
     }
     rank_ = ri.rank;
     world_ = ri.world_size;

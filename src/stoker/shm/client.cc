@@ -166,7 +166,8 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
     const ClientAttach& a = *options.attach;
     std::string msg = detail::encode_attach({.rank = a.rank, .world_size = a.world_size,
                                              .has_state = a.has_state, .epoch = a.epoch,
-                                             .position = a.position, .errors = a.errors});
+                                             .position = a.position, .errors = a.errors,
+                                             .packs = a.packs, .plan = a.plan});
     if (::send(conn->fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
       return unavailable(errno_text("sending the attach to " + path));
   }

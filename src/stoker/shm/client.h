@@ -25,6 +25,8 @@ struct ClientAttach {
   int world_size = 1;
   bool has_state = false;
   std::uint64_t epoch = 0, position = 0, errors = 0;
+  std::uint64_t packs = 0;  // packing states (pipeline::LoaderState::packs / plan)
+  std::uint32_t plan = 0;
 };
 
 struct ClientOptions {

@@ -275,7 +275,7 @@ struct BatchServer::Impl {
         const detail::Attach& a = m->attach;
         attaches.push_back({.client = c->id, .rank = a.rank, .world_size = a.world_size,
                             .has_state = a.has_state, .epoch = a.epoch, .position = a.position,
-                            .errors = a.errors});
+                            .errors = a.errors, .packs = a.packs, .plan = a.plan});
         cv.notify_all();
         continue;
       }

@@ -299,7 +299,7 @@ std::string bad_json(const BadEntry& b) {
 
 // ---- rendering --------------------------------------------------------------------------------
 
-Status make_image(const std::string& out_dir, ImageJob& job) {
+Status make_image(const std::string& out_dir, ImageJob& job, bool flat) {
   if (job.damage == Damage::kMissing) return ok_status();
   Rng rng(job.seed);
   std::vector<std::uint8_t> bytes;
@@ -319,7 +319,14 @@ Status make_image(const std::string& out_dir, ImageJob& job) {
     for (int i = 0; i < n; ++i) bytes.push_back(static_cast<std::uint8_t>(rng.below(256)));
     job.full_bytes = static_cast<std::int64_t>(bytes.size());
   } else {
-    image::RgbImage rgb = render_content(job.content, job.width, job.height, rng);
+    image::RgbImage rgb;
+    if (flat) {
+      rgb.width = job.width;
+      rgb.height = job.height;
+      rgb.pixels.assign(static_cast<std::size_t>(job.width) * job.height * 3, 128);
+    } else {
+      rgb = render_content(job.content, job.width, job.height, rng);
+    }
     STOKER_ASSIGN_OR_RETURN(bytes, encode_variant(job.variant, rgb, rng));
     job.full_bytes = static_cast<std::int64_t>(bytes.size());
     if (job.damage == Damage::kTruncate) bytes.resize(bytes.size() * rng.range(20, 70) / 100);
@@ -330,7 +337,8 @@ Status make_image(const std::string& out_dir, ImageJob& job) {
   return ok_status();
 }
 
-Status make_images(const std::string& out_dir, std::vector<ImageJob>& jobs, int threads) {
+Status make_images(const std::string& out_dir, std::vector<ImageJob>& jobs, int threads,
+                   bool flat = false) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min<int>(threads, std::max<size_t>(1, jobs.size()));
   // Biggest first so one 4K image does not finish last on its own.
@@ -344,7 +352,7 @@ Status make_images(const std::string& out_dir, std::vector<ImageJob>& jobs, int 
   Status first_error;
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < order.size();) {
-      Status st = make_image(out_dir, jobs[order[i]]);
+      Status st = make_image(out_dir, jobs[order[i]], flat);
       if (!st.ok()) {
         std::lock_guard lock(mu);
         if (first_error.ok()) first_error = std::move(st);
@@ -445,7 +453,7 @@ Result<SynthResult> generate_dataset(const SynthConfig& config) {
   finalise_jobs(jobs, config.max_side);
 
   STOKER_RETURN_IF_ERROR(make_dirs(config.out_dir));
-  STOKER_RETURN_IF_ERROR(make_images(config.out_dir, jobs, config.threads));
+  STOKER_RETURN_IF_ERROR(make_images(config.out_dir, jobs, config.threads, config.flat_pixels));
 
   SynthResult result;
   result.data_path = config.out_dir + "/data.jsonl";

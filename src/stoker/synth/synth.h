@@ -27,6 +27,10 @@ struct SynthConfig {
   int max_side = 3840;        // no image side above this (≥ 32)
   double bad_fraction = 0.0;  // share of records made deliberately broken, [0, 1]
   int threads = 0;            // 0: hardware concurrency
+  // Every image one flat colour: the same records, sizes, formats and variants, many times faster
+  // to write — for planning studies (`stoker bench packing`), whose lengths depend on image sizes
+  // and text only. Not for pixel tests.
+  bool flat_pixels = false;
   Status validate() const;
 };
 

@@ -144,6 +144,21 @@ class Loader:
       imds               True: S3 credentials may come from the EC2 instance metadata service
                          (otherwise it is consulted only when $AWS_EC2_METADATA_SERVICE_ENDPOINT
                          is set)
+
+    Packing (a global plan every rank computes alike; pipeline/README.md "Packing"):
+      packing            True: whole samples packed into one row of at most max_tokens tokens
+                         per batch, no padding (best-fit decreasing within pack_window samples)
+      max_tokens         tokens per pack row (default: max_length)
+      pack_format        "hf" (default): input_ids/labels [1, N], position_ids [4, 1, N],
+                         cu_seq_lens_q/k, max_length_q/k (ints): keyword arguments of a
+                         Qwen2.5-VL / Qwen3-VL forward (pop "sample_ids" first);
+                         "megatron": THD row with shifted labels, loss_mask, cu_seqlens_q/kv
+                         (+ _padded), max_seqlen_q/kv, 1-D position_ids
+      token_budget       True (instead of packing): padded batches of size × longest ≤ max_tokens
+      pack_window        samples planned together (default 1000)
+      pack_align         megatron: each sub-sequence padded to a multiple of it (e.g. 2·CP)
+      position_rows      hf: 4 (default) or 3 (mRoPE rows only, transformers before ~4.54)
+      truncate           True: samples over max_length lose whole turns instead of failing
     """
 
     def __init__(
@@ -175,6 +190,9 @@ class Loader:
         max_record_bytes: int = 16 << 20,
         io_deadline_ms: Optional[int] = None,
         imds: bool = False,
+        packing: bool = False,
+        max_tokens: Optional[int] = None,
+        pack_format: Optional[str] = None,
         connect: Union[None, bool, _Path] = None,
         **advanced: Any,
     ) -> None:
@@ -186,7 +204,8 @@ class Loader:
             max_error_rate=max_error_rate, error_report=error_report, pixel_dtype=pixel_dtype,
             padding=padding, io_threads=io_threads, arena_bytes=arena_bytes,
             trust_media_paths=trust_media_paths, max_object_bytes=max_object_bytes,
-            max_record_bytes=max_record_bytes, io_deadline_ms=io_deadline_ms, imds=imds)
+            max_record_bytes=max_record_bytes, io_deadline_ms=io_deadline_ms, imds=imds,
+            packing=packing, max_tokens=max_tokens, pack_format=pack_format)
         if media_root is not None:
             options["media_root"] = media_root
         if allow_buckets is not None:
@@ -229,7 +248,7 @@ class Loader:
                                   f"got {resume_state!r} ({type(resume_state).__name__})")
                 count = _options.int_in(0, _options.U64)
                 state = {k: count(f"resume_state['{k}']", v) for k, v in resume_state.items()
-                         if k in ("epoch", "position", "errors")}
+                         if k in ("epoch", "position", "errors", "packs", "plan")}
             self._client = _stoker.RawClient(
                 target, int(timeout_s * 1000), -1 if kw["rank"] is None else kw["rank"],
                 -1 if kw["world_size"] is None else kw["world_size"], state)
@@ -264,6 +283,9 @@ class Loader:
         caps, _step, _epoch, ready_ns = item
         fd = self._from_dlpack
         out = {name: fd(cap) for name, cap in caps.items()}
+        if "max_length_q" in out:  # packed HF form: flash-attention takes Python ints
+            out["max_length_q"] = int(out["max_length_q"])
+            out["max_length_k"] = int(out["max_length_k"])
         self._handoff_ns.append(_stoker.monotonic_ns() - ready_ns)
         return out
 
@@ -280,7 +302,8 @@ class Loader:
         self._local_only("load_state_dict")
         if int(state.get("version", 1)) != 1:
             raise InvalidArgumentError(f"unknown stoker state version {state.get('version')}")
-        self._raw.resume({k: int(state[k]) for k in ("epoch", "position", "errors") if k in state})
+        self._raw.resume({k: int(state[k]) for k in ("epoch", "position", "errors", "packs", "plan")
+                          if k in state})
 
     def stats(self) -> Dict[str, Any]:
         """Engine counters (wait ratio, per-stage busy time and utilisation) + hand-off cost.

@@ -161,6 +161,17 @@ def _pixel_dtype(name: str, value: Any) -> str:
     return s
 
 
+def _position_rows(name: str, value: Any) -> int:
+    if not _is_int(value) or int(value) not in (3, 4):
+        fail(f"{name} must be 3 or 4, {_got(value)}")
+    return int(value)
+
+
+_position_rows.desc = "3 or 4"
+
+# Options that only mean something with packing=True or token_budget=True.
+PACKING_ONLY = ("max_tokens", "pack_format", "pack_window", "pack_align", "position_rows")
+
 # The engine's options: name → checker (the dict keys make_config in module.cc reads).
 LOADER_OPTIONS: Dict[str, Checker] = {
     "data": strings,
@@ -197,6 +208,14 @@ LOADER_OPTIONS: Dict[str, Checker] = {
     "max_record_bytes": int_in(1, 4 << 30),
     "io_deadline_ms": optional(int_in(1, I32)),
     "imds": boolean,
+    "packing": boolean,
+    "token_budget": boolean,
+    "max_tokens": optional(int_in(1, I32)),
+    "pack_format": optional(choice("hf", "megatron")),
+    "pack_window": int_in(1, 1 << 24),
+    "pack_align": int_in(1, 1 << 20),
+    "position_rows": _position_rows,
+    "truncate": boolean,
 }
 
 # Time limits in seconds: ≤ 10^7 s (115 days) keeps every ms/ns conversion far from overflow.
@@ -223,7 +242,24 @@ def check_loader_options(options: Dict[str, Any], who: str = "Loader",
              f"{_got(options['rank'])}")
     if out.get("max_errors", 0) is None:
         out["max_errors"] = -1  # the engine's "no limit"
+    _check_packing(out, who)
     return out
+
+
+def _check_packing(out: Dict[str, Any], who: str) -> None:
+    pack, budget = out.get("packing", False), out.get("token_budget", False)
+    if pack and budget:
+        fail(f"{who}: packing and token_budget exclude each other")
+    for name in PACKING_ONLY:
+        if out.get(name) is not None and not (pack or budget):
+            fail(f"{who}: {name} needs packing=True or token_budget=True")
+    if budget and out.get("pack_format") is not None:
+        fail(f"{who}: pack_format is for packing=True (token budgets give padded batches)")
+    if out.get("pack_align") is not None and out.get("pack_format") != "megatron":
+        fail(f"{who}: pack_align is for pack_format='megatron'")
+    for name in PACKING_ONLY:
+        if name in out and out[name] is None:
+            del out[name]  # None: the engine's default
 
 
 def connect_target(value: Any) -> Optional[str]:

@@ -165,6 +165,8 @@ std::string encode_attach(const Attach& a) {
   w.put(a.epoch);
   w.put(a.position);
   w.put(a.errors);
+  w.put(a.packs);
+  w.put(a.plan);
   return w.take();
 }
 
@@ -200,7 +202,7 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
       std::uint8_t has = 0;
       Attach& a = m.attach;
       if (!r.get(a.rank) || !r.get(a.world_size) || !r.get(has) || !r.get(a.epoch) ||
-          !r.get(a.position) || !r.get(a.errors))
+          !r.get(a.position) || !r.get(a.errors) || !r.get(a.packs) || !r.get(a.plan))
         return malformed("short attach");
       if (has > 1 || a.world_size < 1 || a.rank < 0 || a.rank >= a.world_size)
         return malformed("attach: rank " + std::to_string(a.rank) + " of " +

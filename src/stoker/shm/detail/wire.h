@@ -5,7 +5,8 @@
 //   end     server→client: the stream is over (the client's next() returns nullopt)
 //   release client→server: the client dropped its view of batch `id`
 //   attach  client→server, first (ranked servers wait for it before the hello): global rank,
-//           world size, optionally the resume state the client saved (epoch, position, errors)
+//           world size, optionally the resume state the client saved (epoch, position, errors,
+//           packs, plan)
 //   refuse  server→client instead of the hello: why the attach was refused (text)
 // Dtypes travel as explicit wire codes (not batch::DType's enum order), so the protocol does not
 // change when the enum does. decode() checks everything a hostile or corrupt peer could get
@@ -24,7 +25,7 @@
 namespace stoker::shm::detail {
 
 inline constexpr std::uint32_t kMagic = 0x524b5453;  // "STKR" little-endian
-inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::uint16_t kVersion = 2;  // 2: the attach carries packs and plan
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
 inline constexpr std::size_t kMaxTensors = 256;
 inline constexpr std::size_t kMaxRank = 8;
@@ -38,6 +39,8 @@ struct Attach {
   std::int32_t world_size = 1;
   bool has_state = false;  // else the server resumes the rank from what it last saw released
   std::uint64_t epoch = 0, position = 0, errors = 0;
+  std::uint64_t packs = 0;  // packing states (version 2)
+  std::uint32_t plan = 0;
 };
 
 struct Hello {

@@ -1,0 +1,216 @@
+// The engine's last stage: one arena block per batch, every image decoded straight into its
+// pixel rows, then the token tensors — padded rows (fixed batches, token budgets) or one pack
+// row (HF varlen / Megatron THD). Nothing here can fail but the allocation and an image that
+// passed its header check and does not decode (its sample fails; the caller assembles again).
+#include <algorithm>
+#include <map>
+
+#include "stoker/base/clock.h"
+#include "stoker/batch/collate.h"
+#include "stoker/batch/pack_collate.h"
+#include "stoker/pipeline/engine.h"
+
+namespace stoker::pipeline {
+
+struct BatchAccess {
+  static Batch make(const batch::BatchLayout& layout, std::shared_ptr<batch::Arena> arena) {
+    Batch b;
+    b.layout_ = layout;
+    b.base_ = arena->base();
+    b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
+    return b;
+  }
+  static batch::Block block(const Batch& b) { return b.layout_.block; }
+  static void set_layout(Batch& b, const batch::BatchLayout& layout) { b.layout_ = layout; }
+};
+
+namespace {
+
+// Decode + resize + normalise + patchify every image of the batch straight into its pixel rows
+// (ImageProcessor::process, the fused streaming path). Work is claimed by index, biggest images
+// first so no thread is left with a large one at the end; helpers that start late find nothing
+// and leave; the caller does whatever is left and waits only for images already claimed.
+struct EmitJob {
+  const image::ImageProcessor* proc = nullptr;
+  image::PixelDType dtype = image::PixelDType::kFloat32;
+  struct Image {
+    const std::vector<std::uint8_t>* bytes;
+    const image::ImagePlan* plan;
+    std::uint8_t* dst;
+    std::size_t sample, index;  // in goods, in the sample
+  };
+  std::vector<Image> images;  // biggest first
+  std::vector<std::optional<Error>> errors;  // per entry of `images`
+  StageCounters* counters = nullptr;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+
+  void work() {
+    thread_local image::ImageScratch scratch;  // per thread: steady state allocates nothing
+    for (;;) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= images.size()) return;
+      const Image& img = images[i];
+      const std::int64_t t0 = now_ns();
+      Status st = proc->process(*img.bytes, *img.plan, dtype, img.dst, &scratch);
+      if (!st.ok()) errors[i] = std::move(st).error();
+      counters->add(kEmit, now_ns() - t0);
+      if (done.fetch_add(1) + 1 == images.size()) {
+        std::lock_guard lock(mu);
+        cv.notify_all();
+      }
+    }
+  }
+};
+
+batch::DType pixel_dtype(image::PixelDType d) {
+  return d == image::PixelDType::kFloat32 ? batch::DType::kFloat32 : batch::DType::kBFloat16;
+}
+
+}  // namespace
+
+Result<Batch> Engine::allocate(std::uint64_t bytes, std::stop_token stop) {
+  const std::int64_t t0 = now_ns();
+  Result<batch::Block> block = arena_->allocate(bytes, stop);
+  arena_wait_ns_.fetch_add(now_ns() - t0);
+  if (!block.ok()) return std::move(block.error().with_context("allocating a batch block"));
+  batch::BatchLayout layout;
+  layout.block = *block;
+  // Handed over as a Batch right away, so that every return gives the block back.
+  return BatchAccess::make(layout, arena_);
+}
+
+void Engine::process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
+                            std::vector<BrokenImage>* broken) {
+  auto job = std::make_shared<EmitJob>();
+  job->proc = &*ctx_.processor;
+  job->dtype = options_.pixel_dtype;
+  job->counters = &ctx_.counters;
+  std::uint8_t* base = arena_->base();
+  std::int64_t row = 0;
+  for (std::size_t s = 0; s < goods.size(); ++s) {
+    const Prepared& p = goods[s];
+    for (std::size_t i = 0; i < p.plans.size(); ++i) {
+      job->images.push_back({&p.encoded[i], &p.plans[i],
+                             batch::pixel_row_address(base, layout, row), s, i});
+      row += p.plans[i].rows();
+    }
+  }
+  std::stable_sort(job->images.begin(), job->images.end(),
+                   [](const EmitJob::Image& a, const EmitJob::Image& b) {
+                     return a.plan->rows() > b.plan->rows();
+                   });
+  job->errors.resize(job->images.size());
+  if (!job->images.empty()) {
+    if (emit_ != nullptr) {
+      int helpers = std::min<int>(static_cast<int>(job->images.size()) - 1, emit_->num_threads());
+      for (int h = 0; h < helpers; ++h) (void)emit_->submit([job] { job->work(); });
+    }
+    job->work();
+    std::unique_lock lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == job->images.size(); });
+  }
+  // The first failing image of each failing sample, samples in order.
+  std::map<std::size_t, BrokenImage> failed;
+  for (std::size_t k = 0; k < job->images.size(); ++k) {
+    if (!job->errors[k]) continue;
+    const EmitJob::Image& img = job->images[k];
+    auto it = failed.find(img.sample);
+    if (it == failed.end() || img.index < it->second.image) {
+      failed.insert_or_assign(img.sample, BrokenImage{img.sample, img.index, *job->errors[k]});
+    }
+  }
+  for (auto& [s, b] : failed) broken->push_back(std::move(b));
+}
+
+Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
+                           std::stop_token stop, std::vector<BrokenImage>* broken,
+                           ReadyBatch& out) {
+  const image::ImageProcessor& proc = *ctx_.processor;
+  batch::BatchShape shape;
+  shape.batch_size = static_cast<std::int64_t>(goods.size());
+  std::int64_t real = 0;
+  for (const Prepared& p : goods) {
+    const std::int64_t n = static_cast<std::int64_t>(p.tokens.input_ids.size());
+    shape.length = std::max(shape.length, n);
+    shape.images += static_cast<std::int64_t>(p.plans.size());
+    shape.pixel_rows += p.pixel_rows;
+    real += n;
+  }
+  if (options_.padding == Padding::kFixed && options_.max_length > 0) {
+    shape.length = options_.max_length;
+  }
+  shape.pixel_cols = proc.columns();
+  shape.pixel_dtype = pixel_dtype(options_.pixel_dtype);
+  STOKER_ASSIGN_OR_RETURN(Batch batch, allocate(batch::layout_bytes(shape), stop));
+  batch::BatchLayout layout = batch::make_layout(shape, BatchAccess::block(batch));
+  layout.step = step_;
+  layout.epoch = epoch;
+  BatchAccess::set_layout(batch, layout);
+  process_images(goods, layout, broken);
+  if (!broken->empty()) return batch;
+
+  const std::int64_t t1 = now_ns();
+  std::uint8_t* base = arena_->base();
+  std::vector<batch::GridTHW> grids;
+  std::vector<std::uint64_t> ids;
+  for (std::size_t r = 0; r < goods.size(); ++r) {
+    const Prepared& p = goods[r];
+    batch::collate_row(base, layout, static_cast<std::int64_t>(r),
+                       {p.tokens.input_ids, p.tokens.labels, p.positions}, options_.pad_id);
+    for (const image::ImagePlan& plan : p.plans) grids.push_back({plan.grid_t, plan.grid_h, plan.grid_w});
+    ids.push_back(p.item.sample);
+  }
+  batch::write_grids(base, layout, grids);
+  batch::write_sample_ids(base, layout, ids);
+  ctx_.counters.add(kAssemble, now_ns() - t1);
+  out.real_tokens = real;
+  out.computed_tokens = shape.batch_size * shape.length;
+  return batch;
+}
+
+Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoch,
+                                std::stop_token stop, std::vector<BrokenImage>* broken,
+                                ReadyBatch& out) {
+  batch::PackShape shape;
+  shape.format = options_.pack_format;
+  shape.position_rows = options_.position_rows;
+  shape.align = options_.pack_align;
+  shape.sequences = static_cast<std::int64_t>(goods.size());
+  std::int64_t real = 0;
+  for (const Prepared& p : goods) {
+    const std::int64_t n = static_cast<std::int64_t>(p.tokens.input_ids.size());
+    shape.tokens += batch::packed_length(shape.format, shape.align, n);
+    shape.images += static_cast<std::int64_t>(p.plans.size());
+    shape.pixel_rows += p.pixel_rows;
+    real += n;
+  }
+  shape.pixel_cols = ctx_.processor->columns();
+  shape.pixel_dtype = pixel_dtype(options_.pixel_dtype);
+  STOKER_ASSIGN_OR_RETURN(Batch batch, allocate(batch::pack_layout_bytes(shape), stop));
+  batch::BatchLayout layout = batch::make_pack_layout(shape, BatchAccess::block(batch));
+  layout.step = step_;
+  layout.epoch = epoch;
+  BatchAccess::set_layout(batch, layout);
+  process_images(goods, layout, broken);
+  if (!broken->empty()) return batch;
+
+  const std::int64_t t1 = now_ns();
+  std::vector<batch::SampleRow> rows;
+  std::vector<batch::GridTHW> grids;
+  std::vector<std::uint64_t> ids;
+  for (const Prepared& p : goods) {
+    rows.push_back({p.tokens.input_ids, p.tokens.labels, p.positions});
+    for (const image::ImagePlan& plan : p.plans) grids.push_back({plan.grid_t, plan.grid_h, plan.grid_w});
+    ids.push_back(p.item.sample);
+  }
+  batch::collate_pack(arena_->base(), layout, shape, rows, grids, ids, options_.pad_id);
+  ctx_.counters.add(kAssemble, now_ns() - t1);
+  out.real_tokens = real;
+  out.computed_tokens = out.unit ? out.unit->computed : shape.tokens;
+  return batch;
+}
+
+}  // namespace stoker::pipeline
