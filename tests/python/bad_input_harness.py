@@ -206,12 +206,7 @@ def run_loader(layout: Layout, work: pathlib.Path, options: Optional[dict] = Non
             "options": {**dict(threads=2, io_threads=2, batch_size=4, max_error_rate=1.0,
                                arena_bytes=128 << 20), **(options or {})}, **(spec_extra or {})}
     (work / "spec.json").write_text(json.dumps(spec))
-    e = dict(env or os.environ)
-    if SANITIZED:  # the extension is built with ASan/UBSan: its runtime must load first
-        libs = [subprocess.run(["gcc", f"-print-file-name={n}"], capture_output=True,
-                               text=True).stdout.strip() for n in ("libasan.so", "libubsan.so")]
-        e["LD_PRELOAD"] = ":".join(libs)
-        e["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1"
+    e = stoker_cli.python_child_env(env)
     res = RunResult("loader")
     res.rc, res.sig, res.timed_out, res.maxrss_kb, res.wall_s = run_child(
         [PYTHON, str(LOADER_CHILD), str(work / "spec.json")], e, timeout * SLOW,

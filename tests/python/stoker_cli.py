@@ -5,6 +5,7 @@ chunk names, so per-format counts never trust stoker's own description of its fi
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import signal
 import subprocess
@@ -14,6 +15,22 @@ from typing import Dict, List, Optional, Sequence
 from PIL import Image, JpegImagePlugin
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}
+
+
+def python_child_env(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The environment for a child /usr/bin/python3 that imports `stoker`: the tree's extension
+    on PYTHONPATH (STOKER_PYTHON_DIR), and in the sanitizer tree (STOKER_SANITIZE=1) the ASan and
+    UBSan runtimes preloaded — the extension is built with them and they must load first; leak
+    checking off (the interpreter's own allocations are not ours)."""
+    e = dict(env or os.environ)
+    if e.get("STOKER_PYTHON_DIR"):
+        e["PYTHONPATH"] = e["STOKER_PYTHON_DIR"]
+    if e.get("STOKER_SANITIZE") == "1":
+        libs = [subprocess.run(["gcc", f"-print-file-name={n}"], capture_output=True,
+                               text=True).stdout.strip() for n in ("libasan.so", "libubsan.so")]
+        e["LD_PRELOAD"] = ":".join(libs)
+        e["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1"
+    return e
 
 
 def run(cmd: Sequence[str], timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:

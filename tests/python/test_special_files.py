@@ -53,11 +53,8 @@ def test_python_loader_refuses_the_fifo(stoker_bin, fifo_set, tmp_path):
             f"l = stoker.Loader(data={str(fifo_set / 'data.jsonl')!r}, batch_size=2,"
             " max_error_rate=1.0)\n"
             "print(sum(len(b['sample_ids']) for b in l))\n")
-    env = dict(os.environ)
-    if os.environ.get("STOKER_PYTHON_DIR"):
-        env["PYTHONPATH"] = os.environ["STOKER_PYTHON_DIR"]
     r = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True,
-                       timeout=120, env=env)
+                       timeout=120, env=stoker_cli.python_child_env())
     if "No module named" in r.stderr:
         pytest.skip("the Python extension is not built in this tree")
     assert r.returncode == 0, r.stderr

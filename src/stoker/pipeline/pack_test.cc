@@ -121,7 +121,9 @@ std::size_t check_packs(const LoaderConfig& c, const std::map<std::uint64_t, Sam
       EXPECT_EQ(labels, want) << "sample " << ids[k];
       const std::int64_t* pos = batch.as<std::int64_t>("position_ids");
       for (std::int64_t t = 0; t < n; ++t) {
-        if (!hf || rows == 4) EXPECT_EQ(pos[at + t], t);  // the text row
+        if (!hf || rows == 4) {
+          EXPECT_EQ(pos[at + t], t);  // the text row
+        }
         if (hf) {
           for (int r = 0; r < 3; ++r) {
             EXPECT_EQ(pos[(rows - 3 + r) * N + at + t], s.positions[r * n + t])
@@ -255,7 +257,9 @@ LoaderState run_world(const LoaderConfig& base, int world, std::optional<LoaderS
     c.rank.world_size = world;
     auto loader = Loader::create(c);
     EXPECT_TRUE(loader.ok());
-    if (from) EXPECT_TRUE((*loader)->resume(*from).ok());
+    if (from) {
+      EXPECT_TRUE((*loader)->resume(*from).ok());
+    }
     for (std::int64_t i = 0; steps < 0 || i < steps; ++i) {
       auto b = (*loader)->next();
       EXPECT_TRUE(b.ok());
@@ -267,7 +271,9 @@ LoaderState run_world(const LoaderConfig& base, int world, std::optional<LoaderS
       for (std::uint64_t id : testing::sample_ids(**b)) delivered->insert(id);
     }
     LoaderState s = (*loader)->state();
-    if (after) EXPECT_EQ(s.serialize(), after->serialize()) << "ranks disagree on the state";
+    if (after) {
+      EXPECT_EQ(s.serialize(), after->serialize()) << "ranks disagree on the state";
+    }
     after = s;
   }
   return *after;

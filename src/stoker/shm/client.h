@@ -32,7 +32,7 @@ struct ClientAttach {
 struct ClientOptions {
   std::string socket_path;              // empty: default_socket_path("stoker")
   std::int64_t connect_timeout_ms = 5000;  // retry while the server is not up yet
-  std::optional<ClientAttach> attach;   // required by ranked servers
+  std::optional<ClientAttach> attach = {};  // required by ranked servers
 };
 
 struct ClientStats {
