@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+import stoker_cli
+
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 LOADER_CHILD = HERE / "bad_input_loader_child.py"

@@ -1,5 +1,7 @@
 #include "stoker/batch/batch.h"
 
+#include "stoker/base/result.h"
+
 namespace stoker::batch {
 
 int dtype_size(DType t) {
@@ -37,6 +39,31 @@ const TensorView* BatchLayout::find(const std::string& name) const {
     if (t.name == name) return &t;
   }
   return nullptr;
+}
+
+namespace {
+constexpr std::uint64_t kTensorAlign = 64;
+std::uint64_t align(std::uint64_t n) { return (n + kTensorAlign - 1) / kTensorAlign * kTensorAlign; }
+}  // namespace
+
+BatchLayout place_tensors(std::vector<TensorView> tensors, Block block) {
+  BatchLayout layout;
+  layout.block = block;
+  layout.tensors = std::move(tensors);
+  std::uint64_t offset = block.offset;
+  for (TensorView& t : layout.tensors) {
+    t.offset = offset;
+    offset += align(t.bytes());
+  }
+  STOKER_CHECK(block.size == 0 || offset - block.offset <= block.size,
+               "batch: block smaller than the layout");
+  return layout;
+}
+
+std::uint64_t placed_bytes(const std::vector<TensorView>& tensors) {
+  std::uint64_t total = 0;
+  for (const TensorView& t : tensors) total += align(t.bytes());
+  return total;
 }
 
 }  // namespace stoker::batch

@@ -39,4 +39,10 @@ struct BatchLayout {
   const TensorView* find(const std::string& name) const;
 };
 
+// `tensors` placed one after another from block.offset, each at a 64-byte aligned offset; the
+// block must be empty (size 0: not checked) or hold them all (a bug otherwise: abort).
+// placed_bytes(tensors) is how large such a block must be.
+BatchLayout place_tensors(std::vector<TensorView> tensors, Block block);
+std::uint64_t placed_bytes(const std::vector<TensorView>& tensors);
+
 }  // namespace stoker::batch

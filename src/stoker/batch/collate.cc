@@ -6,10 +6,6 @@
 namespace stoker::batch {
 namespace {
 
-constexpr std::uint64_t kTensorAlign = 64;
-
-std::uint64_t align(std::uint64_t n) { return (n + kTensorAlign - 1) / kTensorAlign * kTensorAlign; }
-
 std::vector<TensorView> tensors_for(const BatchShape& s) {
   const std::int64_t B = s.batch_size, L = s.length;
   return {
@@ -32,24 +28,10 @@ T* at(std::uint8_t* base, const BatchLayout& layout, const char* name) {
 
 }  // namespace
 
-std::uint64_t layout_bytes(const BatchShape& shape) {
-  std::uint64_t total = 0;
-  for (const TensorView& t : tensors_for(shape)) total += align(t.bytes());
-  return total;
-}
+std::uint64_t layout_bytes(const BatchShape& shape) { return placed_bytes(tensors_for(shape)); }
 
 BatchLayout make_layout(const BatchShape& shape, Block block) {
-  BatchLayout layout;
-  layout.block = block;
-  layout.tensors = tensors_for(shape);
-  std::uint64_t offset = block.offset;
-  for (TensorView& t : layout.tensors) {
-    t.offset = offset;
-    offset += align(t.bytes());
-  }
-  STOKER_CHECK(block.size == 0 || offset - block.offset <= block.size,
-               "collate: block smaller than the layout");
-  return layout;
+  return place_tensors(tensors_for(shape), block);
 }
 
 void collate_row(std::uint8_t* base, const BatchLayout& layout, std::int64_t row,

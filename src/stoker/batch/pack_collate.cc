@@ -10,9 +10,6 @@
 namespace stoker::batch {
 namespace {
 
-constexpr std::uint64_t kTensorAlign = 64;
-std::uint64_t align64(std::uint64_t n) { return (n + kTensorAlign - 1) / kTensorAlign * kTensorAlign; }
-
 std::vector<TensorView> tensors_for(const PackShape& s) {
   const std::int64_t N = s.tokens, K1 = s.sequences + 1;
   std::vector<TensorView> t;
@@ -129,26 +126,12 @@ std::int64_t packed_length(PackFormat format, std::int64_t align, std::int64_t l
   return (length + align - 1) / align * align;
 }
 
-std::uint64_t pack_layout_bytes(const PackShape& shape) {
-  std::uint64_t total = 0;
-  for (const TensorView& t : tensors_for(shape)) total += align64(t.bytes());
-  return total;
-}
+std::uint64_t pack_layout_bytes(const PackShape& shape) { return placed_bytes(tensors_for(shape)); }
 
 BatchLayout make_pack_layout(const PackShape& shape, Block block) {
   STOKER_CHECK(shape.tokens <= std::numeric_limits<std::int32_t>::max(),
                "pack collate: cu_seqlens are int32");
-  BatchLayout layout;
-  layout.block = block;
-  layout.tensors = tensors_for(shape);
-  std::uint64_t offset = block.offset;
-  for (TensorView& t : layout.tensors) {
-    t.offset = offset;
-    offset += align64(t.bytes());
-  }
-  STOKER_CHECK(block.size == 0 || offset - block.offset <= block.size,
-               "pack collate: block smaller than the layout");
-  return layout;
+  return place_tensors(tensors_for(shape), block);
 }
 
 void collate_pack(std::uint8_t* base, const BatchLayout& layout, const PackShape& shape,
