@@ -63,7 +63,7 @@ def dataset(stoker_bin, tmp_path_factory):
 # Cap the image side: keeps the ~24 bytes of float32 pixel_values per resized pixel (per model)
 # and numpy's time in check; large downscales are still covered (sources up to the cap, images
 # from tiny to the cap, aspect ratios up to 50:1).
-SYNTH_EXTRA_ARGS = ["--max-side", os.environ.get("STOKER_PARITY_MAX_SIDE", "1024")]
+SYNTH_EXTRA_ARGS = ["--max-side", os.environ.get("STOKER_PARITY_MAX_SIDE", "768")]
 
 
 def test_dataset_covers_every_format(dataset):

@@ -17,6 +17,13 @@ int run_bench_s3(int argc, char** argv);
 int run_bench_loader(int argc, char** argv);
 int run_bench_packing(int argc, char** argv);
 
+#if !defined(STOKER_HAVE_BENCH)
+int run_bench(int, char**) {
+  std::fprintf(stderr, "stoker bench: this build has no benchmarks (configured with "
+                       "-DSTOKER_BUILD_BENCH=OFF)\n");
+  return 2;
+}
+#else
 int run_bench(int argc, char** argv) {
   struct Entry {
     const char* name;
@@ -47,5 +54,6 @@ int run_bench(int argc, char** argv) {
   for (const Entry& e : kBenches) std::fprintf(stderr, "  %-10s %s\n", e.name, e.summary);
   return 2;
 }
+#endif
 
 }  // namespace stoker::cli
