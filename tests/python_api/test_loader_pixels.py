@@ -71,3 +71,55 @@ def test_loader_pixels_equal_the_reference(stoker, dataset, tmp_path, model):
         assert row == pixels.shape[0] and g == len(grids)
     assert checked >= 20
     os.remove(manifest)
+
+
+def test_loader_image_options(stoker, dataset, tmp_path):
+    """exif="ignore" gives an EXIF-rotated JPEG as stored (as qwen-vl-utils and LLaMA-Factory open
+    images), the default rotates it (transformers' load_image); small_images="refuse" fails a
+    20×20 image's sample with InvalidArgument (transformers ≤ 4.52), the default enlarges it."""
+    root = os.path.dirname(dataset)
+    records = [json.loads(x) for x in open(dataset).read().splitlines()]
+    singles = [r for r in records if len(image_refs(r)) == 1][:2]
+    assert len(singles) == 2
+    rotated = os.path.join(root, "images", "options_exif6.jpg")
+    tiny = os.path.join(root, "images", "options_tiny.png")
+    img = Image.open(os.path.join(root, image_refs(singles[0])[0])).convert("RGB")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    img.resize((150, 90)).save(rotated, "JPEG", quality=90, exif=exif)
+    img.resize((20, 20)).save(tiny, "PNG")
+    lines = []
+    for r, new in zip(singles, ["images/options_exif6.jpg", "images/options_tiny.png"]):
+        lines.append(json.dumps(r).replace(json.dumps(image_refs(r)[0]), json.dumps(new), 1))
+    manifest = os.path.join(root, "image_options.jsonl")
+    open(manifest, "w").write("\n".join(lines) + "\n")
+    spec = ref.MODELS["qwen2.5-vl"]
+
+    def run(**options):
+        report = tmp_path / f"errors_{len(list(tmp_path.iterdir()))}.jsonl"
+        loader = stoker.Loader(manifest, batch_size=2, threads=2, max_error_rate=1.0,
+                               error_report=str(report), **options)
+        got = {}
+        for b in loader:
+            row, rows = 0, b["pixel_values"].numpy()
+            for sid, grid in zip(b["sample_ids"].tolist(), b["image_grid_thw"].tolist()):
+                n = grid[0] * grid[1] * grid[2]
+                got[sid] = (grid, rows[row:row + n])
+                row += n
+        errors = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+        return got, errors
+
+    def same(got, want):
+        return got[0] == list(want.grid) and \
+            np.array_equal(got[1].view(np.uint32), want.pixel_values.view(np.uint32))
+
+    got, errors = run()
+    assert not errors and same(got[0], ref.process_file(rotated, spec)), errors
+    assert same(got[1], ref.process_file(tiny, spec))
+    got, errors = run(exif="ignore", small_images="refuse")
+    assert same(got[0], ref.process_file(rotated, spec, exif=False))
+    assert ref.process_file(rotated, spec).grid != ref.process_file(rotated, spec, exif=False).grid
+    assert 1 not in got and [e["code"] for e in errors] == ["InvalidArgument"], errors
+    with pytest.raises(ValueError, match="exif"):
+        stoker.Loader(manifest, exif="sideways")
+    os.remove(manifest)

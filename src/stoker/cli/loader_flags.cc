@@ -141,7 +141,7 @@ std::set<std::string> loader_value_flags() {
   std::set<std::string> v = {"model",    "tokenizer", "batch-size", "max-length", "io-threads",
                              "prefetch", "seed",      "epochs",     "arena-mb",   "worker-sched",
                              "max-tokens", "pack-format", "pack-window", "pack-align",
-                             "position-rows"};
+                             "position-rows", "exif", "small-images"};
   v.merge(media_value_flags());
   return v;
 }
@@ -176,6 +176,16 @@ Result<pipeline::LoaderConfig> loader_config_from_flags(const Args& args,
                                                      "arena-mb", defaults.arena_mb, 1, kMaxArenaMb));
   c.arena.bytes = static_cast<std::size_t>(arena_mb) << 20;
   if (args.has("bf16")) c.pixel_dtype = image::PixelDType::kBFloat16;
+  image::ImageProcessorConfig compat;
+  if (Status st = image::set_exif_option(args.get("exif", "apply"), &compat); !st.ok()) {
+    return std::move(st).error().with_context("--exif");
+  }
+  if (Status st = image::set_small_images_option(args.get("small-images", "resize"), &compat);
+      !st.ok()) {
+    return std::move(st).error().with_context("--small-images");
+  }
+  c.apply_exif_orientation = compat.apply_exif_orientation;
+  c.small_images = compat.resize_rules;
   auto sched = exec::parse_sched_class(args.get("worker-sched", "batch"));
   if (!sched.ok()) return std::move(sched).error().with_context("--worker-sched");
   c.worker_sched = *sched;

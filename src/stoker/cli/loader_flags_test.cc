@@ -90,6 +90,8 @@ TEST(LoaderFlagsTest, BadValuesNameTheFlag) {
       {{"--media-root="}, "--media-root needs a folder, got ''"},
       {{"--allow-bucket="}, "--allow-bucket needs a bucket name or '*', got ''"},
       {{"--worker-sched", "fast"}, "--worker-sched"},
+      {{"--exif", "rotate"}, "--exif: exif orientation: 'apply' or 'ignore', not 'rotate'"},
+      {{"--small-images", "drop"}, "--small-images: small images: 'resize'"},
   };
   for (const auto& [flags, want] : cases) {
     std::vector<std::string> owned = {"d.jsonl", "--tokenizer", "/tok"};
@@ -104,6 +106,17 @@ TEST(LoaderFlagsTest, BadValuesNameTheFlag) {
     EXPECT_EQ(c.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(c.error().to_string().find(want), std::string::npos) << c.error().to_string();
   }
+}
+
+TEST(LoaderFlagsTest, ImageCompatibilityFlagsReachTheConfig) {
+  auto d = config({"d.jsonl", "--tokenizer", "/tok"});
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_TRUE(d->apply_exif_orientation);  // transformers' load_image
+  EXPECT_EQ(d->small_images, image::SmartResizeRules::kCurrent);
+  auto c = config({"d.jsonl", "--tokenizer", "/tok", "--exif", "ignore", "--small-images", "refuse"});
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_FALSE(c->apply_exif_orientation);
+  EXPECT_EQ(c->small_images, image::SmartResizeRules::kRefuseBelowFactor);
 }
 
 TEST(LoaderFlagsTest, MediaFlagsAloneForInspect) {

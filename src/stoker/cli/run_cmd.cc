@@ -65,6 +65,10 @@ options:
   --limit-batches N    stop after N batches
   --arena-mb MB        batch arena size (default 1024)
   --bf16               pixel_values in bfloat16 (default float32)
+  --exif E             apply (default: EXIF orientation as transformers' load_image) | ignore
+                       (pixels as stored, as qwen-vl-utils and LLaMA-Factory open images)
+  --small-images S     resize (default: a side below the factor enlarged, transformers >= 4.53)
+                       | refuse (InvalidArgument, as transformers <= 4.52)
   --quiet              no live progress line
   --pause-after-log-ms MS   test switch: sleep between logging a batch and saving the state,
                        widening the window a kill test must survive

@@ -67,6 +67,10 @@ options:
   --seed S             order seed (default 0)          --epochs E   (default 1; -1 forever)
   --arena-mb MB        shared arena per rank (default 512)
   --bf16               pixel_values in bfloat16 (default float32)
+  --exif E             apply (default: EXIF orientation as transformers' load_image) | ignore
+                       (pixels as stored, as qwen-vl-utils and LLaMA-Factory open images)
+  --small-images S     resize (default: a side below the factor enlarged, transformers >= 4.53)
+                       | refuse (InvalidArgument, as transformers <= 4.52)
   --progress-s S       print per-rank progress every S seconds (default 5; 0: never)
 )";
 

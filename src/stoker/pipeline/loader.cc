@@ -86,7 +86,8 @@ std::uint32_t plan_id(const LoaderConfig& c) {
       std::to_string(static_cast<int>(c.packing.format)) + "|" +
       std::to_string(c.packing.format == batch::PackFormat::kMegatron ? c.packing.align : 1) +
       "|" + std::to_string(c.seed) + "|" + std::to_string(c.max_length) + "|" +
-      (c.truncate ? "t" : "d") + "|" + c.model;
+      (c.truncate ? "t" : "d") + "|" + c.model +
+      (c.small_images == image::SmartResizeRules::kCurrent ? "" : "|refuse-small");
   std::uint32_t h = 2166136261u;
   for (unsigned char ch : key) h = (h ^ ch) * 16777619u;
   return h == 0 ? 1 : h;
@@ -349,6 +350,8 @@ Loader::~Loader() = default;
 Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
   STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
+  ctx->model.image.apply_exif_orientation = config.apply_exif_orientation;
+  ctx->model.image.resize_rules = config.small_images;
   STOKER_ASSIGN_OR_RETURN(ctx->template_kind, model::chat_template_kind(ctx->model));
   std::string tok_dir = config.tokenizer.empty() ? ctx->model.folder : config.tokenizer;
   if (tok_dir.empty()) {

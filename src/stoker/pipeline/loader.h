@@ -73,6 +73,12 @@ struct LoaderConfig {
   std::int64_t max_length = 8192;
   Padding padding = Padding::kLongest;
   image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
+  // Image compatibility (image/processor.h, over the model's): the EXIF orientation applied as
+  // transformers' load_image does, or ignored as recipes that open images themselves do
+  // (qwen-vl-utils, LLaMA-Factory); images with a side below the factor resized as transformers
+  // >= 4.53 does, or refused as <= 4.52 did.
+  bool apply_exif_orientation = true;
+  image::SmartResizeRules small_images = image::SmartResizeRules::kCurrent;
   std::uint64_t seed = 0;
   std::int64_t epochs = 1;          // -1: forever
   dataset::RankFlags rank;          // explicit rank/world; unset fields come from the launcher env

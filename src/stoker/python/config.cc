@@ -33,7 +33,7 @@ const char* const kKnown[] = {
     "worker_sched", "strict", "max_errors", "max_error_rate", "min_seen", "error_report",
     "media_root", "trust_media_paths", "allow_buckets", "max_object_bytes", "max_record_bytes",
     "io_deadline_ms", "imds", "packing", "token_budget", "max_tokens", "pack_format",
-    "pack_window", "pack_align", "position_rows", "truncate"};
+    "pack_window", "pack_align", "position_rows", "truncate", "exif", "small_images"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& want, py::handle v) {
   std::string shown = py::repr(v).cast<std::string>();
@@ -135,6 +135,19 @@ void set_choices_and_ranks(const py::dict& kw, pipeline::LoaderConfig& c) {
     if (d == "float32") c.pixel_dtype = image::PixelDType::kFloat32;
     else if (d == "bfloat16") c.pixel_dtype = image::PixelDType::kBFloat16;
     else raise(invalid_argument("Loader: pixel_dtype is 'float32' or 'bfloat16', not '" + d + "'"));
+  }
+  if (has("exif")) {
+    std::string e = text(kw["exif"], "exif");
+    if (e != "apply" && e != "ignore") {
+      raise(invalid_argument("Loader: exif is 'apply' or 'ignore', not '" + e + "'"));
+    }
+    c.apply_exif_orientation = e == "apply";
+  }
+  if (has("small_images")) {
+    std::string v = text(kw["small_images"], "small_images");
+    if (v == "resize") c.small_images = image::SmartResizeRules::kCurrent;
+    else if (v == "refuse") c.small_images = image::SmartResizeRules::kRefuseBelowFactor;
+    else raise(invalid_argument("Loader: small_images is 'resize' or 'refuse', not '" + v + "'"));
   }
   if (has("mode")) {
     std::string m = text(kw["mode"], "mode");

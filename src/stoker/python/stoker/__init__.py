@@ -159,6 +159,12 @@ class Loader:
       pack_align         megatron: each sub-sequence padded to a multiple of it (e.g. 2·CP)
       position_rows      hf: 4 (default) or 3 (mRoPE rows only, transformers before ~4.54)
       truncate           True: samples over max_length lose whole turns instead of failing
+
+    Images (transformers' behaviour by default; src/stoker/image/README.md):
+      exif               "apply" (default: the EXIF orientation, as transformers' load_image) or
+                         "ignore" (pixels as stored, as qwen-vl-utils and LLaMA-Factory open them)
+      small_images       "resize" (default: a side below the factor enlarged, transformers ≥ 4.53)
+                         or "refuse" (InvalidArgument for that sample, as ≤ 4.52)
     """
 
     def __init__(

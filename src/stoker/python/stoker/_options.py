@@ -216,6 +216,8 @@ LOADER_OPTIONS: Dict[str, Checker] = {
     "pack_align": int_in(1, 1 << 20),
     "position_rows": _position_rows,
     "truncate": boolean,
+    "exif": choice("apply", "ignore"),
+    "small_images": choice("resize", "refuse"),
 }
 
 # Time limits in seconds: ≤ 10^7 s (115 days) keeps every ms/ns conversion far from overflow.
