@@ -35,6 +35,8 @@ import time
 import zlib
 from urllib.parse import unquote
 
+import servers  # tests/io (beside this file): the ranged reply
+
 _XML = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
         '<Message>injected {status}</Message></Error>')
 _S3_CODES = {403: "AccessDenied", 404: "NoSuchKey", 500: "InternalError", 503: "SlowDown"}
@@ -60,27 +62,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         data = self._file(rel)
         if data is None:
             return self._status(404, body)
-        start, end, status = 0, len(data), 200
-        rng = self.headers.get("Range")
-        if rng and rng.startswith("bytes="):
-            a, _, b = rng[6:].partition("-")
-            start = int(a)
-            end = min(len(data), int(b) + 1) if b else len(data)
-            if start >= len(data):
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(data)}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            status = 206
-        self.send_response(status)
-        self.send_header("ETag", '"%s"' % hashlib.md5(data).hexdigest())
-        self.send_header("Content-Length", str(end - start))
-        if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
-        self.end_headers()
-        if body:
-            self.wfile.write(data[start:end])
+        servers.send_ranged(self, data, hashlib.md5(data).hexdigest(), body)
 
     def _status(self, status, body):
         xml = _XML.format(code=_S3_CODES.get(status, "Injected"), status=status).encode()

@@ -49,6 +49,32 @@ def wait_port(port, timeout=20.0):
     raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
+
+def send_ranged(handler, data: bytes, etag: str, body: bool) -> None:
+    """Answers a GET (body) or HEAD for `data` as S3 does: `Range: bytes=a-b` / `bytes=a-` → 206
+    with Content-Range, a start past the end → 416, no Range → 200; ETag and Content-Length."""
+    rng = handler.headers.get("Range")
+    status, start, end = 200, 0, len(data)
+    if rng and rng.startswith("bytes="):
+        a, _, b = rng[6:].partition("-")
+        start = int(a)
+        end = min(len(data), int(b) + 1) if b else len(data)
+        if start >= len(data):
+            handler.send_response(416)
+            handler.send_header("Content-Range", f"bytes */{len(data)}")
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        status = 206
+    handler.send_response(status)
+    handler.send_header("ETag", f'"{etag}"')
+    handler.send_header("Content-Length", str(end - start))
+    if status == 206:
+        handler.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+    handler.end_headers()
+    if body:
+        handler.wfile.write(data[start:end])
+
 class S3rver:
     """@20minutes/s3rver on a fixed port and data dir, so it can be killed and restarted."""
 
@@ -119,27 +145,7 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        rng = self.headers.get("Range")
-        status, start, end = 200, 0, len(data)
-        if rng and rng.startswith("bytes="):
-            a, _, b = rng[6:].partition("-")
-            start = int(a)
-            end = min(len(data), int(b) + 1) if b else len(data)
-            if start >= len(data):
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(data)}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            status = 206
-        self.send_response(status)
-        self.send_header("ETag", f'"{etag}"')
-        self.send_header("Content-Length", str(end - start))
-        if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
-        self.end_headers()
-        if body:
-            self.wfile.write(data[start:end])
+        send_ranged(self, data, etag, body)
 
     def do_GET(self):
         self._serve(True)

@@ -20,8 +20,6 @@ struct BatchAccess {
     b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
     return b;
   }
-  static batch::Block block(const Batch& b) { return b.layout_.block; }
-  static void set_layout(Batch& b, const batch::BatchLayout& layout) { b.layout_ = layout; }
 };
 
 namespace {
@@ -69,17 +67,32 @@ batch::DType pixel_dtype(image::PixelDType d) {
   return d == image::PixelDType::kFloat32 ? batch::DType::kFloat32 : batch::DType::kBFloat16;
 }
 
+// The batch's image grids (samples in order, then images in order) and its sample ids.
+void grids_and_ids(const std::vector<Prepared>& goods, std::vector<batch::GridTHW>* grids,
+                   std::vector<std::uint64_t>* ids) {
+  for (const Prepared& p : goods) {
+    for (const image::ImagePlan& plan : p.plans) grids->push_back({plan.grid_t, plan.grid_h, plan.grid_w});
+    ids->push_back(p.item.sample);
+  }
+}
+
 }  // namespace
 
-Result<Batch> Engine::allocate(std::uint64_t bytes, std::stop_token stop) {
+Result<Batch> Engine::start_batch(const std::vector<Prepared>& goods, std::uint64_t bytes,
+                                  const std::function<batch::BatchLayout(batch::Block)>& place,
+                                  std::uint64_t epoch, std::stop_token stop,
+                                  std::vector<BrokenImage>* broken) {
   const std::int64_t t0 = now_ns();
   Result<batch::Block> block = arena_->allocate(bytes, stop);
   arena_wait_ns_.fetch_add(now_ns() - t0);
   if (!block.ok()) return std::move(block.error().with_context("allocating a batch block"));
-  batch::BatchLayout layout;
-  layout.block = *block;
+  batch::BatchLayout layout = place(*block);
+  layout.step = step_;
+  layout.epoch = epoch;
   // Handed over as a Batch right away, so that every return gives the block back.
-  return BatchAccess::make(layout, arena_);
+  Batch batch = BatchAccess::make(layout, arena_);
+  process_images(goods, layout, broken);
+  return batch;
 }
 
 void Engine::process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
@@ -144,25 +157,23 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
   }
   shape.pixel_cols = proc.columns();
   shape.pixel_dtype = pixel_dtype(options_.pixel_dtype);
-  STOKER_ASSIGN_OR_RETURN(Batch batch, allocate(batch::layout_bytes(shape), stop));
-  batch::BatchLayout layout = batch::make_layout(shape, BatchAccess::block(batch));
-  layout.step = step_;
-  layout.epoch = epoch;
-  BatchAccess::set_layout(batch, layout);
-  process_images(goods, layout, broken);
+  STOKER_ASSIGN_OR_RETURN(
+      Batch batch, start_batch(goods, batch::layout_bytes(shape),
+                               [&](batch::Block b) { return batch::make_layout(shape, b); },
+                               epoch, stop, broken));
   if (!broken->empty()) return batch;
 
   const std::int64_t t1 = now_ns();
   std::uint8_t* base = arena_->base();
-  std::vector<batch::GridTHW> grids;
-  std::vector<std::uint64_t> ids;
+  const batch::BatchLayout& layout = batch.layout();
   for (std::size_t r = 0; r < goods.size(); ++r) {
     const Prepared& p = goods[r];
     batch::collate_row(base, layout, static_cast<std::int64_t>(r),
                        {p.tokens.input_ids, p.tokens.labels, p.positions}, options_.pad_id);
-    for (const image::ImagePlan& plan : p.plans) grids.push_back({plan.grid_t, plan.grid_h, plan.grid_w});
-    ids.push_back(p.item.sample);
   }
+  std::vector<batch::GridTHW> grids;
+  std::vector<std::uint64_t> ids;
+  grids_and_ids(goods, &grids, &ids);
   batch::write_grids(base, layout, grids);
   batch::write_sample_ids(base, layout, ids);
   ctx_.counters.add(kAssemble, now_ns() - t1);
@@ -189,24 +200,19 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
   }
   shape.pixel_cols = ctx_.processor->columns();
   shape.pixel_dtype = pixel_dtype(options_.pixel_dtype);
-  STOKER_ASSIGN_OR_RETURN(Batch batch, allocate(batch::pack_layout_bytes(shape), stop));
-  batch::BatchLayout layout = batch::make_pack_layout(shape, BatchAccess::block(batch));
-  layout.step = step_;
-  layout.epoch = epoch;
-  BatchAccess::set_layout(batch, layout);
-  process_images(goods, layout, broken);
+  STOKER_ASSIGN_OR_RETURN(
+      Batch batch, start_batch(goods, batch::pack_layout_bytes(shape),
+                               [&](batch::Block b) { return batch::make_pack_layout(shape, b); },
+                               epoch, stop, broken));
   if (!broken->empty()) return batch;
 
   const std::int64_t t1 = now_ns();
   std::vector<batch::SampleRow> rows;
+  for (const Prepared& p : goods) rows.push_back({p.tokens.input_ids, p.tokens.labels, p.positions});
   std::vector<batch::GridTHW> grids;
   std::vector<std::uint64_t> ids;
-  for (const Prepared& p : goods) {
-    rows.push_back({p.tokens.input_ids, p.tokens.labels, p.positions});
-    for (const image::ImagePlan& plan : p.plans) grids.push_back({plan.grid_t, plan.grid_h, plan.grid_w});
-    ids.push_back(p.item.sample);
-  }
-  batch::collate_pack(arena_->base(), layout, shape, rows, grids, ids, options_.pad_id);
+  grids_and_ids(goods, &grids, &ids);
+  batch::collate_pack(arena_->base(), batch.layout(), shape, rows, grids, ids, options_.pad_id);
   ctx_.counters.add(kAssemble, now_ns() - t1);
   out.real_tokens = real;
   out.computed_tokens = out.unit ? out.unit->computed : shape.tokens;

@@ -267,11 +267,7 @@ Engine::Collect Engine::collect(std::vector<Prepared>& goods, std::uint64_t& epo
       // The store is down (retries spent), not the data broken: stop without consuming this
       // sample, so that a resume from the state delivers it once the store is back.
       out.state_after.reset();
-      out.fatal = Error(cur.failure->code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded
-                                                                : ErrorCode::kUnavailable,
-                        "sample " + std::to_string(cur.failure->sample) + " (" + cur.failure->file +
-                            ":" + std::to_string(cur.failure->line) + "): " + cur.failure->reason)
-                      .with_context("storage unavailable; resume from the last saved state");
+      out.fatal = outage_error(*cur.failure, "storage unavailable; resume from the last saved state");
       return Collect::kStop;
     }
     if (cur.failure) {
@@ -306,12 +302,8 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
       out.state_after.reset();
       out.fatal = f.code == "Cancelled"
                       ? cancelled("loader stopped")
-                      : Error(f.code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded
-                                                           : ErrorCode::kUnavailable,
-                              "sample " + std::to_string(f.sample) + " (" + f.file + ":" +
-                                  std::to_string(f.line) + "): " + f.reason)
-                            .with_context("storage unavailable while planning packs; resume "
-                                          "from the last saved state");
+                      : outage_error(f, "storage unavailable while planning packs; resume from "
+                                        "the last saved state");
       return Collect::kStop;
     }
     const Item& item = cur.item;
@@ -331,11 +323,7 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
     left = item.unit_size - item.unit_index - 1;
     if (cur.failure && is_outage(*cur.failure)) {
       out.state_after.reset();
-      out.fatal = Error(cur.failure->code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded
-                                                                : ErrorCode::kUnavailable,
-                        "sample " + std::to_string(cur.failure->sample) + ": " +
-                            cur.failure->reason)
-                      .with_context("storage unavailable; resume from the last saved state");
+      out.fatal = outage_error(*cur.failure, "storage unavailable; resume from the last saved state");
       return Collect::kStop;
     }
     if (!cur.failure &&

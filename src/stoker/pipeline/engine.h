@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -136,10 +137,16 @@ class Engine {
   // One pack row (kPack) in the HF or Megatron form.
   Result<Batch> emit_pack(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop,
                           std::vector<BrokenImage>* broken, ReadyBatch& out);
+  // Allocates a block of `bytes` (waiting for arena space, timed), places place(block) in it,
+  // stamped with this step and `epoch`, and decodes every image of `goods` straight into its
+  // pixel rows; samples whose images fail go to `broken` (the batch is then not to be delivered).
+  Result<Batch> start_batch(const std::vector<Prepared>& goods, std::uint64_t bytes,
+                            const std::function<batch::BatchLayout(batch::Block)>& place,
+                            std::uint64_t epoch, std::stop_token stop,
+                            std::vector<BrokenImage>* broken);
   // Decodes every image of `goods` straight into the pixel rows of `layout` (in sample order).
   void process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
                       std::vector<BrokenImage>* broken);
-  Result<Batch> allocate(std::uint64_t bytes, std::stop_token stop);
 
   const Context& ctx_;
   std::unique_ptr<ItemSource> source_;

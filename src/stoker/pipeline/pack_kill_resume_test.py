@@ -23,6 +23,8 @@ import time
 
 import pytest
 
+from kill_resume_test import count_lines, saved_batches  # the unpacked kill test's helpers
+
 STOKER = os.environ.get("STOKER_BIN", "stoker")
 EPOCHS = 2
 PACK = ["--packing", "--max-tokens", "2048", "--max-length", "2048", "--pack-window", "24"]
@@ -43,21 +45,6 @@ def read_log(path):
         repeat = f[-1] == "repeat"
         out.append((int(f[0]), [int(x) for x in f[2:len(f) - repeat]], repeat))
     return out
-
-
-def count_lines(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().count(b"\n")
-    except FileNotFoundError:
-        return 0
-
-
-def saved_batches(state):
-    for line in open(state):
-        if line.startswith("batches="):
-            return int(line.split("=")[1])
-    return 0
 
 
 @pytest.fixture(scope="module")

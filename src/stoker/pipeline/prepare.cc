@@ -119,6 +119,13 @@ bool is_outage(const SampleFailure& f) {
          (f.code == "Unavailable" || f.code == "DeadlineExceeded");
 }
 
+Error outage_error(const SampleFailure& f, std::string context) {
+  return Error(f.code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded : ErrorCode::kUnavailable,
+               "sample " + std::to_string(f.sample) + " (" + f.file + ":" + std::to_string(f.line) +
+                   "): " + f.reason)
+      .with_context(std::move(context));
+}
+
 Prepared prepare(const Context& ctx, Fetched&& in) {
   StageTimer timer(ctx, kPrepare);
   Prepared out;

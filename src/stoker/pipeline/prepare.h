@@ -127,5 +127,8 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config);
 // A media or record read that failed because storage was unreachable (retries spent) — not a
 // property of the sample, so never skipped as bad data: the run stops, resumably.
 bool is_outage(const SampleFailure& f);
+// The error that stops the job on such a failure: DeadlineExceeded or Unavailable as the failure
+// says, naming the sample and its file:line, with `context` (what was being done, how to resume).
+Error outage_error(const SampleFailure& f, std::string context);
 
 }  // namespace stoker::pipeline
