@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <atomic>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
+#include "stoker/exec/bounded_queue.h"
 #include "stoker/image/processor.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
@@ -106,33 +110,104 @@ Result<LoaderRun> run_loader(const pipeline::LoaderConfig& config, int first, in
   return r;
 }
 
-// process() alone on the pinned core: a warm-up pass, then the best of 2 (thread CPU per image);
-// the first pass's first 100 images give the cold figure. Fills each image's digest.
-Result<std::pair<double, double>> time_process(const std::vector<Image>& images,
-                                               const image::ImageProcessor& processor,
-                                               std::vector<std::uint32_t>* digests) {
+// One pass of process() alone over every image on the calling thread (pin it first): per image,
+// the thread's CPU in plan() + process() into one reused buffer; `cold` gets the first
+// `kFirst` images' mean, the return value the mean of the rest (the steady state).
+Result<double> time_process(const std::vector<Image>& images, const image::ImageProcessor& processor,
+                            const std::vector<std::uint32_t>& expected, Comparison* cmp,
+                            double* cold) {
   std::int64_t max_rows = 0;
   for (const Image& im : images) max_rows = std::max(max_rows, im.plan.rows());
   std::vector<float> out(static_cast<std::size_t>(max_rows * processor.columns()));
   image::ImageScratch scratch;
-  digests->assign(images.size(), 0);
-  double cold = 0, best = 1e300;
-  for (int pass = 0; pass < 3; ++pass) {
-    double cpu = 0;
-    for (std::size_t i = 0; i < images.size(); ++i) {
-      const double c0 = thread_cpu_s();
-      STOKER_ASSIGN_OR_RETURN(image::ImagePlan plan,
-                              processor.plan(std::span<const std::uint8_t>(images[i].bytes)));
-      STOKER_RETURN_IF_ERROR(processor.process(images[i].bytes, plan, image::PixelDType::kFloat32,
-                                               out.data(), &scratch));
-      cpu += thread_cpu_s() - c0;
-      if (pass == 0 && static_cast<int>(i) + 1 == std::min<int>(kFirst, images.size()))
-        cold = cpu / static_cast<double>(i + 1);
-      if (pass == 0) (*digests)[i] = rows_digest(out.data(), plan.rows(), processor.columns());
-    }
-    if (pass > 0) best = std::min(best, cpu / static_cast<double>(images.size()));
+  double first = 0, rest = 0;
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const double c0 = thread_cpu_s();
+    STOKER_ASSIGN_OR_RETURN(image::ImagePlan plan,
+                            processor.plan(std::span<const std::uint8_t>(images[i].bytes)));
+    STOKER_RETURN_IF_ERROR(processor.process(images[i].bytes, plan, image::PixelDType::kFloat32,
+                                             out.data(), &scratch));
+    (static_cast<int>(i) < kFirst ? first : rest) += thread_cpu_s() - c0;
+    cmp->compared();
+    if (rows_digest(out.data(), plan.rows(), processor.columns()) != expected[i])
+      cmp->differ("process() differs on image " + std::to_string(i) + " between passes");
   }
-  return std::pair{cold, best};
+  *cold = first / kFirst;
+  return rest / static_cast<double>(images.size() - kFirst);
+}
+
+// process() alone with the Loader's parallelism and the Loader's consumer: `threads` unpinned
+// threads each take the next image, plan and process it into one of their own warm buffers and
+// hand it over; the calling thread digests it exactly as it digests the Loader's batches, then
+// gives the buffer back. Same cores, same memory traffic, same check, none of the Loader's
+// machinery. Returns the workers' CPU in plan() + process() per image after the first kFirst.
+Result<double> time_process_parallel(const std::vector<Image>& images,
+                                     const image::ImageProcessor& processor, int threads,
+                                     const std::vector<std::uint32_t>& expected, Comparison* cmp) {
+  std::int64_t max_rows = 0;
+  for (const Image& im : images) max_rows = std::max(max_rows, im.plan.rows());
+  const std::size_t cols = static_cast<std::size_t>(processor.columns());
+  const int buffers = 2 * threads;
+  std::vector<std::vector<float>> bufs(static_cast<std::size_t>(buffers),
+                                       std::vector<float>(static_cast<std::size_t>(max_rows) * cols));
+  struct Done {
+    std::size_t image;
+    int buf;
+    Status status;
+  };
+  exec::BoundedQueue<int> free_bufs(static_cast<std::size_t>(buffers));
+  exec::BoundedQueue<Done> done(static_cast<std::size_t>(buffers));
+  for (int b = 0; b < buffers; ++b) free_bufs.push(b);
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  double steady_cpu = 0;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      image::ImageScratch scratch;
+      double mine = 0;
+      for (std::size_t i; (i = next.fetch_add(1)) < images.size();) {
+        std::optional<int> b = free_bufs.pop();
+        if (!b) break;
+        const double c0 = thread_cpu_s();
+        Status st = [&]() -> Status {
+          STOKER_ASSIGN_OR_RETURN(image::ImagePlan plan,
+                                  processor.plan(std::span<const std::uint8_t>(images[i].bytes)));
+          return processor.process(images[i].bytes, plan, image::PixelDType::kFloat32,
+                                   bufs[static_cast<std::size_t>(*b)].data(), &scratch);
+        }();
+        if (static_cast<int>(i) >= kFirst) mine += thread_cpu_s() - c0;
+        if (!done.push(Done{i, *b, std::move(st)})) break;
+      }
+      std::lock_guard lock(mu);
+      steady_cpu += mine;
+    });
+  }
+  Status failed = ok_status();
+  for (std::size_t n = 0; n < images.size() && failed.ok(); ++n) {
+    std::optional<Done> d = done.pop();
+    if (!d) break;
+    if (!d->status.ok()) {
+      failed = d->status;
+      break;
+    }
+    cmp->compared();
+    if (rows_digest(bufs[static_cast<std::size_t>(d->buf)].data(), images[d->image].plan.rows(),
+                    processor.columns()) != expected[d->image])
+      cmp->differ("process() on " + std::to_string(threads) + " threads differs on image " +
+                  std::to_string(d->image));
+    free_bufs.push(d->buf);
+  }
+  free_bufs.close();
+  done.close();
+  for (std::thread& w : workers) w.join();
+  STOKER_RETURN_IF_ERROR(failed);
+  return steady_cpu / static_cast<double>(images.size() - kFirst);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 Result<std::pair<int, int>> parse_size(const std::string& s) {
@@ -182,20 +257,32 @@ void print_limiter(const LoaderRun& all, int cores) {
   }
 }
 
-void print_report(const LoaderRun& all, std::pair<double, double> proc, const Context& ctx) {
-  const double steady = all.steady_per_image();
-  std::printf("\nper image, CPU ms (Loader: every thread but the consumer's, summed):\n");
-  Table t({{"", 34, true}, {"Loader", 9}, {"process()", 9}, {"ratio", 7}});
+struct Figures {
+  int rounds = 0, threads = 0;
+  double loader_first = 0, loader_steady = 0;  // round 1's first kFirst; median of the rounds
+  double one_first = 0, one_steady = 0;        // process() alone, one pinned core
+  double par_steady = 0;                       // process() alone, `threads` threads + consumer
+};
+
+void print_report(const LoaderRun& all, const Figures& f, const Context& ctx) {
+  std::printf("\nper image, CPU ms (Loader: every thread but the consumer's, summed; %d rounds, "
+              "each a Loader run then the two process() passes; medians):\n", f.rounds);
+  Table t({{"", 46, true}, {"Loader", 9}, {"process()", 9}, {"ratio", 7}});
   t.header(stdout);
-  t.row(stdout, {format("first %d samples (cold start)", all.first_at),
-                 ms(all.first_per_image()), ms(proc.first),
-                 format("%.2fx", all.first_per_image() / proc.first)});
-  t.row(stdout, {format("steady state (samples %d..%d)", all.first_at + 1, all.steady_end),
-                 ms(steady), ms(proc.second), format("%.2fx", steady / proc.second)});
-  std::printf("  Loader: CPU spent until the consumer had received the first %d samples, per "
-              "sample; then between that and sample %d\n", all.first_at, all.steady_end);
-  std::printf("  process(): one pinned core, bytes in memory; first = the first pass's first %d "
-              "images, steady = the best of 2 passes after it\n", kFirst);
+  t.row(stdout, {format("first %d samples, round 1 (cold) vs one core", kFirst),
+                 ms(f.loader_first), ms(f.one_first), format("%.2fx", f.loader_first / f.one_first)});
+  t.row(stdout, {"steady state vs process() on one core", ms(f.loader_steady), ms(f.one_steady),
+                 format("%.2fx", f.loader_steady / f.one_steady)});
+  t.row(stdout, {format("steady state vs process() on %d threads", f.threads), ms(f.loader_steady),
+                 ms(f.par_steady), format("%.2fx", f.loader_steady / f.par_steady)});
+  std::printf("  Loader: CPU until the consumer had received the first %d samples, per sample; "
+              "steady = between that and sample %d\n", all.first_at, all.steady_end);
+  std::printf("  Loader cold start: first %d samples cost %.2fx its steady state\n", all.first_at,
+              f.loader_first / f.loader_steady);
+  std::printf("  process() on one core: pinned, nothing else running, one reused buffer\n");
+  std::printf("  process() on %d threads: the Loader's thread count and the Loader's consumer (the "
+              "same digest of every image on the calling thread), warm buffers, no Loader\n",
+              f.threads);
   std::printf("\nLoader threads over the whole set (%d samples, %.2f s wall, %.1f samples/s):\n",
               all.samples, all.wall_s, all.samples / all.wall_s);
   for (const auto& [pool, cpu] : all.pool_cpu_s)
@@ -294,22 +381,60 @@ Result<Outcome> run_loader_bench(const LoaderBenchOptions& opt_in) {
   }
   Comparison cmp;
   c.data = {set.data_path};
-  STOKER_ASSIGN_OR_RETURN(LoaderRun all, run_loader(c, kFirst, o.images - 2 * c.window, expected, &cmp));
-
   const int core = o.core >= 0 ? o.core : last_allowed_cpu();
-  STOKER_RETURN_IF_ERROR(pin_to_core(core));
-  std::vector<std::uint32_t> proc_digests;
-  STOKER_ASSIGN_OR_RETURN(auto proc, time_process(images, processor, &proc_digests));
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    cmp.compared();
-    if (proc_digests[i] != expected[i]) cmp.differ("process() is not deterministic on image " + std::to_string(i));
+  // Rounds: a Loader run (the first is the process's cold start), then process() on one pinned
+  // core (a thread of its own: the Loader's threads must not inherit the pin), then process() on
+  // the Loader's thread count. Every output of every round is compared; medians are reported.
+  const int rounds = o.rounds > 0 ? o.rounds : (o.quick ? 3 : 5);
+  Figures f{.rounds = rounds, .threads = o.threads};
+  std::vector<LoaderRun> runs;
+  std::vector<double> one, par;
+  for (int r = 0; r < rounds; ++r) {
+    STOKER_ASSIGN_OR_RETURN(LoaderRun run,
+                            run_loader(c, kFirst, o.images - 2 * c.window, expected, &cmp));
+    runs.push_back(std::move(run));
+    double cold = 0;
+    Result<double> single = internal_error("not run");
+    std::thread pinned([&] {
+      if (Status st = pin_to_core(core); !st.ok()) {
+        single = std::move(st).error();
+        return;
+      }
+      single = time_process(images, processor, expected, &cmp, &cold);
+    });
+    pinned.join();
+    if (!single.ok()) return std::move(single).error();
+    one.push_back(*single);
+    if (r == 0) f.one_first = cold;
+    STOKER_ASSIGN_OR_RETURN(double p, time_process_parallel(images, processor, o.threads, expected, &cmp));
+    par.push_back(p);
   }
-  print_report(all, proc,
+  std::vector<double> steady;
+  for (const LoaderRun& run : runs) steady.push_back(run.steady_per_image());
+  f.loader_first = runs[0].first_per_image();
+  f.loader_steady = median(steady);
+  f.one_steady = median(one);
+  f.par_steady = median(par);
+  // The breakdown below is of the round with the median steady state; peak RSS of the first.
+  const LoaderRun* shown = &runs[0];
+  for (const LoaderRun& run : runs)
+    if (run.steady_per_image() == f.loader_steady) shown = &run;
+  LoaderRun report = *shown;
+  report.rss_base_mb = runs[0].rss_base_mb;
+  report.rss_peak_mb = runs[0].rss_peak_mb;
+  print_report(report, f,
                {.cores = cores, .window = c.window, .prefetch = o.prefetch,
                 .rows_mb = 4e-6 * static_cast<double>(images[0].plan.rows() * processor.columns())});
-  std::printf("total %.1f s\n", total.elapsed_s());
-  return finish(cmp, "samples (Loader runs and process() passes)", "process() alone",
-                all.steady_per_image() / proc.second, "loader/process");
+  std::printf("steady state per round, ms/image: Loader");
+  for (double v : steady) std::printf(" %.2f", 1e3 * v);
+  std::printf("; process() one core");
+  for (double v : one) std::printf(" %.2f", 1e3 * v);
+  std::printf("; process() %d threads", o.threads);
+  for (double v : par) std::printf(" %.2f", 1e3 * v);
+  std::printf("\ntotal %.1f s\n", total.elapsed_s());
+  return finish(cmp, "samples (Loader runs and process() passes)",
+                format("process() on %d threads with the same consumer", o.threads),
+                f.loader_steady / f.par_steady, "loader/process");
 }
 
 }  // namespace stoker::bench

@@ -14,16 +14,18 @@ namespace {
 constexpr char kUsage[] =
     "usage: stoker bench loader [--quick] [--images N (400 quick, 800)] [--size 1920x1080]\n"
     "         [--model M] [--tokenizer DIR] [--threads T] [--batch-size 8] [--prefetch 4]\n"
-    "         [--core N] [--dir DIR]\n"
-    "CPU per image of the pipeline::Loader (no trainer) vs ImageProcessor::process() alone on one\n"
-    "core, first 100 samples vs steady state, peak RSS per sample in flight, the limiter. Last\n"
-    "line: `loader/process: N` (steady-state CPU per image). See bench/README.md.";
+    "         [--core N] [--rounds R (3 quick, 5)] [--dir DIR]\n"
+    "CPU per image of the pipeline::Loader (no trainer) vs ImageProcessor::process() alone (on one\n"
+    "core, and on the Loader's thread count with the same consumer), in R rounds (medians); first\n"
+    "100 samples vs steady state, peak RSS per sample in flight, the limiter. Last line:\n"
+    "`loader/process: N` (steady-state CPU per image, vs process() on the Loader's thread count).\n"
+    "See bench/README.md.";
 
 Result<bench::LoaderBenchOptions> parse(int argc, char** argv) {
   STOKER_ASSIGN_OR_RETURN(
       Args args, Args::parse(argc, argv,
                              {"images", "size", "model", "tokenizer", "threads", "batch-size",
-                              "prefetch", "core", "dir"},
+                              "prefetch", "core", "rounds", "dir"},
                              {"quick", "help"}));
   if (args.has("help") || !args.positional().empty()) return invalid_argument(kUsage);
   bench::LoaderBenchOptions o;
@@ -38,6 +40,7 @@ Result<bench::LoaderBenchOptions> parse(int argc, char** argv) {
   STOKER_ASSIGN_OR_RETURN(o.batch_size, args.get_int<int>("batch-size", 8, 1, kIntMax));
   STOKER_ASSIGN_OR_RETURN(o.prefetch, args.get_int<int>("prefetch", 4, 1, kIntMax));
   STOKER_ASSIGN_OR_RETURN(o.core, args.get_int<int>("core", -1, 0, CPU_SETSIZE - 1));
+  STOKER_ASSIGN_OR_RETURN(o.rounds, args.get_int<int>("rounds", 0, 1, 100));
   return o;
 }
 
