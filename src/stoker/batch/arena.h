@@ -67,6 +67,10 @@ class Arena {
   std::uint64_t peak_in_use() const;
   // Bytes from the base made resident by the prefault thread so far (0 when it is off).
   std::uint64_t prefaulted() const;
+  // Bytes of the arena in memory now (mincore): pages once written stay resident — blocks are
+  // reused first-fit and never handed back to the kernel, so a warm arena costs no faults — so
+  // this is what the arena adds to the process's RSS (shared memory, RssShmem, when memfd-backed).
+  std::uint64_t resident_bytes() const;
   int fd() const { return fd_; }  // -1 unless shared
 
  private:

@@ -45,6 +45,20 @@ TEST(ArenaTest, FirstFitAlignedAndCoalesces) {
   EXPECT_EQ(whole->offset, 0u);
 }
 
+// What `stoker run` reports as the arena's share of RSS: written pages, not the capacity.
+TEST(ArenaTest, ResidentBytesCountsWrittenPages) {
+  for (bool shared : {true, false}) {
+    auto a = Arena::create({.bytes = 8 << 20, .shared = shared, .name = "arena-test",
+                            .huge_pages = false});
+    ASSERT_TRUE(a.ok()) << a.error().to_string();
+    const std::uint64_t before = (*a)->resident_bytes();
+    EXPECT_LT(before, 1u << 20) << shared;
+    std::memset((*a)->base(), 1, 3 << 20);
+    EXPECT_GE((*a)->resident_bytes(), before + (3u << 20)) << shared;
+    EXPECT_LE((*a)->resident_bytes(), (*a)->capacity());
+  }
+}
+
 TEST(ArenaTest, TooLargeIsResourceExhausted) {
   auto arena = make(8192);
   auto r = arena->allocate(8193);

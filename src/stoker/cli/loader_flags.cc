@@ -154,6 +154,12 @@ std::set<std::string> loader_switch_flags() {
   return s;
 }
 
+Result<std::string> tokenizer_dir_from_flags(const Args& args, const model::ModelConfig& model) {
+  std::string dir = args.get("tokenizer");
+  if (!dir.empty()) return dir;
+  return model::default_tokenizer_dir(model);
+}
+
 Result<pipeline::LoaderConfig> loader_config_from_flags(const Args& args,
                                                         const LoaderFlagDefaults& defaults) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
@@ -194,10 +200,8 @@ Result<pipeline::LoaderConfig> loader_config_from_flags(const Args& args,
   STOKER_ASSIGN_OR_RETURN(MediaFlags media, media_flags_from(args));
   media.apply_to(c);
   // Last: the tokenizer lookup reads files, and a bad flag should be reported first.
-  if (c.tokenizer.empty()) {
-    STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-    STOKER_ASSIGN_OR_RETURN(c.tokenizer, model::default_tokenizer_dir(m));
-  }
+  STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
+  STOKER_ASSIGN_OR_RETURN(c.tokenizer, tokenizer_dir_from_flags(args, m));
   return c;
 }
 

@@ -13,6 +13,7 @@
 
 #include "stoker/base/result.h"
 #include "stoker/cli/args.h"
+#include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
 
 namespace stoker::cli {
@@ -49,6 +50,11 @@ Result<MediaFlags> media_flags_from(const Args& args);
 // --position-rows (read by loader_config_from_flags; the packing options need one of the two).
 Result<pipeline::PackingOptions> packing_from_flags(const Args& args);
 extern const char kPackingFlagsHelp[];
+
+// The one tokenizer rule of every command (run, serve, inspect, render, tokenize, and Python's
+// tokenizer=None): --tokenizer DIR when given, else the model's own — a model folder's files,
+// or for a preset the Qwen tokenizer installed with stoker (model::default_tokenizer_dir).
+Result<std::string> tokenizer_dir_from_flags(const Args& args, const model::ModelConfig& model);
 
 struct LoaderFlagDefaults {
   int io_threads = 4;

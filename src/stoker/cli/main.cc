@@ -1,7 +1,9 @@
 // stoker: the command-line entry point. Dispatches to one subcommand per file.
 #include <cstdio>
 #include <cstring>
+#include <string>
 
+#include "stoker/base/version.h"
 #include "stoker/cli/commands.h"
 
 namespace stoker::cli {
@@ -34,7 +36,7 @@ const Command kCommands[] = {
 void usage() {
   std::printf("usage: stoker <command> [options]\n\ncommands:\n");
   for (const Command& c : kCommands) std::printf("  %-12s %s\n", c.name, c.summary);
-  std::printf("\n`stoker <command> --help` for a command's options.\n");
+  std::printf("\n`stoker <command> --help` for a command's options; `stoker --version`.\n");
 }
 
 }  // namespace
@@ -55,6 +57,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
     usage();
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    std::printf("stoker %s\n", std::string(stoker::version()).c_str());
+    return 0;
   }
   for (const Command* c = commands_begin(); c != commands_end(); ++c) {
     if (!std::strcmp(argv[1], c->name)) return c->run(argc - 2, argv + 2);

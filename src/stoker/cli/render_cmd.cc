@@ -12,6 +12,7 @@
 #include "stoker/batch/mrope.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/loader_flags.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/processor.h"
 #include "stoker/model/model_config.h"
@@ -22,7 +23,7 @@
 namespace stoker::cli {
 namespace {
 
-constexpr char kHelp[] = R"(usage: stoker render --model M [--tokenizer DIR] [options] conversation.json
+constexpr char kHelp[] = R"(usage: stoker render [--model M] [--tokenizer DIR] [options] conversation.json
 
 Renders one record (a JSON file holding one OpenAI-messages, ShareGPT or LLaVA record) with the
 model's chat template, then prints its token ids and SFT labels aligned (vision pad runs folded
@@ -32,11 +33,12 @@ Images are read for their header only (relative paths are resolved against the J
 folder) and planned with the model's image processor to get their grids. Videos use a fixed grid.
 
 options:
-  --model M            qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder. A folder's
+  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder. A folder's
                        own chat template (chat_template.jinja / .json, tokenizer_config.json) is
                        used when it is a stock one stoker renders natively; any other is refused
                        (exit 1), never replaced. No template there: the family's stock one.
-  --tokenizer DIR      folder with tokenizer.json (default: the model folder; presets have none)
+  --tokenizer DIR      folder with tokenizer.json (default: the model folder; for a preset, the
+                       Qwen tokenizer installed with stoker, share/stoker/tokenizers)
   --no-images          don't read images; use --image-grid for each
   --image-grid T,H,W   grid for --no-images (default 1,8,8: 16 tokens at merge 2)
   --video-grid T,H,W   grid for every video (default 2,8,8)
@@ -159,7 +161,7 @@ int render(const Args& args) {
   if (Status st = dataset::validate_for_sft(*conv); !st.ok()) {
     std::fprintf(stderr, "warning: not a valid SFT sample: %s\n", st.error().to_string().c_str());
   }
-  Result<model::ModelConfig> model = model::load_model(args.get("model"));
+  Result<model::ModelConfig> model = model::load_model(args.get("model", "qwen2.5-vl"));
   if (!model.ok()) return report("render", model.error());
   Result<text::TemplateKind> kind = model::chat_template_kind(*model);
   if (!kind.ok()) return report("render", kind.error());
@@ -177,12 +179,9 @@ int render(const Args& args) {
               model->name.c_str(), chat->text().c_str());
   if (args.has("text-only")) return 0;
 
-  std::string tok_dir = args.get("tokenizer", model->folder);
-  if (tok_dir.empty()) {
-    return report("render", invalid_argument("model preset '" + model->name +
-                                             "' has no tokenizer files: pass --tokenizer DIR"));
-  }
-  Result<std::unique_ptr<text::Tokenizer>> tok = text::Tokenizer::load(tok_dir);
+  Result<std::string> tok_dir = tokenizer_dir_from_flags(args, *model);  // run's rule
+  if (!tok_dir.ok()) return report("render", tok_dir.error());
+  Result<std::unique_ptr<text::Tokenizer>> tok = text::Tokenizer::load(*tok_dir);
   if (!tok.ok()) return report("render", tok.error());
 
   std::filesystem::path base = std::filesystem::path(pos[0]).parent_path();
@@ -237,7 +236,7 @@ int run_render(int argc, char** argv) {
                            "max-length"},
                           {"no-images", "last-turn-only", "truncate", "text-only", "help"});
   if (!args.ok()) return report("render", args.error());
-  if (args->has("help") || !args->has("model")) {
+  if (args->has("help") || args->positional().empty()) {
     std::fputs(kHelp, args->has("help") ? stdout : stderr);
     return args->has("help") ? 0 : 2;
   }

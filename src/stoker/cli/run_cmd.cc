@@ -69,16 +69,40 @@ options:
                        (pixels as stored, as qwen-vl-utils and LLaMA-Factory open images)
   --small-images S     resize (default: a side below the factor enlarged, transformers >= 4.53)
                        | refuse (InvalidArgument, as transformers <= 4.52)
-  --quiet              no live progress line
+  --quiet              no progress lines
+  --progress-s S       progress every S seconds (default: 0.5, redrawn in place with \r, when
+                       stderr is a terminal; 10, one plain line each, when it is a file or pipe)
   --pause-after-log-ms MS   test switch: sleep between logging a batch and saving the state,
                        widening the window a kill test must survive
 )";
 
 
-long peak_rss_kib() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss;
+// The kernel's memory figures for this process (/proc/self/status, KiB): VmHWM is the peak RSS
+// that /usr/bin/time and getrusage report; RSS = anonymous + file-backed + shared memory
+// (RssShmem: the memfd arena's written pages, mapped here).
+struct MemoryKib {
+  long hwm = 0, rss = 0, anon = 0, file = 0, shmem = 0;
+};
+
+MemoryKib memory_kib() {
+  MemoryKib m;
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    long* field = line.rfind("VmHWM:", 0) == 0      ? &m.hwm
+                  : line.rfind("VmRSS:", 0) == 0    ? &m.rss
+                  : line.rfind("RssAnon:", 0) == 0  ? &m.anon
+                  : line.rfind("RssFile:", 0) == 0  ? &m.file
+                  : line.rfind("RssShmem:", 0) == 0 ? &m.shmem
+                                                    : nullptr;
+    if (field != nullptr) *field = std::atol(line.c_str() + line.find(':') + 1);
+  }
+  if (m.hwm == 0) {  // no procfs: getrusage's peak is the same number
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    m.hwm = ru.ru_maxrss;
+  }
+  return m;
 }
 
 double mib(std::uint64_t b) { return static_cast<double>(b) / (1 << 20); }
@@ -127,6 +151,7 @@ struct Options {
   double pause_after_log_ms = 0;
   long long limit_batches = -1;
   bool quiet = false;
+  double progress_s = -1;  // -1: by the kind of stderr (see --progress-s)
 };
 
 Result<pipeline::LoaderConfig> make_config(const Args& args) {
@@ -190,10 +215,15 @@ Status cut_log(const std::string& path, long long lines) {
   return write_text_file(path, kept);
 }
 
+// A terminal gets one line redrawn in place (\r); a file or a pipe (a log, CI) gets plain
+// lines, less often, that read as a log.
 class Progress {
  public:
-  Progress(const pipeline::Loader& loader, bool on) : loader_(loader) {
-    if (on) thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
+  Progress(const pipeline::Loader& loader, bool on, double period_s)
+      : loader_(loader), tty_(::isatty(STDERR_FILENO) == 1) {
+    if (period_s < 0) period_s = tty_ ? 0.5 : 10;
+    period_ = std::chrono::milliseconds(static_cast<std::int64_t>(period_s * 1000));
+    if (on && period_s > 0) thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
   }
   ~Progress() { stop(); }
   void stop() {
@@ -201,19 +231,25 @@ class Progress {
     thread_.request_stop();
     cv_.notify_all();
     thread_.join();
-    std::fprintf(stderr, "\n");
+    if (tty_ && drawn_) std::fprintf(stderr, "\n");
   }
 
  private:
   void loop(std::stop_token stop) {
     std::mutex mu;
     std::unique_lock lock(mu);
-    while (!cv_.wait_for(lock, stop, std::chrono::milliseconds(500), [] { return false; })) {
+    while (!cv_.wait_for(lock, stop, period_, [] { return false; })) {
       if (stop.stop_requested()) return;
-      std::fprintf(stderr, "\r%s ", progress_line(loader_.stats()).c_str());
+      const std::string line = progress_line(loader_.stats());
+      if (tty_) std::fprintf(stderr, "\r%s ", line.c_str());
+      else std::fprintf(stderr, "stoker run: %s\n", line.c_str());
+      drawn_ = true;
     }
   }
   const pipeline::Loader& loader_;
+  const bool tty_;
+  bool drawn_ = false;  // written by the progress thread only, read after its join
+  std::chrono::milliseconds period_{500};
   std::condition_variable_any cv_;
   std::jthread thread_;
 };
@@ -237,6 +273,35 @@ void print_tokens(const pipeline::LoaderStats& s, const pipeline::LoaderConfig& 
   }
 }
 
+// The failed samples by reason: the most frequent kinds, a count and one example each, and
+// where every failure is listed (a first run should not end with "3 failed" and no reason).
+void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig& c,
+                    std::int64_t failed) {
+  if (failed <= 0) return;
+  constexpr std::size_t kShown = 5;
+  std::vector<pipeline::FailureKind> kinds = loader.failure_kinds(pipeline::FailureTally::kMaxKinds);
+  std::printf("  failed samples by reason (full list: %s):\n",
+              c.errors.report_path.empty()
+                  ? "none written; --error-report FILE writes one JSON line per failed sample"
+                  : c.errors.report_path.c_str());
+  std::int64_t rest = 0;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const pipeline::FailureKind& k = kinds[i];
+    if (i >= kShown) {
+      rest += k.count;
+      continue;
+    }
+    std::printf("    %lld x %s %s: %s\n      e.g. sample %llu (%s:%llu): %s\n",
+                static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(), k.pattern.c_str(),
+                static_cast<unsigned long long>(k.example.sample), k.example.file.c_str(),
+                static_cast<unsigned long long>(k.example.line), k.example.reason.c_str());
+  }
+  if (rest > 0) {
+    std::printf("    %lld more in %zu other kinds\n", static_cast<long long>(rest),
+                kinds.size() - kShown);
+  }
+}
+
 void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig& c,
                    const Options& o) {
   pipeline::LoaderStats s = loader.stats();
@@ -244,6 +309,7 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
               static_cast<long long>(s.samples), static_cast<long long>(s.failed));
   if (!c.errors.report_path.empty()) std::printf(" (report: %s)", c.errors.report_path.c_str());
   std::printf(", %.2f s, %s\n", s.elapsed_s, loader.rank().to_string().c_str());
+  print_failures(loader, c, s.failed);
   std::printf("  throughput %.1f samples/s; wait ratio %.2f%% (%.2f s blocked in next()",
               s.elapsed_s > 0 ? s.samples / s.elapsed_s : 0.0, 100 * s.wait_ratio(), s.wait_s);
   if (o.step_ms > 0) std::printf(", trainer step %.0f ms", o.step_ms);
@@ -252,6 +318,12 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
                             ? (s.wait_s - s.first_batch_s) / (s.elapsed_s - s.first_batch_s) : 0;
   std::printf("); after the first batch %.2f%%; time to first batch %.3f s\n", 100 * steady,
               s.first_batch_s);
+  if (o.step_ms <= 0) {
+    std::printf("  no trainer step (--step-ms 0): nothing consumes the batches, so next() is "
+                "always waiting for the producer and a wait ratio near 100%% is expected, not a "
+                "problem; the throughput above is the producer's rate, what this machine can "
+                "feed. --step-ms MS simulates a trainer.\n");
+  }
   std::printf("  stage busy share (busy / (threads x wall)):");
   for (const auto& st : s.stages) {
     std::printf(" %s %.1f%% (%d thr, %.2f s)", st.name.c_str(), 100 * share(st, s.elapsed_s),
@@ -263,9 +335,15 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
               s.sample_wait_s, s.emit_s, s.arena_wait_s, s.fetch_budget_wait_s);
   std::printf("  limiter: %s\n", pipeline::describe_limiter(s).c_str());
   std::printf("  arena peak %.1f MiB of %.0f MiB (producer waited %.2f s for space); fetch bytes "
-              "in flight peak %.1f MiB; peak RSS %.1f MiB\n",
+              "in flight peak %.1f MiB\n",
               mib(s.arena_peak_bytes), mib(loader.arena().capacity()), s.arena_wait_s,
-              mib(s.fetch_peak_bytes), peak_rss_kib() / 1024.0);
+              mib(s.fetch_peak_bytes));
+  const MemoryKib m = memory_kib();
+  std::printf("  peak RSS %.1f MiB (VmHWM, as /usr/bin/time reports it); RSS now %.1f MiB = "
+              "%.1f anonymous + %.1f shared memory + %.1f files; the arena holds %.1f MiB of it: "
+              "pages written once stay resident, blocks are reused, never handed back\n",
+              m.hwm / 1024.0, m.rss / 1024.0, m.anon / 1024.0, m.shmem / 1024.0, m.file / 1024.0,
+              mib(loader.arena().resident_bytes()));
   print_tokens(s, c);
   std::printf("  state: %s\n", loader.state().serialize().c_str());
 }
@@ -279,6 +357,11 @@ int run(const Args& args) {
   o.delivered_log = args.get("delivered-log");
   o.batch_hashes = args.get("batch-hashes");
   o.quiet = args.has("quiet");
+  if (args.has("progress-s")) {
+    Result<double> p = args.get_double("progress-s", 0, 0, 86400);  // 0: none
+    if (!p.ok()) return report("run", p.error());
+    o.progress_s = *p;
+  }
   Result<double> step = args.get_double("step-ms", 0, 0, kMaxSleepMs);
   if (!step.ok()) return report("run", step.error());
   o.step_ms = *step;
@@ -316,7 +399,7 @@ int run(const Args& args) {
 
   int rc = 0;
   {
-    Progress progress(**loader, !o.quiet);
+    Progress progress(**loader, !o.quiet, o.progress_s);
     for (long long n = 0; o.limit_batches < 0 || n < o.limit_batches; ++n) {
       Result<std::optional<pipeline::Batch>> b = (*loader)->next();
       if (!b.ok()) {
@@ -366,7 +449,7 @@ int run_run(int argc, char** argv) {
   std::set<std::string> values = loader_value_flags(), switches = loader_switch_flags();
   values.insert({"threads", "mode", "rank", "world-size", "max-errors", "max-error-rate",
                  "error-report", "state-file", "resume", "delivered-log", "step-ms",
-                 "limit-batches", "pause-after-log-ms", "batch-hashes"});
+                 "limit-batches", "pause-after-log-ms", "batch-hashes", "progress-s"});
   switches.insert({"strict", "quiet", "pad-to-max", "help"});
   auto args = Args::parse(argc, argv, values, switches, loader_repeat_flags());
   if (!args.ok()) return report("run", args.error());

@@ -102,6 +102,8 @@ struct RankSlot {
   std::deque<Sent> sent;                 // sent and not yet part of `committed`
   std::uint64_t next_seq = 1;
   bool ended = false;                    // the Loader delivered its last batch
+  // sent = released + reclaimed + held by the attached process (the server's counters, per rank:
+  // the summary line is their sum). attaches: processes served as this rank.
   std::int64_t batches_sent = 0, batches_released = 0, batches_reclaimed = 0, attaches = 0;
   std::string error;
 
@@ -170,6 +172,10 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
     ::fchmod(loader->arena().fd(), 0600);
     if (!sh.server->accept_attach(client, loader->arena().fd(), loader->arena().capacity()).ok())
       continue;  // gone before its hello
+    {
+      std::lock_guard lock(slot.mu);
+      ++slot.attaches;
+    }
     std::printf("stoker serve: rank %d attached (client %llu), from %s\n", slot.rank,
                 static_cast<unsigned long long>(client), state_text(from).c_str());
     std::fflush(stdout);
@@ -204,7 +210,14 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
             s->on_done(seq, consumed);
           },
           stop);
-      if (!st.ok()) break;  // the process went away (or we stop): wait for the next one
+      if (!st.ok()) {
+        // Never sent (the process went away, or we stop): done(false) has run for it, which
+        // counted a reclaim; it was neither sent nor reclaimed.
+        std::lock_guard lock(slot.mu);
+        --slot.batches_sent;
+        --slot.batches_reclaimed;
+        break;  // wait for the next process
+      }
     }
   }
 }
@@ -254,7 +267,6 @@ void handle_attach(const shm::AttachRequest& a, const Shared& sh,
   }
   std::lock_guard lock(slot.mu);
   slot.active = a.client;
-  ++slot.attaches;
   slot.resume_from =
       a.has_state ? pipeline::LoaderState{.epoch = a.epoch, .position = a.position,
                                           .errors = a.errors, .packs = a.packs, .plan = a.plan}
@@ -336,15 +348,19 @@ Status run(const Args& args) {
   }
   for (auto& w : workers) w.request_stop();
   workers.clear();  // joins: a worker inside loader->next() returns once that batch is ready
+  // Close the clients first (what they hold is reclaimed, counted per rank and in total), so
+  // the per-rank lines and the summary below are final and add up.
+  server->close_clients();
   print_progress(slots, *server);
   shm::ServerStats st = server->stats();
-  server.reset();  // closes every client (their batches are reclaimed) and unlinks the socket
+  server.reset();  // unlinks the socket
   std::printf("stoker serve: %s; %lld batches sent, %lld released, %lld reclaimed, %lld clients "
-              "(%lld lost); socket removed\n",
+              "(%lld lost, %lld refused); socket removed\n",
               all_done ? "every rank finished" : "stopped by signal",
               static_cast<long long>(st.batches_sent), static_cast<long long>(st.batches_released),
               static_cast<long long>(st.batches_reclaimed),
-              static_cast<long long>(st.clients_accepted), static_cast<long long>(st.clients_lost));
+              static_cast<long long>(st.clients_accepted), static_cast<long long>(st.clients_lost),
+              static_cast<long long>(st.clients_rejected));
   std::fflush(stdout);
   for (auto& s : slots)
     if (!s->error.empty()) return internal_error("rank " + std::to_string(s->rank) + ": " + s->error);

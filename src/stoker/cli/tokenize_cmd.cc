@@ -1,8 +1,11 @@
 // `stoker tokenize --model DIR [--json] [--decode]`: reads text on stdin (all of it, as one
 // string), prints its token ids space-separated (`--json`: a JSON array), or with `--decode` one
 // decoded piece per token (JSON strings, so spaces, newlines and broken UTF-8 stay visible).
-// DIR is a folder with tokenizer.json (+ tokenizer_config.json); model presets carry none.
+// The tokenizer is found by every command's rule (loader_flags.h): --tokenizer DIR, else the
+// model's own (a folder's files; for a preset, the Qwen tokenizer installed with stoker). A
+// --model folder with tokenizer.json but no model config (a bare tokenizer folder) works too.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -10,22 +13,40 @@
 #include "stoker/base/json_text.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/loader_flags.h"
+#include "stoker/model/model_config.h"
 #include "stoker/text/tokenizer.h"
 
 namespace stoker::cli {
 
 int run_tokenize(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"model"}, {"json", "decode", "help"});
+  auto args = Args::parse(argc, argv, {"model", "tokenizer"}, {"json", "decode", "help"});
   if (!args.ok()) return report("tokenize", args.error());
-  if (args->has("help") || !args->has("model")) {
-    std::fprintf(stderr,
-                 "usage: stoker tokenize --model DIR [--json] [--decode] < text\n"
-                 "  DIR: folder with tokenizer.json (e.g. a Hugging Face model snapshot)\n"
+  if (args->has("help") || !args->positional().empty()) {
+    std::fprintf(args->has("help") ? stdout : stderr,
+                 "usage: stoker tokenize [--model M] [--tokenizer DIR] [--json] [--decode] < text\n"
+                 "  --model M        qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face\n"
+                 "                   model folder (or any folder with tokenizer.json)\n"
+                 "  --tokenizer DIR  folder with tokenizer.json (default: the model folder; for\n"
+                 "                   a preset, the Qwen tokenizer installed with stoker)\n"
                  "  --json    print a JSON array of ids\n"
                  "  --decode  print each token decoded, as a JSON string per line\n");
     return args->has("help") ? 0 : 2;
   }
-  auto tok = text::Tokenizer::load(args->get("model"));
+  std::string dir = args->get("tokenizer");
+  const std::string model = args->get("model", "qwen2.5-vl");
+  std::error_code ec;
+  if (dir.empty() && std::filesystem::is_regular_file(std::filesystem::path(model) / "tokenizer.json", ec)) {
+    dir = model;  // a folder with the files: no need to read a model config
+  }
+  if (dir.empty()) {
+    auto m = model::load_model(model);
+    if (!m.ok()) return report("tokenize", m.error());
+    auto d = tokenizer_dir_from_flags(*args, *m);
+    if (!d.ok()) return report("tokenize", d.error());
+    dir = *d;
+  }
+  auto tok = text::Tokenizer::load(dir);
   if (!tok.ok()) return report("tokenize", tok.error());
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   const std::vector<text::TokenId> ids = (*tok)->encode(input);

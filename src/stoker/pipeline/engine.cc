@@ -206,7 +206,15 @@ std::optional<Error> Engine::count_failure(const SampleFailure& f) {
   const ErrorPolicy& policy = options_.errors;
   std::string last = "last: sample " + std::to_string(f.sample) + " (" + f.file + ":" +
                      std::to_string(f.line) + ") failed at " + f.stage + ": " + f.reason;
-  if (policy.strict) return data_loss("strict mode: stopping at the first failed sample; " + last);
+  // Strict: the sample's own error, so a missing file stays NotFound (FileNotFoundError in
+  // Python, README's table), not a generic DataLoss.
+  if (policy.strict) {
+    ErrorCode code = ErrorCode::kDataLoss;  // the report carries the code as its name
+    for (int c = 0; c <= static_cast<int>(ErrorCode::kFailedPrecondition); ++c) {
+      if (error_code_name(static_cast<ErrorCode>(c)) == f.code) code = static_cast<ErrorCode>(c);
+    }
+    return Error(code, "strict mode: stopping at the first failed sample; " + last);
+  }
   if (policy.max_errors >= 0 && failed_ > static_cast<std::uint64_t>(policy.max_errors)) {
     return data_loss("failure budget exceeded: " + std::to_string(failed_) +
                      " failed samples > --max-errors " + std::to_string(policy.max_errors) + "; " +

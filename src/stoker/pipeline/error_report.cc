@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "stoker/base/json_text.h"
 
@@ -13,6 +15,79 @@ std::string failure_json(const SampleFailure& f) {
   return "{\"sample\": " + std::to_string(f.sample) + ", \"file\": " + json_string(f.file) +
          ", \"line\": " + std::to_string(f.line) + ", \"stage\": " + json_string(f.stage) +
          ", \"code\": " + json_string(f.code) + ", \"reason\": " + json_string(f.reason) + "}";
+}
+
+std::string reason_pattern(const std::string& reason) {
+  std::string out;
+  std::size_t i = 0;
+  const std::size_t n = reason.size();
+  while (i < n) {
+    const char c = reason[i];
+    if (c == '"') {  // a quoted name: its content says which sample, not what went wrong
+      const std::size_t close = reason.find('"', i + 1);
+      if (close == std::string::npos) {
+        out += reason.substr(i);
+        break;
+      }
+      out += "\"…\"";
+      i = close + 1;
+    } else if (c == ' ' || i == 0) {
+      // A word holding a '/' (a path or URL, up to the next space; a trailing ':' or ',' kept).
+      const std::size_t start = c == ' ' ? i + 1 : i;
+      std::size_t end = reason.find(' ', start);
+      if (end == std::string::npos) end = n;
+      std::size_t word_end = end;
+      while (word_end > start && (reason[word_end - 1] == ':' || reason[word_end - 1] == ',')) {
+        --word_end;
+      }
+      const std::string_view word(reason.data() + start, word_end - start);
+      if (word.find('/') != std::string_view::npos && word.find('"') == std::string_view::npos) {
+        if (c == ' ') out += ' ';
+        out += "PATH";
+        out.append(reason, word_end, end - word_end);
+        i = end;
+      } else {
+        out += c;
+        ++i;
+      }
+    } else if (c >= '0' && c <= '9') {
+      auto digit = [&](std::size_t j) { return j < n && reason[j] >= '0' && reason[j] <= '9'; };
+      while (digit(i) || (reason[i] == '.' && digit(i + 1))) ++i;  // 12, 0.25 (not "12.")
+      out += 'N';
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+void FailureTally::add(const SampleFailure& f) {
+  ++total_;
+  std::string pattern = reason_pattern(f.reason);
+  for (FailureKind& k : kinds_) {
+    if (k.stage == f.stage && k.code == f.code && k.pattern == pattern) {
+      ++k.count;
+      return;
+    }
+  }
+  if (kinds_.size() + 1 >= kMaxKinds) {  // the last slot collects everything else
+    if (kinds_.size() + 1 == kMaxKinds) {
+      kinds_.push_back({.stage = "", .code = "", .pattern = "(other kinds)", .example = f});
+    }
+    ++kinds_.back().count;
+    return;
+  }
+  kinds_.push_back({.stage = f.stage, .code = f.code, .pattern = std::move(pattern), .count = 1,
+                    .example = f});
+}
+
+std::vector<FailureKind> FailureTally::top(std::size_t n) const {
+  std::vector<FailureKind> out = kinds_;
+  std::stable_sort(out.begin(), out.end(),
+                   [](const FailureKind& a, const FailureKind& b) { return a.count > b.count; });
+  if (out.size() > n) out.resize(n);
+  return out;
 }
 
 ErrorReport::~ErrorReport() {

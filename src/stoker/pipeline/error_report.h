@@ -5,6 +5,9 @@
 // state) is cut, so every failed sample appears exactly once; a shorter or missing file is kept or
 // started as is. Not thread-safe (the consumer
 // writes it). Errors: those of opening/writing the file.
+// FailureTally groups failures by kind for summaries (`stoker run`, Python stats()): stage, code
+// and the reason with its numbers, quoted names and paths masked, each with its count and its
+// first sample as the example. Not thread-safe (the Loader guards it).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,29 @@ struct SampleFailure {
 };
 
 std::string failure_json(const SampleFailure& f);
+
+// "record \"synth-7\": 8865 tokens exceed max_length 8192" → "record \"…\": N tokens exceed
+// max_length N"; a word with a '/' (a path, a URL) → "PATH".
+std::string reason_pattern(const std::string& reason);
+
+struct FailureKind {
+  std::string stage, code, pattern;
+  std::int64_t count = 0;
+  SampleFailure example;  // the first failure of this kind
+};
+
+class FailureTally {
+ public:
+  static constexpr std::size_t kMaxKinds = 64;  // more distinct kinds are counted as "other"
+  void add(const SampleFailure& f);
+  // The `n` most frequent kinds (ties: first seen first); `other` below them.
+  std::vector<FailureKind> top(std::size_t n) const;
+  std::int64_t total() const { return total_; }
+
+ private:
+  std::vector<FailureKind> kinds_;  // in first-seen order
+  std::int64_t total_ = 0;
+};
 
 class ErrorReport {
  public:

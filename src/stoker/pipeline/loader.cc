@@ -205,6 +205,7 @@ struct Loader::Impl {
   LoaderState start_state, state;
   bool resumed = false;
   std::int64_t batches = 0, samples = 0, failed = 0;
+  FailureTally failure_kinds;
   LoaderStats tokens;  // its token, efficiency and balance fields only
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
 
@@ -237,7 +238,9 @@ struct Loader::Impl {
   Status start_engine();
   Status open_report();
   Status start();
-  ReadyBatch produce_one();
+  // nullopt: `interrupted` returned true while waiting (prefetch only).
+  std::optional<ReadyBatch> produce_one(const std::function<bool()>* interrupted = nullptr,
+                                        std::chrono::milliseconds poll = {});
 };
 
 // At the first next(): the engine (unless prefetch_on_create already started it) and the error
@@ -333,9 +336,19 @@ Status Loader::Impl::start_engine() {
   return ok_status();
 }
 
-ReadyBatch Loader::Impl::produce_one() {
+std::optional<ReadyBatch> Loader::Impl::produce_one(const std::function<bool()>* interrupted,
+                                                    std::chrono::milliseconds poll) {
   if (config.mode != Mode::kPrefetch) return engine->produce({});
-  std::optional<ReadyBatch> rb = ring->pop();
+  std::optional<ReadyBatch> rb;
+  if (interrupted == nullptr) {
+    rb = ring->pop();
+  } else {
+    for (;;) {
+      rb = ring->pop_until(std::chrono::steady_clock::now() + poll);
+      if (rb || ring->drained()) break;
+      if ((*interrupted)()) return std::nullopt;
+    }
+  }
   if (!rb) {
     ReadyBatch out;
     out.fatal = cancelled("loader: the producer stopped");
@@ -425,7 +438,15 @@ Status Loader::resume(const LoaderState& s) {
   return ok_status();
 }
 
-Result<std::optional<Batch>> Loader::next() {
+Result<std::optional<Batch>> Loader::next() { return next_impl(nullptr, {}); }
+
+Result<std::optional<Batch>> Loader::next(const std::function<bool()>& interrupted,
+                                          std::chrono::milliseconds poll) {
+  return next_impl(&interrupted, std::max(poll, std::chrono::milliseconds(1)));
+}
+
+Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* interrupted,
+                                               std::chrono::milliseconds poll) {
   Impl& m = *impl_;
   const std::int64_t t0 = now_ns();
   {
@@ -441,13 +462,21 @@ Result<std::optional<Batch>> Loader::next() {
       }
     }
   }
-  ReadyBatch rb = m.produce_one();
+  std::optional<ReadyBatch> produced = m.produce_one(interrupted, poll);
   const std::int64_t t1 = now_ns();
+  if (!produced) {  // interrupted: the time waited counts; nothing else changes
+    std::lock_guard lock(m.mu);
+    m.wait_ns += t1 - t0;
+    m.last_ns = t1;
+    return cancelled("next() interrupted while waiting for the producer");
+  }
+  ReadyBatch& rb = *produced;
   Status written = m.report.write(rb.failures);
   std::lock_guard lock(m.mu);
   m.wait_ns += t1 - t0;
   m.last_ns = t1;
   m.failed += static_cast<std::int64_t>(rb.failures.size());
+  for (const SampleFailure& f : rb.failures) m.failure_kinds.add(f);
   if (rb.state_after) m.state = *rb.state_after;
   if (!written.ok()) rb.fatal = std::move(written).error();
   if (rb.fatal) {
@@ -483,6 +512,11 @@ Result<std::optional<Batch>> Loader::next() {
 LoaderState Loader::state() const {
   std::lock_guard lock(impl_->mu);
   return impl_->state;
+}
+
+std::vector<FailureKind> Loader::failure_kinds(std::size_t n) const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->failure_kinds.top(n);
 }
 
 LoaderStats Loader::stats() const {

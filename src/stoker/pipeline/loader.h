@@ -13,6 +13,7 @@
 // budget exceeded, naming the last failed sample), Cancelled. See pipeline/README.md.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "stoker/dataset/order.h"
 #include "stoker/exec/sched.h"
 #include "stoker/image/processor.h"
+#include "stoker/pipeline/error_report.h"
 
 namespace stoker::pipeline {
 
@@ -241,18 +243,29 @@ class Loader {
 
   // Blocks until the next batch is ready. nullopt at the end of the last epoch.
   Result<std::optional<Batch>> next();
+  // The same, interruptible: while it waits for the producer (Mode::kPrefetch) it calls
+  // `interrupted` every `poll`; when that returns true, next returns Cancelled at once — not
+  // sticky: the loader stays usable and a later call delivers the batch (Python's Ctrl-C).
+  // Serial and concurrent modes make the batch on the caller's thread and are not interrupted.
+  Result<std::optional<Batch>> next(const std::function<bool()>& interrupted,
+                                    std::chrono::milliseconds poll);
 
   LoaderState state() const;           // position after the last delivered batch
   // Before the first next(): continue from `s` (taken with any world size: the remaining global
   // order is re-split over this loader's ranks). InvalidArgument after next() or for a bad state.
   Status resume(const LoaderState& s);
   LoaderStats stats() const;
+  // The failed samples delivered so far (this run, since create/resume) grouped by kind, the `n`
+  // most frequent first, each with its count and first example (error_report.h).
+  std::vector<FailureKind> failure_kinds(std::size_t n) const;
   const batch::Arena& arena() const;   // fd()/base() for zero-copy consumers
   const dataset::RankInfo& rank() const;
 
  private:
   struct Impl;
   explicit Loader(std::unique_ptr<Impl> impl);
+  Result<std::optional<Batch>> next_impl(const std::function<bool()>* interrupted,
+                                         std::chrono::milliseconds poll);
   std::unique_ptr<Impl> impl_;
 };
 

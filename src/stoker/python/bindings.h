@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -34,6 +35,12 @@ inline void check(Status s) {
 
 // The steady clock ready_ns stamps are taken from.
 std::int64_t monotonic_ns();
+
+// For an interruptible wait with the GIL released: called about every 50 ms, it takes the GIL
+// and runs Python's signal handlers (PyErr_CheckSignals); true when one raised (Ctrl-C →
+// KeyboardInterrupt, now pending: throw py::error_already_set once the GIL is back).
+bool python_signal_pending();
+inline constexpr std::chrono::milliseconds kSignalPoll{50};
 
 // Keyword options (checked by stoker/_options.py, again in config.cc: type and range before any
 // narrowing) → a LoaderConfig for Loader::create to validate, tokenizer resolved.

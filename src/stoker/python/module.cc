@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stoker/base/result.h"
+#include "stoker/base/version.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/python/bindings.h"
 #include "stoker/python/dlpack_export.h"
@@ -26,6 +27,11 @@ std::int64_t monotonic_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+bool python_signal_pending() {
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
 }
 
 namespace {
@@ -105,13 +111,17 @@ class RawLoader {
     pipeline::Loader& l = live();
     std::optional<Result<std::optional<pipeline::Batch>>> r;
     std::int64_t ready_ns = 0;
+    bool interrupted = false;
     {
       py::gil_scoped_release nogil;
       std::lock_guard lock(next_mu_);  // the engine's next() is for one consumer thread
-      before_last_ = l.state();
-      r.emplace(l.next());
+      const pipeline::LoaderState before = l.state();
+      // Ctrl-C while waiting: the handlers run within ~50 ms; the batch stays for the next call.
+      r.emplace(l.next([&] { return interrupted = python_signal_pending(); }, kSignalPoll));
+      if (!interrupted) before_last_ = before;
       ready_ns = monotonic_ns();
     }
+    if (interrupted) throw py::error_already_set();  // KeyboardInterrupt (or what a handler raised)
     std::optional<pipeline::Batch> b = unwrap(std::move(*r));
     if (!b) return py::none();
     auto shared = std::make_shared<SharedBatch>();
@@ -240,6 +250,7 @@ void raise_code(const std::string& code, const std::string& message) {
 PYBIND11_MODULE(_stoker, m) {
   using namespace stoker::python;
   m.doc() = "stoker engine bindings (use the `stoker` package, not this module)";
+  m.attr("__version__") = std::string(stoker::version());  // the package's __version__
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -61,12 +61,14 @@ class RawClient {
     shm::BatchClient& c = live();
     std::optional<Result<std::optional<shm::RemoteBatch>>> r;
     std::int64_t ready_ns = 0;
+    bool interrupted = false;
     {
       py::gil_scoped_release nogil;
       std::lock_guard lock(next_mu_);
-      r.emplace(c.next());
+      r.emplace(c.next([&] { return interrupted = python_signal_pending(); }, kSignalPoll));
       ready_ns = monotonic_ns();
     }
+    if (interrupted) throw py::error_already_set();  // KeyboardInterrupt: the batch stays queued
     std::optional<shm::RemoteBatch> b = unwrap(std::move(*r));
     if (!b) return py::none();
     auto shared = std::make_shared<SharedBatch>();

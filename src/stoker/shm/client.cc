@@ -1,11 +1,15 @@
 #include "stoker/shm/client.h"
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -25,12 +29,59 @@ struct Connection {
   const std::uint8_t* base = nullptr;
   std::uint64_t arena_bytes = 0;
   int server_pid = 0;
+  int pagemap_fd = -1;  // /proc/self/pagemap: which pages of a block this process wrote
   std::mutex send_mu;  // releases may come from any thread
   std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(kMaxMessageBytes);
 
   ~Connection() {
     if (base != nullptr) ::munmap(const_cast<std::uint8_t*>(base), arena_bytes);
     if (fd >= 0) ::close(fd);
+    if (pagemap_fd >= 0) ::close(pagemap_fd);
+  }
+
+  // Drops this process's private copies of the block's pages (made by writes into a batch: the
+  // mapping is copy-on-write), so the block reads the server's bytes again when it is reused.
+  // Only the copied pages are dropped: /proc/self/pagemap tells them (present or swapped, not
+  // file-backed); pages still shared with the server stay mapped, so a reused block costs no
+  // faults. Without pagemap the whole block is dropped (correct; its pages fault in again).
+  void discard_private(std::uint64_t offset, std::uint64_t size) {
+    constexpr std::uint64_t kPage = 4096;
+    constexpr std::uint64_t kPresent = 1ull << 63, kSwapped = 1ull << 62, kFile = 1ull << 61;
+    if (base == nullptr || size == 0 || offset >= arena_bytes) return;
+    // Whole pages only: blocks are page-aligned (batch::Arena); a hostile server's odd block
+    // at worst drops this process's own writes to a neighbour.
+    const std::uint64_t first = offset / kPage * kPage;
+    const std::uint64_t last = std::min(arena_bytes, (offset + size + kPage - 1) / kPage * kPage);
+    auto* p = const_cast<std::uint8_t*>(base);
+    if (pagemap_fd < 0) {
+      ::madvise(p + first, last - first, MADV_DONTNEED);
+      return;
+    }
+    std::array<std::uint64_t, 512> entries;
+    for (std::uint64_t at = first; at < last;) {
+      const std::uint64_t pages =
+          std::min<std::uint64_t>(entries.size(), (last - at + kPage - 1) / kPage);
+      const auto vpage = (reinterpret_cast<std::uintptr_t>(p) + at) / kPage;
+      const ssize_t n = ::pread(pagemap_fd, entries.data(), pages * 8, static_cast<off_t>(vpage * 8));
+      if (n != static_cast<ssize_t>(pages * 8)) {
+        ::madvise(p + at, last - at, MADV_DONTNEED);
+        return;
+      }
+      for (std::uint64_t i = 0; i < pages;) {
+        auto copied = [&](std::uint64_t j) {
+          return (entries[j] & (kPresent | kSwapped)) != 0 && (entries[j] & kFile) == 0;
+        };
+        if (!copied(i)) {
+          ++i;
+          continue;
+        }
+        std::uint64_t j = i;
+        while (j < pages && copied(j)) ++j;
+        ::madvise(p + at + i * kPage, (j - i) * kPage, MADV_DONTNEED);
+        i = j;
+      }
+      at += pages * kPage;
+    }
   }
 
   void send_release(std::uint64_t id) {
@@ -114,13 +165,19 @@ Status receive_hello(detail::Connection& c) {
     return data_loss("arena fd smaller than the announced " +
                      std::to_string(m->hello.arena_bytes) + " bytes");
   }
+  // Private and writable: reads see the server's pages in place (no copy), and a consumer that
+  // writes into a batch (`labels[labels == x] = -100`) gets its own copy of the pages it writes
+  // (copy-on-write) — never a SIGSEGV, never a change the server or another process sees. The
+  // copies are dropped when the batch is released (discard_private), before the block is reused.
   void* p = m->hello.arena_bytes == 0
                 ? nullptr
-                : ::mmap(nullptr, m->hello.arena_bytes, PROT_READ, MAP_SHARED, arena_fd, 0);
+                : ::mmap(nullptr, m->hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+                         arena_fd, 0);
   ::close(arena_fd);  // the mapping keeps the memory alive
   if (p == MAP_FAILED) return internal_error(errno_text("mapping the arena"));
   c.base = static_cast<const std::uint8_t*>(p);
   c.arena_bytes = m->hello.arena_bytes;
+  c.pagemap_fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);  // -1: drop whole blocks
   c.server_pid = m->hello.server_pid;
   return ok_status();
 }
@@ -147,6 +204,8 @@ RemoteBatch::~RemoteBatch() { release(); }
 
 void RemoteBatch::release() {
   if (!conn_) return;
+  // Before the release: once the server has it, it may write the next batch into this block.
+  conn_->discard_private(layout_.block.offset, layout_.block.size);
   conn_->send_release(id_);
   conn_.reset();
   base_ = nullptr;
@@ -174,6 +233,18 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
   if (Status s = receive_hello(*conn); !s.ok())
     return std::move(s).error().with_context("hand-off client " + path);
   return std::unique_ptr<BatchClient>(new BatchClient(std::move(conn)));
+}
+
+Result<std::optional<RemoteBatch>> BatchClient::next(const std::function<bool()>& interrupted,
+                                                     std::chrono::milliseconds poll) {
+  const int ms = static_cast<int>(std::clamp<std::int64_t>(poll.count(), 1, 60'000));
+  for (;;) {
+    pollfd p{conn_->fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, ms);
+    if (n > 0) return next();  // a message, or the hang-up next() reports
+    if (n < 0 && errno != EINTR) return unavailable(errno_text("waiting for a batch"));
+    if (interrupted()) return cancelled("next() interrupted while waiting for the server");
+  }
 }
 
 Result<std::optional<RemoteBatch>> BatchClient::next() {

@@ -8,7 +8,9 @@
 // went away; a ranked server refused the attach, with its reason), DataLoss (malformed descriptor, block outside the arena), Internal (mmap).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +83,10 @@ class BatchClient {
 
   // Blocks for the next batch; nullopt once the server ended the stream.
   Result<std::optional<RemoteBatch>> next();
+  // The same, interruptible: calls `interrupted` every `poll` while nothing has arrived; when it
+  // returns true, next returns Cancelled (the connection stays usable; Python's Ctrl-C).
+  Result<std::optional<RemoteBatch>> next(const std::function<bool()>& interrupted,
+                                          std::chrono::milliseconds poll);
 
   const std::uint8_t* base() const;  // the read-only mapping of the server's arena
   std::uint64_t arena_bytes() const;

@@ -237,6 +237,59 @@ TEST(HandoffTest, ConsumerProcessReadsProducerBytesInPlace) {
   EXPECT_LT(p50_us, 2000.0) << "far beyond the 100 us target even on a loaded machine";
 }
 
+// A trainer that writes into a batch (`labels[labels == 198] = -100`, issue 15) neither faults
+// nor changes the server's bytes (the mapping is copy-on-write), and its private copy is gone
+// when the block comes back with the next batch: every batch reads as the server wrote it.
+TEST(HandoffTest, ConsumerWritesStayPrivateAndNeverOutliveTheBatch) {
+  TempSocket sock;
+  Child child = Child::fork_run([&](int out, int go) {
+    auto client = BatchClient::connect({.socket_path = sock.path, .connect_timeout_ms = 10000});
+    if (!client.ok()) return 3;
+    for (;;) {
+      auto b = (*client)->next();
+      if (!b.ok()) return 4;
+      if (!*b) return 0;
+      std::uint64_t h = 0;
+      for (const batch::TensorView& t : (*b)->layout().tensors) {
+        h = h * 31 + fnv1a((*b)->data(t), t.bytes());
+        std::memset(const_cast<std::uint8_t*>((*b)->data(t)), 0xAB, t.bytes());  // the write
+      }
+      std::uint64_t after = 0;
+      for (const batch::TensorView& t : (*b)->layout().tensors)
+        after = after * 31 + fnv1a((*b)->data(t), t.bytes());
+      write_str(out, std::to_string((*b)->layout().step) + " " + std::to_string(h) + " " +
+                         std::to_string(after) + "\n");
+      char ch;
+      if (::read(go, &ch, 1) != 1) return 5;  // held until the server has checked its bytes
+    }  // the batch is released here
+  });
+  auto arena = make_arena(4 << 20);
+  auto server = BatchServer::create(*arena, {.socket_path = sock.path, .window = 1});
+  ASSERT_TRUE(server.ok()) << server.error().to_string();
+  ASSERT_TRUE((*server)->wait_for_clients(1, 10s).ok());
+  batch::Arena* a = arena.get();
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(eventually([&] { return arena->in_use() == 0; })) << "batch " << i - 1;
+    Produced p = produce(*arena, i);
+    ASSERT_EQ(p.layout.block.offset, 0u) << "the same block again (first fit)";
+    batch::Block block = p.layout.block;
+    ASSERT_TRUE((*server)->send(p.layout, [a, block] { a->release(block); }).ok());
+    std::istringstream line(child.read_line());
+    std::uint64_t step = 0, seen = 0, after = 0;
+    ASSERT_TRUE(line >> step >> seen >> after) << "the consumer died (SIGSEGV on the write?)";
+    EXPECT_EQ(step, static_cast<std::uint64_t>(i));
+    EXPECT_EQ(seen, p.hash) << "batch " << i << ": stale bytes from the consumer's last write";
+    EXPECT_NE(after, p.hash) << "batch " << i << ": the consumer's write did not land";
+    std::uint64_t mine = 0;
+    for (const batch::TensorView& t : p.layout.tensors)
+      mine = mine * 31 + fnv1a(arena->base() + t.offset, t.bytes());
+    EXPECT_EQ(mine, p.hash) << "batch " << i << ": the consumer's write reached the server";
+    child.release_go();
+  }
+  ASSERT_TRUE((*server)->finish(10s).ok());
+  EXPECT_EQ(child.wait(), 0);
+}
+
 TEST(HandoffTest, KilledConsumerIsReclaimedAndTheNextOneServed) {
   TempSocket sock;
   // A: takes 3 batches, never releases them, waits to be killed.

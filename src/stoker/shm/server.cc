@@ -130,7 +130,7 @@ struct BatchServer::Impl {
     std::uint64_t id = 0;
     bool gone = false;
     bool ended = false;
-    bool awaiting_attach = false;  // ranked: no hello yet
+    bool awaiting_attach = false;  // ranked: no hello yet (not yet a client in the stats)
     bool attach_seen = false;      // ranked: its attach was queued (a second one drops it)
     std::uint64_t arena_bytes = 0;  // ranked: the arena its hello carried
     std::uint64_t last_sent = 0;  // batch id of the last send: ties go to the least recent
@@ -209,7 +209,11 @@ struct BatchServer::Impl {
   void drop_locked(const ClientPtr& c, std::vector<Done>& releases) {
     if (c->gone) return;
     c->gone = true;
-    if (!c->outstanding.empty() || !c->ended) ++stats.clients_lost;
+    // Lost: a served client (it had its hello and at least one batch) gone before its end. A
+    // connection that never attached (another server probing whether this one is alive), a
+    // refused attach, or a client the server closed itself is not.
+    if (!c->awaiting_attach && (!c->outstanding.empty() || (!c->ended && c->last_sent != 0)))
+      ++stats.clients_lost;
     for (auto& [id, r] : c->outstanding) {
       releases.emplace_back(std::move(r), false);
       ++releasing;
@@ -247,7 +251,7 @@ struct BatchServer::Impl {
       c->ended = true;
     }
     clients.emplace(c->id, c);
-    ++stats.clients_accepted;
+    if (!options.ranked) ++stats.clients_accepted;  // ranked: counted at accept_attach
     cv.notify_all();
   }
 
@@ -495,6 +499,7 @@ Status BatchServer::accept_attach(std::uint64_t client, int arena_fd, std::uint6
   STOKER_RETURN_IF_ERROR(send_hello(it->second->fd, arena_fd, hello));
   it->second->awaiting_attach = false;
   it->second->arena_bytes = arena_bytes;
+  ++s.stats.clients_accepted;
   s.cv.notify_all();
   return ok_status();
 }
@@ -510,6 +515,7 @@ void BatchServer::refuse(std::uint64_t client, const std::string& reason) {
     std::string msg = detail::encode_refuse(reason);
     ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     c->ended = true;  // refused is not lost
+    ++s.stats.clients_rejected;
     s.drop_locked(c, releases);
   }
   s.run_releases(releases);
@@ -547,13 +553,15 @@ Status BatchServer::send_to(std::uint64_t client, batch::BatchLayout layout,
     return fail(unavailable("client " + std::to_string(client) + " is gone"));
   }
   if (s.transmit_locked(c, id, *encoded, std::move(done))) return ok_status();
-  // The batch is among its outstanding ones: dropping the client runs its done(false).
+  // Never sent: take it back before dropping the client, so it is not counted as reclaimed.
+  done = std::move(c->outstanding[id]);
+  c->outstanding.erase(id);
   std::vector<Done> releases;
   s.drop_locked(c, releases);
   lock.unlock();
   s.run_releases(releases);
   s.wake();
-  return unavailable("client " + std::to_string(client) + ": send failed");
+  return fail(unavailable("client " + std::to_string(client) + ": send failed"));
 }
 
 bool BatchServer::end_client(std::uint64_t client) {
@@ -602,6 +610,22 @@ Status BatchServer::finish(std::chrono::milliseconds timeout) {
     return deadline_exceeded(std::to_string(s.stats.outstanding) +
                              " batches still held by consumers");
   return ok_status();
+}
+
+void BatchServer::close_clients() {
+  Impl& s = *impl_;
+  std::vector<Done> releases;
+  {
+    std::lock_guard lock(s.mu);
+    s.finished = true;
+    while (!s.clients.empty()) {
+      Impl::ClientPtr c = s.clients.begin()->second;
+      c->ended = true;  // closed by us: not lost (what it held is reclaimed)
+      s.drop_locked(c, releases);
+    }
+  }
+  s.run_releases(releases);
+  s.wake();
 }
 
 ServerStats BatchServer::stats() const {

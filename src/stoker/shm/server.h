@@ -56,12 +56,15 @@ struct AttachRequest {
 };
 
 struct ServerStats {
+  // Ranked: a client is accepted when its attach is (accept_attach); a connection that never
+  // attaches (e.g. another server checking whether this one is alive) is not a client.
   std::int64_t clients_accepted = 0;
-  std::int64_t clients_lost = 0;        // disconnected or died with batches outstanding
-  std::int64_t clients_rejected = 0;    // another uid (SO_PEERCRED), failed hello
-  std::int64_t batches_sent = 0;
+  std::int64_t clients_lost = 0;        // went away holding batches, or after some and before its end
+  std::int64_t clients_rejected = 0;    // another uid (SO_PEERCRED), failed hello, refused attach
+  std::int64_t batches_sent = 0;        // written to a client's socket
   std::int64_t batches_released = 0;    // by a release message
-  std::int64_t batches_reclaimed = 0;   // freed because their client went away
+  std::int64_t batches_reclaimed = 0;   // sent, then freed because their client went away
+  // Every sent batch is released, reclaimed or outstanding: sent = released + reclaimed + outstanding.
   std::int64_t descriptor_bytes = 0;    // everything written to client sockets after the hello
   int clients_connected = 0;
   std::int64_t outstanding = 0;         // sent, not yet released
@@ -114,6 +117,10 @@ class BatchServer {
   // clients gone) and their release callbacks have returned. DeadlineExceeded after `timeout`
   // (the batches stay outstanding).
   Status finish(std::chrono::milliseconds timeout);
+
+  // Closes every client now: each one's outstanding batches are reclaimed (their callbacks have
+  // run on return), and the clients are not counted lost. For a final stats() before shutdown.
+  void close_clients();
 
   ServerStats stats() const;
 

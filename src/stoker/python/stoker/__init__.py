@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
 from . import _options, _stoker
 
-__version__ = "0.1.0"
+__version__: str = _stoker.__version__  # CMake's project version, compiled into the extension
 
 _Path = Union[str, "os.PathLike[str]"]
 _Paths = Union[_Path, Sequence[_Path]]
@@ -67,7 +67,8 @@ ERROR_CLASSES: Dict[str, type] = {
 _stoker.install_error_classes(
     {code: ERROR_CLASSES.get(code, StokerError) for code in (
         "InvalidArgument", "NotFound", "PermissionDenied", "Unavailable", "DeadlineExceeded",
-        "DataLoss", "ResourceExhausted", "Unimplemented", "Cancelled", "Internal")})
+        "DataLoss", "ResourceExhausted", "Unimplemented", "Cancelled", "Internal",
+        "FailedPrecondition")})
 
 
 def live_tensors() -> int:
