@@ -34,6 +34,22 @@ struct BatchAccess {
 
 namespace {
 
+// One image's emit span, and inside it the decode, resize and normalise phases. The fused path
+// interleaves them band by band: the children are their summed times laid end to end (so they
+// nest and add up), not the moments each ran.
+void trace_image(obs::Tracer* trace, std::int64_t t0, std::int64_t t1,
+                 const image::PhaseTimes& p, std::int64_t sample) {
+  trace->span("emit", t0, t1, "sample", sample);
+  std::int64_t at = t0;
+  const std::pair<const char*, std::int64_t> phases[] = {
+      {"decode", p.decode_ns}, {"resize", p.resize_ns}, {"normalise", p.normalise_ns}};
+  for (const auto& [name, ns] : phases) {
+    const std::int64_t end = std::min(t1, at + ns);
+    trace->span(name, at, end);
+    at = end;
+  }
+}
+
 // Decode + resize + normalise + patchify every image of the batch straight into its pixel rows
 // (ImageProcessor::process, the fused streaming path). Work is claimed by index, biggest images
 // first so no thread is left with a large one at the end; helpers that start late find nothing
@@ -80,22 +96,6 @@ struct EmitJob {
     }
   }
 };
-
-// One image's emit span, and inside it the decode, resize and normalise phases. The fused path
-// interleaves them band by band: the children are their summed times laid end to end (so they
-// nest and add up), not the moments each ran.
-void trace_image(obs::Tracer* trace, std::int64_t t0, std::int64_t t1,
-                 const image::PhaseTimes& p, std::int64_t sample) {
-  trace->span("emit", t0, t1, "sample", sample);
-  std::int64_t at = t0;
-  const std::pair<const char*, std::int64_t> phases[] = {
-      {"decode", p.decode_ns}, {"resize", p.resize_ns}, {"normalise", p.normalise_ns}};
-  for (const auto& [name, ns] : phases) {
-    const std::int64_t end = std::min(t1, at + ns);
-    trace->span(name, at, end);
-    at = end;
-  }
-}
 
 batch::DType pixel_dtype(image::PixelDType d) {
   return d == image::PixelDType::kFloat32 ? batch::DType::kFloat32 : batch::DType::kBFloat16;
