@@ -10,7 +10,8 @@ Reads what `stoker run --report RUN_DIR` writes there:
   metrics.prom  the final Prometheus text (latency histograms per stage, next() waits)
   summary.json  settings, totals, limiter, stages
 and writes wait_per_step.png, stage_utilisation.png, queue_depths.png, latency_histograms.png
-and index.html. Needs matplotlib (Debian: python3-matplotlib); exits 3 naming it when absent."""
+and index.html. Utilisation per interval is the growth of a stage's busy seconds, which the engine
+credits when an item finishes: one long image can lift a single interval above 100 %. Needs matplotlib (Debian: python3-matplotlib); exits 3 naming it when absent."""
 
 import csv
 import html
