@@ -14,6 +14,8 @@ int run_consume(int argc, char** argv);  // consume_cmd.cc
 
 int run_serve(int argc, char** argv);  // serve_cmd.cc
 
+int run_report(int argc, char** argv);  // report_cmd.cc
+
 namespace {
 
 const Command kCommands[] = {
@@ -31,6 +33,8 @@ const Command kCommands[] = {
      run_consume},
     {"serve", "node-local server: every local rank's own shard, zero-copy over shared memory",
      run_serve},
+    {"report", "render a run folder (stoker run --report DIR) into PNG plots and an HTML page",
+     run_report},
 };
 
 void usage() {

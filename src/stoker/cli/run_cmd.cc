@@ -25,7 +25,9 @@
 #include "stoker/cli/args.h"
 #include "stoker/cli/loader_flags.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/observe.h"
 #include "stoker/model/model_config.h"
+#include "stoker/pipeline/metrics.h"
 #include "stoker/pipeline/loader.h"
 
 namespace stoker::cli {
@@ -372,6 +374,14 @@ int run(const Args& args) {
   if (!limit.ok()) return report("run", limit.error());
   o.limit_batches = *limit;
 
+  // --trace / --metrics-port / --report (observe.h). Its threads (endpoint, timeline) start
+  // only once nothing returns early any more, and stop in finish(), before the loader goes.
+  Result<ObserveFlags> observe_flags = observe_flags_from(args);
+  if (!observe_flags.ok()) return report("run", observe_flags.error());
+  Result<std::unique_ptr<Observer>> observer = Observer::create(*observe_flags, "run");
+  if (!observer.ok()) return report("run", observer.error());
+  config->tracer = (*observer)->tracer();
+
   Result<std::unique_ptr<pipeline::Loader>> loader = pipeline::Loader::create(*config);
   if (!loader.ok()) return report("run", loader.error());
   long long logged = 0;
@@ -397,10 +407,21 @@ int run(const Args& args) {
     if (hashes == nullptr) return report("run", not_found("opening --batch-hashes " + o.batch_hashes));
   }
 
+  const pipeline::Loader* live = loader->get();
+  if (Status st = (*observer)->serve_metrics([live] {
+        obs::MetricText m;
+        pipeline::add_loader_metrics(m, live->stats(), {});
+        return m.str();
+      });
+      !st.ok()) {
+    return report("run", st.error());
+  }
+  (*observer)->record(**loader);
   int rc = 0;
   {
     Progress progress(**loader, !o.quiet, o.progress_s);
     for (long long n = 0; o.limit_batches < 0 || n < o.limit_batches; ++n) {
+      const std::int64_t t_next = now_ns();
       Result<std::optional<pipeline::Batch>> b = (*loader)->next();
       if (!b.ok()) {
         progress.stop();
@@ -409,6 +430,7 @@ int run(const Args& args) {
       }
       if (!b->has_value()) break;
       const pipeline::Batch& batch = **b;
+      (*observer)->step((now_ns() - t_next) * 1e-9, batch.size());
       if (log != nullptr) {
         // Logged first, then the state: a kill in between is undone by cut_log on resume.
         std::string line = std::to_string(batch.layout().epoch) + " " + std::to_string(logged);
@@ -440,6 +462,14 @@ int run(const Args& args) {
   if (log != nullptr) std::fclose(log);
   if (hashes != nullptr) std::fclose(hashes);
   print_summary(**loader, *config, o);
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"data", args.positional().front()}, {"mode", args.get("mode", "prefetch")},
+      {"batch_size", std::to_string(config->batch_size)},
+      {"threads", std::to_string(config->threads)}, {"step_ms", std::to_string(o.step_ms)}};
+  if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), settings));
+      !st.ok() && rc == 0) {
+    rc = report("run", st.error());
+  }
   return rc;
 }
 
@@ -450,6 +480,7 @@ int run_run(int argc, char** argv) {
   values.insert({"threads", "mode", "rank", "world-size", "max-errors", "max-error-rate",
                  "error-report", "state-file", "resume", "delivered-log", "step-ms",
                  "limit-batches", "pause-after-log-ms", "batch-hashes", "progress-s"});
+  values.merge(observe_value_flags(/*with_report=*/true));
   switches.insert({"strict", "quiet", "pad-to-max", "help"});
   auto args = Args::parse(argc, argv, values, switches, loader_repeat_flags());
   if (!args.ok()) return report("run", args.error());
@@ -457,6 +488,8 @@ int run_run(int argc, char** argv) {
     std::fputs(kHelp, args->has("help") ? stdout : stderr);
     std::fputs(kPackingFlagsHelp, args->has("help") ? stdout : stderr);
     std::fputs(kMediaFlagsHelp, args->has("help") ? stdout : stderr);
+    std::fputs(kObserveFlagsHelp, args->has("help") ? stdout : stderr);
+    std::fputs(kReportFlagHelp, args->has("help") ? stdout : stderr);
     return args->has("help") ? 0 : 2;
   }
   return run(*args);

@@ -35,7 +35,9 @@
 #include "stoker/cli/args.h"
 #include "stoker/cli/loader_flags.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/observe.h"
 #include "stoker/model/model_config.h"
+#include "stoker/pipeline/metrics.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/shm/server.h"
 #include "stoker/shm/socket_path.h"
@@ -106,6 +108,7 @@ struct RankSlot {
   // the summary line is their sum). attaches: processes served as this rank.
   std::int64_t batches_sent = 0, batches_released = 0, batches_reclaimed = 0, attaches = 0;
   std::string error;
+  std::shared_ptr<pipeline::Loader> live;  // the rank's current Loader (for --metrics-port)
 
   // done(consumed) of a sent batch: on the server's I/O thread.
   void on_done(std::uint64_t seq, bool consumed) {
@@ -138,7 +141,15 @@ struct Shared {
 // The rank's worker: waits for a process to attach as this rank, makes its Loader (resumed from
 // where that rank stands), and feeds batches until the data ends or the process goes away.
 void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
-  std::unique_ptr<pipeline::Loader> loader;
+  std::shared_ptr<pipeline::Loader> loader;
+  struct Unpublish {  // at exit: the metrics endpoint lets go of the Loader before this thread
+    RankSlot& s;
+    ~Unpublish() {
+      std::lock_guard lock(s.mu);
+      s.live.reset();
+    }
+  } unpublish{slot};
+  if (sh.base.tracer != nullptr) sh.base.tracer->name_thread("rank " + std::to_string(slot.rank) + " (serve)");
   for (;;) {
     std::uint64_t client = 0;
     pipeline::LoaderState from;
@@ -152,6 +163,10 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
       slot.sent.clear();  // the previous process's unreleased batches: sent again from `from`
       slot.committed = from;
       slot.ended = false;
+    }
+    {
+      std::lock_guard lock(slot.mu);
+      slot.live.reset();
     }
     loader.reset();
     pipeline::LoaderConfig c = sh.base;
@@ -167,6 +182,10 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
       continue;
     }
     loader = std::move(*made);
+    {
+      std::lock_guard lock(slot.mu);
+      slot.live = loader;
+    }
     // memfd_create makes the inode 0777; only fd passing or /proc/PID/fd (same user, ptrace
     // rules) reach it, but 0600 keeps a reopen through /proc private to the user as well.
     ::fchmod(loader->arena().fd(), 0600);
@@ -275,8 +294,46 @@ void handle_attach(const shm::AttachRequest& a, const Shared& sh,
   slot.cv.notify_all();
 }
 
+// --metrics-port: each rank's Loader metrics (label rank) and its delivery, plus the server's.
+std::string serve_metrics(std::vector<std::unique_ptr<RankSlot>>& slots,
+                          const shm::BatchServer& server) {
+  obs::MetricText m;
+  for (auto& s : slots) {
+    std::shared_ptr<pipeline::Loader> loader;
+    std::int64_t sent, released, reclaimed, attaches;
+    bool attached;
+    {
+      std::lock_guard lock(s->mu);
+      loader = s->live;
+      sent = s->batches_sent, released = s->batches_released;
+      reclaimed = s->batches_reclaimed, attaches = s->attaches;
+      attached = s->active != 0 && server.client_alive(s->active);
+    }
+    const obs::Labels rank = {{"rank", std::to_string(s->rank)}};
+    m.counter("stoker_serve_batches_sent_total", "Batches sent to the rank's process.", rank, sent);
+    m.counter("stoker_serve_batches_released_total", "Batches the rank's process released.",
+              rank, released);
+    m.counter("stoker_serve_batches_reclaimed_total",
+              "Batches taken back from a process that went away (sent again).", rank, reclaimed);
+    m.counter("stoker_serve_attaches_total", "Processes that attached as the rank.", rank,
+              attaches);
+    m.gauge("stoker_serve_rank_attached", "1 while a process is attached as the rank.", rank,
+            attached ? 1 : 0);
+    if (loader != nullptr) pipeline::add_loader_metrics(m, loader->stats(), rank);
+  }
+  const shm::ServerStats st = server.stats();
+  m.counter("stoker_serve_clients_accepted_total", "Client connections accepted.", {},
+            static_cast<double>(st.clients_accepted));
+  m.counter("stoker_serve_clients_lost_total", "Client connections lost.", {},
+            static_cast<double>(st.clients_lost));
+  return m.str();
+}
+
 Status run(const Args& args) {
   STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig base, make_config(args));
+  STOKER_ASSIGN_OR_RETURN(ObserveFlags observe_flags, observe_flags_from(args));
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Observer> observer, Observer::create(observe_flags, "serve"));
+  base.tracer = observer->tracer();
   // WORLD_SIZE from the launcher, parsed as strictly as the flag that overrides it.
   long long world = 1;
   if (const char* w = std::getenv("WORLD_SIZE"); w != nullptr && *w && !args.has("world-size")) {
@@ -320,6 +377,9 @@ Status run(const Args& args) {
     slots.push_back(std::make_unique<RankSlot>());
     slots.back()->rank = r;
   }
+  // The endpoint stops in observer->finish(), after the workers and before the slots go.
+  STOKER_RETURN_IF_ERROR(observer->serve_metrics(
+      [&slots, srv = server.get()] { return serve_metrics(slots, *srv); }));
   for (int r = 0; r < world; ++r)
     workers.emplace_back([&sh, s = slots[r].get()](std::stop_token st) { serve_rank(st, sh, *s); });
   std::printf("stoker serve: listening on %s (world size %lld, batch %d, %d threads per rank, "
@@ -348,6 +408,8 @@ Status run(const Args& args) {
   }
   for (auto& w : workers) w.request_stop();
   workers.clear();  // joins: a worker inside loader->next() returns once that batch is ready
+  Status observed = observer->finish(nullptr, "");  // the trace; stops the endpoint
+  if (!observed.ok()) std::fprintf(stderr, "stoker serve: %s\n", observed.error().to_string().c_str());
   // Close the clients first (what they hold is reclaimed, counted per rank and in total), so
   // the per-rank lines and the summary below are final and add up.
   server->close_clients();
@@ -375,11 +437,13 @@ int run_serve(int argc, char** argv) {
       std::fputs(kHelp, stdout);
       std::fputs(kPackingFlagsHelp, stdout);
       std::fputs(kMediaFlagsHelp, stdout);
+      std::fputs(kObserveFlagsHelp, stdout);
       return 0;
     }
   }
   std::set<std::string> values = loader_value_flags();
   values.insert({"socket", "world-size", "threads", "window", "progress-s"});
+  values.merge(observe_value_flags(/*with_report=*/false));
   Result<Args> args =
       Args::parse(argc, argv, values, loader_switch_flags(), loader_repeat_flags());
   if (!args.ok()) return report("serve", args.error());

@@ -2,11 +2,13 @@
 // normalises with a SIMD kernel (exact IEEE arithmetic) and writes the patch rows in their final order.
 #include "stoker/image/processor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "stoker/base/clock.h"
 #include "stoker/image/detail/normalize_kernels.h"
 #include "stoker/image/exif.h"
 #include "stoker/image/resample.h"
@@ -251,6 +253,19 @@ Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImageP
   }
   ImageScratch local;
   if (scratch == nullptr) scratch = &local;
+  // Phase timing (tracing only): decode and normalise are timed where they run, resize is what
+  // is left of the whole.
+  PhaseTimes* phases = scratch->phases;
+  const std::int64_t t_start = phases != nullptr ? now_ns() : 0;
+  struct ResizeRest {
+    PhaseTimes* p;
+    std::int64_t t0, decode0, normalise0;
+    ~ResizeRest() {
+      if (p == nullptr) return;
+      const std::int64_t own = (p->decode_ns - decode0) + (p->normalise_ns - normalise0);
+      p->resize_ns += std::max<std::int64_t>(0, now_ns() - t0 - own);
+    }
+  } rest{phases, t_start, phases ? phases->decode_ns : 0, phases ? phases->normalise_ns : 0};
   if (resized_out == nullptr && plan.orientation == 1 && bytes.size() >= 2 && bytes[0] == 0xFF &&
       bytes[1] == 0xD8) {
     // JPEG: decode rows straight into the resampler, 16 at a time, so not even the decoded image
@@ -264,7 +279,10 @@ Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImageP
       if (stream_jpeg(*dec, plan, dtype, out, scratch).ok()) return ok_status();
     }
   }
-  STOKER_RETURN_IF_ERROR(decode(bytes, plan, &scratch->decoded, &scratch->stored));
+  const std::int64_t t_decode = phases != nullptr ? now_ns() : 0;
+  Status decoded_ok = decode(bytes, plan, &scratch->decoded, &scratch->stored);
+  if (phases != nullptr) phases->decode_ns += now_ns() - t_decode;
+  STOKER_RETURN_IF_ERROR(std::move(decoded_ok));
   const RgbImage& decoded = scratch->decoded;
   if (resized_out != nullptr) {  // the whole resized image is wanted too (tools, tests)
     resize_bicubic_exact(decoded, plan.width, plan.height, &scratch->resized);
@@ -292,14 +310,20 @@ Status ImageProcessor::stream_jpeg(JpegRowDecoder& dec, const ImagePlan& plan, P
   STOKER_RETURN_IF_ERROR(stream(
       [&](int n, const std::uint8_t** rows) {
         for (int r = 0; r < n; ++r) rows[r] = window[r];
-        return dec.read(window, n);
+        if (scratch->phases == nullptr) return dec.read(window, n);
+        const std::int64_t t0 = now_ns();
+        Status st = dec.read(window, n);
+        scratch->phases->decode_ns += now_ns() - t0;
+        return st;
       },
       plan, dtype, out, scratch));
   // Rows below every resampling window are not needed, but decode_rgb reads to the end marker
   // and fails on damage there; so do we, to give the same outcome.
+  const std::int64_t t0 = scratch->phases != nullptr ? now_ns() : 0;
   while (dec.rows_read() < dec.height()) {
     STOKER_RETURN_IF_ERROR(dec.read(window, std::min(kBlock, dec.height() - dec.rows_read())));
   }
+  if (scratch->phases != nullptr) scratch->phases->decode_ns += now_ns() - t0;
   return ok_status();
 }
 
@@ -319,7 +343,9 @@ Status ImageProcessor::stream(const RowSource& source, const ImagePlan& plan, Pi
       [&](int rows) {
         if (rows < (bands_done + 1) * band_rows) return;
         const RgbRows view{band, stride, bands_done * band_rows};
+        const std::int64_t t0 = scratch->phases != nullptr ? now_ns() : 0;
         write_bands(view, plan, dtype, bands_done, bands_done + 1, out);
+        if (scratch->phases != nullptr) scratch->phases->normalise_ns += now_ns() - t0;
         ++bands_done;
       });
 }

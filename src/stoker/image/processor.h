@@ -69,8 +69,16 @@ struct ImagePlan {
   std::int64_t tokens(int merge_size) const { return rows() / (merge_size * merge_size); }
 };
 
+// Where process() spent its time, when asked (tracing): the fused path interleaves the three
+// phases row band by row band, so these are sums. decode = the decoder's calls (rows, or the
+// whole image), normalise = rescale + normalise + patchify of finished bands, resize = the rest.
+struct PhaseTimes {
+  std::int64_t decode_ns = 0, resize_ns = 0, normalise_ns = 0;
+};
+
 // Reusable per-thread buffers so steady-state processing does not allocate.
 struct ImageScratch {
+  PhaseTimes* phases = nullptr;  // set by a caller that wants process()'s phases timed
   RgbImage decoded;
   RgbImage stored;  // the decoder's output before an EXIF transform (only when there is one)
   RgbImage resized;

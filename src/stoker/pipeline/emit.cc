@@ -13,16 +13,42 @@
 namespace stoker::pipeline {
 
 struct BatchAccess {
-  static Batch make(const batch::BatchLayout& layout, std::shared_ptr<batch::Arena> arena) {
+  // `tracer` (optional): the arena counter is recorded when the block goes back.
+  static Batch make(const batch::BatchLayout& layout, std::shared_ptr<batch::Arena> arena,
+                    std::shared_ptr<obs::Tracer> tracer, int arena_counter) {
     Batch b;
     b.layout_ = layout;
     b.base_ = arena->base();
-    b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
+    if (tracer == nullptr) {
+      b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
+    } else {
+      b.release_ = [arena = std::move(arena), tracer = std::move(tracer),
+                    arena_counter](batch::Block block) {
+        arena->release(block);
+        tracer->counter(arena_counter, static_cast<std::int64_t>(arena->in_use()));
+      };
+    }
     return b;
   }
 };
 
 namespace {
+
+// One image's emit span, and inside it the decode, resize and normalise phases. The fused path
+// interleaves them band by band: the children are their summed times laid end to end (so they
+// nest and add up), not the moments each ran.
+void trace_image(obs::Tracer* trace, std::int64_t t0, std::int64_t t1,
+                 const image::PhaseTimes& p, std::int64_t sample) {
+  trace->span("emit", t0, t1, "sample", sample);
+  std::int64_t at = t0;
+  const std::pair<const char*, std::int64_t> phases[] = {
+      {"decode", p.decode_ns}, {"resize", p.resize_ns}, {"normalise", p.normalise_ns}};
+  for (const auto& [name, ns] : phases) {
+    const std::int64_t end = std::min(t1, at + ns);
+    trace->span(name, at, end);
+    at = end;
+  }
+}
 
 // Decode + resize + normalise + patchify every image of the batch straight into its pixel rows
 // (ImageProcessor::process, the fused streaming path). Work is claimed by index, biggest images
@@ -36,10 +62,12 @@ struct EmitJob {
     const image::ImagePlan* plan;
     std::uint8_t* dst;
     std::size_t sample, index;  // in goods, in the sample
+    std::uint64_t seq, id;      // the sample's sequence number and record id (tracing)
   };
   std::vector<Image> images;  // biggest first
   std::vector<std::optional<Error>> errors;  // per entry of `images`
   StageCounters* counters = nullptr;
+  obs::Tracer* tracer = nullptr;
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   std::mutex mu;
@@ -51,10 +79,16 @@ struct EmitJob {
       const std::size_t i = next.fetch_add(1);
       if (i >= images.size()) return;
       const Image& img = images[i];
+      obs::Tracer* trace = tracer != nullptr && tracer->keeps(img.seq) ? tracer : nullptr;
+      image::PhaseTimes phases;
+      scratch.phases = trace != nullptr ? &phases : nullptr;
       const std::int64_t t0 = now_ns();
       Status st = proc->process(*img.bytes, *img.plan, dtype, img.dst, &scratch);
+      const std::int64_t t1 = now_ns();
+      scratch.phases = nullptr;
       if (!st.ok()) errors[i] = std::move(st).error();
-      counters->add(kEmit, now_ns() - t0);
+      counters->add(kEmit, t1 - t0);
+      if (trace != nullptr) trace_image(trace, t0, t1, phases, static_cast<std::int64_t>(img.id));
       if (done.fetch_add(1) + 1 == images.size()) {
         std::lock_guard lock(mu);
         cv.notify_all();
@@ -84,13 +118,18 @@ Result<Batch> Engine::start_batch(const std::vector<Prepared>& goods, std::uint6
                                   std::vector<BrokenImage>* broken) {
   const std::int64_t t0 = now_ns();
   Result<batch::Block> block = arena_->allocate(bytes, stop);
-  arena_wait_ns_.fetch_add(now_ns() - t0);
+  const std::int64_t t1 = now_ns();
+  arena_wait_ns_.fetch_add(t1 - t0);
+  if (ctx_.tracer != nullptr) {
+    ctx_.tracer->span("arena wait", t0, t1, "bytes", static_cast<std::int64_t>(bytes));
+    ctx_.tracer->counter(ctx_.trace_ids.arena_bytes, static_cast<std::int64_t>(arena_->in_use()));
+  }
   if (!block.ok()) return std::move(block.error().with_context("allocating a batch block"));
   batch::BatchLayout layout = place(*block);
   layout.step = step_;
   layout.epoch = epoch;
   // Handed over as a Batch right away, so that every return gives the block back.
-  Batch batch = BatchAccess::make(layout, arena_);
+  Batch batch = BatchAccess::make(layout, arena_, ctx_.tracer, ctx_.trace_ids.arena_bytes);
   process_images(goods, layout, broken);
   return batch;
 }
@@ -101,13 +140,15 @@ void Engine::process_images(const std::vector<Prepared>& goods, const batch::Bat
   job->proc = &*ctx_.processor;
   job->dtype = options_.pixel_dtype;
   job->counters = &ctx_.counters;
+  job->tracer = ctx_.tracer.get();
   std::uint8_t* base = arena_->base();
   std::int64_t row = 0;
   for (std::size_t s = 0; s < goods.size(); ++s) {
     const Prepared& p = goods[s];
     for (std::size_t i = 0; i < p.plans.size(); ++i) {
       job->images.push_back({&p.encoded[i], &p.plans[i],
-                             batch::pixel_row_address(base, layout, row), s, i});
+                             batch::pixel_row_address(base, layout, row), s, i, p.item.seq,
+                             p.item.sample});
       row += p.plans[i].rows();
     }
   }
@@ -176,7 +217,9 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
   grids_and_ids(goods, &grids, &ids);
   batch::write_grids(base, layout, grids);
   batch::write_sample_ids(base, layout, ids);
-  ctx_.counters.add(kAssemble, now_ns() - t1);
+  const std::int64_t t2 = now_ns();
+  ctx_.counters.add(kAssemble, t2 - t1);
+  if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);
   out.real_tokens = real;
   out.computed_tokens = shape.batch_size * shape.length;
   return batch;
@@ -213,7 +256,9 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
   std::vector<std::uint64_t> ids;
   grids_and_ids(goods, &grids, &ids);
   batch::collate_pack(arena_->base(), batch.layout(), shape, rows, grids, ids, options_.pad_id);
-  ctx_.counters.add(kAssemble, now_ns() - t1);
+  const std::int64_t t2 = now_ns();
+  ctx_.counters.add(kAssemble, t2 - t1);
+  if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);
   out.real_tokens = real;
   out.computed_tokens = out.unit ? out.unit->computed : shape.tokens;
   return batch;

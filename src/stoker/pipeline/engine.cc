@@ -95,8 +95,17 @@ void Engine::deliver(Prepared&& p) {
   {
     std::lock_guard lock(mu_);
     done_.emplace(p.item.seq, std::move(p));
+    if (ctx_.tracer != nullptr) {
+      ctx_.tracer->counter(ctx_.trace_ids.reorder, static_cast<std::int64_t>(done_.size()));
+    }
   }
   ready_cv_.notify_all();
+}
+
+QueueDepths Engine::depths() const {
+  std::lock_guard lock(mu_);
+  return {static_cast<std::int64_t>(submitted_ - next_take_),
+          static_cast<std::int64_t>(done_.size())};
 }
 
 void Engine::submit(const Item& item) {
@@ -182,6 +191,10 @@ void Engine::top_up(std::size_t need) {
     {
       std::lock_guard lock(mu_);
       ++submitted_;
+      if (ctx_.tracer != nullptr) {
+        ctx_.tracer->counter(ctx_.trace_ids.in_flight,
+                             static_cast<std::int64_t>(submitted_ - next_take_));
+      }
     }
     submit(item);
   }
@@ -198,6 +211,12 @@ std::optional<Prepared> Engine::take(std::stop_token stop) {
   Prepared p = std::move(it->second);
   done_.erase(it);
   ++next_take_;
+  if (ctx_.tracer != nullptr) {
+    const std::int64_t ts = now_ns();
+    ctx_.tracer->counter(ctx_.trace_ids.reorder, static_cast<std::int64_t>(done_.size()), ts);
+    ctx_.tracer->counter(ctx_.trace_ids.in_flight,
+                         static_cast<std::int64_t>(submitted_ - next_take_), ts);
+  }
   return p;
 }
 
@@ -403,7 +422,11 @@ ReadyBatch Engine::produce(std::stop_token stop) {
     Result<Batch> batch = options_.batching == Batching::kPack
                               ? emit_pack(goods, epoch, stop, &broken, out)
                               : emit(goods, epoch, stop, &broken, out);
-    emit_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);  // arena waits included
+    const std::int64_t t1 = now_ns();
+    emit_ns_.fetch_add(t1 - t0, std::memory_order_relaxed);  // arena waits included
+    if (ctx_.tracer != nullptr) {
+      ctx_.tracer->span("batch", t0, t1, "step", static_cast<std::int64_t>(step_));
+    }
     if (!batch.ok()) {
       // Nothing was delivered: the state stays where it was (the failures taken on the way are
       // still reported; a resume cuts the report back to the state's cursor and redoes them).

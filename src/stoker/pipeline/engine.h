@@ -68,6 +68,12 @@ struct ReadyBatch {
   bool end = false;
 };
 
+// Samples between the schedule and delivery, now.
+struct QueueDepths {
+  std::int64_t in_flight = 0;  // submitted, not yet taken in order (read, fetch, prepare, or done)
+  std::int64_t prepared = 0;   // prepared, waiting in the reorder buffer
+};
+
 struct EngineOptions {
   Batching batching = Batching::kFixed;
   batch::PackFormat pack_format = batch::PackFormat::kHF;
@@ -102,6 +108,7 @@ class Engine {
   double sample_wait_s() const;  // producer time waiting for the next prepared sample
   double emit_s() const;  // producer time assembling batches (decode into the block), arena
                           // waits excluded
+  QueueDepths depths() const;
 
  private:
   void top_up(std::size_t need);
@@ -167,7 +174,7 @@ class Engine {
   std::priority_queue<std::unique_ptr<Fetched>, std::vector<std::unique_ptr<Fetched>>, BySeq>
       fetched_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable_any ready_cv_;
   std::map<std::uint64_t, Prepared> done_;  // the reorder buffer
   std::uint64_t submitted_ = 0, next_take_ = 0;

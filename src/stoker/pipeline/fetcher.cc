@@ -32,6 +32,7 @@ Result<ByteBudget::Lease> ByteBudget::acquire(std::int64_t bytes, std::stop_toke
   }
   in_flight_ += bytes;
   if (in_flight_ > peak_) peak_ = in_flight_;
+  traced();
   return Lease(this, bytes);
 }
 
@@ -49,12 +50,14 @@ void ByteBudget::charge(std::int64_t bytes) {
   std::lock_guard lock(mu_);
   in_flight_ += bytes;
   if (in_flight_ > peak_) peak_ = in_flight_;
+  traced();
 }
 
 void ByteBudget::release(std::int64_t bytes) {
   {
     std::lock_guard lock(mu_);
     in_flight_ -= bytes;
+    traced();
   }
   cv_.notify_all();
 }

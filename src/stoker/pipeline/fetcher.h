@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "stoker/base/result.h"
+#include "stoker/obs/trace.h"
 
 namespace stoker::pipeline {
 
@@ -49,6 +50,12 @@ class ByteBudget {
   Result<Lease> acquire(std::int64_t bytes, std::stop_token stop = {});
   std::int64_t in_flight() const;
   std::int64_t peak() const;
+  // Records every change of the bytes in flight as counter `counter` of `tracer` (which must
+  // outlive the budget); before any lease is taken.
+  void trace_to(obs::Tracer* tracer, int counter) {
+    tracer_ = tracer;
+    trace_counter_ = counter;
+  }
   double wait_s() const;  // time acquire() callers spent waiting for budget, summed
 
  private:
@@ -59,6 +66,11 @@ class ByteBudget {
   std::condition_variable_any cv_;
   std::int64_t in_flight_ = 0, peak_ = 0;
   std::int64_t wait_ns_ = 0;
+  obs::Tracer* tracer_ = nullptr;
+  int trace_counter_ = -1;
+  void traced() {  // with mu_ held
+    if (tracer_ != nullptr) tracer_->counter(trace_counter_, in_flight_);
+  }
 };
 
 // What a media read is charged before its size is known; corrected when the bytes arrive. A

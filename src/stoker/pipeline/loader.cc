@@ -68,6 +68,7 @@ Status LoaderConfig::validate() const {
                               "packing or token budgets");
     }
   }
+  if (!trace_path.empty() || tracer != nullptr) STOKER_RETURN_IF_ERROR(trace.validate());
   return arena.validate();
 }
 
@@ -208,8 +209,19 @@ struct Loader::Impl {
   FailureTally failure_kinds;
   LoaderStats tokens;  // its token, efficiency and balance fields only
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
+  std::map<std::pair<std::string, std::string>, std::int64_t> failed_by;  // (stage, code)
+  obs::Histogram next_wait;
+  // Tracing: the loader's own tracer (config.trace_path) is written when the loader goes.
+  bool owns_trace = false;
 
-  ~Impl() { stop_engine(); }
+  ~Impl() {
+    stop_engine();
+    if (owns_trace && ctx != nullptr && ctx->tracer != nullptr) {
+      if (Status st = ctx->tracer->write(config.trace_path); !st.ok()) {
+        std::fprintf(stderr, "stoker: %s\n", st.error().to_string().c_str());
+      }
+    }
+  }
 
   // Stops the producer and the pools, drops what was produced and not delivered (their blocks
   // go back to the arena), and destroys the engine. Idempotent.
@@ -328,6 +340,9 @@ Status Loader::Impl::start_engine() {
         ReadyBatch rb = engine->produce(stop);
         bool last = rb.end || rb.fatal.has_value();
         if (!ring->push(std::move(rb), stop)) return;
+        if (ctx->tracer != nullptr) {
+          ctx->tracer->counter(ctx->trace_ids.ready_batches, static_cast<std::int64_t>(ring->size()));
+        }
         if (last) return;
       }
     });
@@ -349,6 +364,9 @@ std::optional<ReadyBatch> Loader::Impl::produce_one(const std::function<bool()>*
       if ((*interrupted)()) return std::nullopt;
     }
   }
+  if (ctx->tracer != nullptr) {
+    ctx->tracer->counter(ctx->trace_ids.ready_batches, static_cast<std::int64_t>(ring->size()));
+  }
   if (!rb) {
     ReadyBatch out;
     out.fatal = cancelled("loader: the producer stopped");
@@ -362,6 +380,7 @@ Loader::~Loader() = default;
 
 Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
+  ctx->tracer = config.tracer;
   STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
   ctx->model.image.apply_exif_orientation = config.apply_exif_orientation;
   ctx->model.image.resize_rules = config.small_images;
@@ -388,12 +407,35 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   return ctx;
 }
 
+namespace {
+
+// The engine's counter tracks; with several ranks in one trace (`stoker serve`) each rank's
+// are its own ("... (rank R)").
+void trace_counters(Context& ctx, const dataset::RankInfo& rank) {
+  obs::Tracer& t = *ctx.tracer;
+  const std::string suffix =
+      rank.world_size > 1 ? " (rank " + std::to_string(rank.rank) + ")" : std::string();
+  ctx.trace_ids.fetch_bytes = t.counter_id("fetch bytes in flight" + suffix);
+  ctx.trace_ids.arena_bytes = t.counter_id("arena bytes in use" + suffix);
+  ctx.trace_ids.ready_batches = t.counter_id("ready batches" + suffix);
+  ctx.trace_ids.in_flight = t.counter_id("samples in flight" + suffix);
+  ctx.trace_ids.reorder = t.counter_id("prepared samples waiting" + suffix);
+  ctx.budget->trace_to(&t, ctx.trace_ids.fetch_bytes);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   STOKER_RETURN_IF_ERROR(config.validate());
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
   STOKER_ASSIGN_OR_RETURN(impl->ctx, make_context(config));
+  if (config.tracer == nullptr && !config.trace_path.empty()) {
+    impl->ctx->tracer = std::make_shared<obs::Tracer>(config.trace);
+    impl->owns_trace = true;
+  }
+  if (impl->ctx->tracer != nullptr) trace_counters(*impl->ctx, impl->rank);
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
   impl->arena = std::move(arena);
   if (config.mode == Mode::kPrefetch && config.prefetch_on_create) {
@@ -456,6 +498,7 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
     if (!m.started) {
       m.started = true;
       m.first_call_ns = t0;
+      if (m.ctx->tracer != nullptr) m.ctx->tracer->default_thread_name("next() caller");
       if (Status st = m.start(); !st.ok()) {
         m.fatal = st.error();
         return std::move(st).error();
@@ -464,6 +507,10 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   }
   std::optional<ReadyBatch> produced = m.produce_one(interrupted, poll);
   const std::int64_t t1 = now_ns();
+  m.next_wait.record_ns(t1 - t0);
+  if (m.ctx->tracer != nullptr) {
+    m.ctx->tracer->span("next", t0, t1, "batches", m.batches);  // m.batches: only this thread writes it
+  }
   if (!produced) {  // interrupted: the time waited counts; nothing else changes
     std::lock_guard lock(m.mu);
     m.wait_ns += t1 - t0;
@@ -477,6 +524,7 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   m.last_ns = t1;
   m.failed += static_cast<std::int64_t>(rb.failures.size());
   for (const SampleFailure& f : rb.failures) m.failure_kinds.add(f);
+  for (const SampleFailure& f : rb.failures) ++m.failed_by[{f.stage, f.code}];
   if (rb.state_after) m.state = *rb.state_after;
   if (!written.ok()) rb.fatal = std::move(written).error();
   if (rb.fatal) {
@@ -536,7 +584,12 @@ LoaderStats Loader::stats() const {
       s.arena_wait_s = m.engine->arena_wait_s();
       s.sample_wait_s = m.engine->sample_wait_s();
       s.emit_s = m.engine->emit_s();
+      const QueueDepths d = m.engine->depths();
+      s.samples_in_flight = d.in_flight;
+      s.prepared_waiting = d.prepared;
     }
+    if (m.ring) s.ready_batches = static_cast<std::int64_t>(m.ring->size());
+    s.failed_by = m.failed_by;
     cpu_threads = m.cpu_threads;
     emit_threads = m.emit_threads;
   }
@@ -545,9 +598,14 @@ LoaderStats Loader::stats() const {
   const int threads[kNumStages] = {io, io, cpu, emit_threads + 1, 1};
   for (int i = 0; i < kNumStages; ++i) {
     s.stages.push_back({stage_name(i), m.ctx->counters.busy_ns[i].load() * 1e-9,
-                        m.ctx->counters.items[i].load(), threads[i]});
+                        m.ctx->counters.items[i].load(), threads[i],
+                        m.ctx->counters.latency[i].snapshot()});
   }
+  s.next_wait = m.next_wait.snapshot();
   s.arena_peak_bytes = m.arena->peak_in_use();
+  s.arena_in_use_bytes = m.arena->in_use();
+  s.arena_capacity_bytes = m.arena->capacity();
+  s.fetch_in_flight_bytes = m.ctx->budget->in_flight();
   s.fetch_peak_bytes = static_cast<std::uint64_t>(m.ctx->budget->peak());
   s.fetch_budget_wait_s = m.ctx->budget->wait_s();
   return s;

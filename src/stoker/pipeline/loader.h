@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,8 @@
 #include "stoker/exec/sched.h"
 #include "stoker/image/processor.h"
 #include "stoker/pipeline/error_report.h"
+#include "stoker/obs/histogram.h"
+#include "stoker/obs/trace.h"
 
 namespace stoker::pipeline {
 
@@ -131,6 +134,13 @@ struct LoaderConfig {
   // Over max_length: keep the longest prefix of whole turns that ends with an assistant turn
   // (text::Overflow::kTruncateTurns) instead of dropping the sample.
   bool truncate = false;
+  // Tracing (obs/trace.h; README "Observability"): a Chrome/Perfetto trace-event JSON of the
+  // run. Either a tracer the caller owns and writes (several loaders may share one: `stoker
+  // serve`), or a path: the loader then makes its own tracer with `trace` options and writes
+  // it when it is destroyed (a failure to write is printed to stderr). Neither: off.
+  std::shared_ptr<obs::Tracer> tracer;
+  std::string trace_path;
+  obs::TraceOptions trace;
   // Test hook: called before each media read with (record id, media index); may sleep to
   // simulate I/O jitter. Must be thread-safe. Never affects output bytes.
   std::function<void(std::uint64_t, int)> io_delay_hook;
@@ -161,6 +171,8 @@ struct StageStats {
   std::int64_t items = 0;
   int threads = 1;        // threads that can work on this stage (busy_s / threads / elapsed =
                           // its utilisation; the highest one is the bottleneck)
+  obs::HistogramSnapshot latency;  // per item (read/fetch/prepare: a sample; emit: an image;
+                                   // assemble: a batch)
 };
 
 struct LoaderStats {
@@ -177,6 +189,15 @@ struct LoaderStats {
   std::vector<StageStats> stages;
   std::uint64_t arena_peak_bytes = 0;
   std::uint64_t fetch_peak_bytes = 0;  // media bytes in flight, peak
+  // Now: arena bytes in use and its size, media bytes in flight, batches ready in the prefetch
+  // ring, samples in flight (submitted, not yet taken in order) and those prepared and waiting
+  // in the reorder buffer.
+  std::uint64_t arena_in_use_bytes = 0, arena_capacity_bytes = 0;
+  std::int64_t fetch_in_flight_bytes = 0;
+  std::int64_t ready_batches = 0, samples_in_flight = 0, prepared_waiting = 0;
+  // Failed samples by (stage, error code), as reported; and how long each next() blocked.
+  std::map<std::pair<std::string, std::string>, std::int64_t> failed_by;
+  obs::HistogramSnapshot next_wait;
   // Tokens: real (the samples') vs computed (what the batches cost a trainer: B × padded length,
   // or max_tokens per pack row). efficiency = real / computed; padding share = 1 − efficiency.
   std::int64_t real_tokens = 0, computed_tokens = 0, sequences = 0;

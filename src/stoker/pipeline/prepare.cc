@@ -36,6 +36,7 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
   std::vector<std::string>& uris = *uris_out;
   {
     StageTimer timer(ctx, kRead);
+    obs::Span span(ctx.trace_for(item), "read", "sample", static_cast<std::int64_t>(item.sample));
     std::string record;
     if (Status st = ctx.index->read_record(item.sample, record); !st.ok()) {
       out.failure = failure(ctx, item, "read", st.error());
@@ -92,6 +93,7 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
   Fetched out = read_stage(ctx, item, &uris);
   if (out.failure || uris.empty()) return out;
   StageTimer timer(ctx, kFetch);
+  obs::Span span(ctx.trace_for(item), "fetch", "images", static_cast<std::int64_t>(uris.size()));
   Result<SampleLease> lease = SampleLease::acquire(*ctx.budget, uris.size(), stop);
   if (!lease.ok()) {
     out.failure = fetch_failure(ctx, item, 0, lease.error());
@@ -128,6 +130,8 @@ Error outage_error(const SampleFailure& f, std::string context) {
 
 Prepared prepare(const Context& ctx, Fetched&& in) {
   StageTimer timer(ctx, kPrepare);
+  obs::Tracer* trace = ctx.trace_for(in.item);
+  obs::Span span(trace, "prepare", "sample", static_cast<std::int64_t>(in.item.sample));
   Prepared out;
   out.item = in.item;
   if (in.failure) {
@@ -137,28 +141,35 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   const image::ImageProcessor& proc = *ctx.processor;
   std::vector<text::VisionGrid> grids;
   out.plans.reserve(in.media.size());
-  for (std::size_t i = 0; i < in.media.size(); ++i) {
-    Result<image::ImagePlan> plan = proc.plan(in.media[i]);
-    if (!plan.ok()) {
-      out.failure = failure(ctx, in.item, "decode",
-                            Error(plan.error()).with_context("image " + std::to_string(i)));
-      return out;
+  {
+    obs::Span plan_span(trace, "plan", "images", static_cast<std::int64_t>(in.media.size()));
+    for (std::size_t i = 0; i < in.media.size(); ++i) {
+      Result<image::ImagePlan> plan = proc.plan(in.media[i]);
+      if (!plan.ok()) {
+        out.failure = failure(ctx, in.item, "decode",
+                              Error(plan.error()).with_context("image " + std::to_string(i)));
+        return out;
+      }
+      out.plans.push_back(*plan);
+      grids.push_back({plan->grid_t, plan->grid_h, plan->grid_w, {}});
     }
-    out.plans.push_back(*plan);
-    grids.push_back({plan->grid_t, plan->grid_h, plan->grid_w, {}});
   }
   text::SampleOptions options;
   options.merge_size = ctx.model.image.merge_size;
   options.max_length = ctx.max_length;
   options.overflow = ctx.truncate ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
+  std::optional<obs::Span> tokenize_span(std::in_place, trace, "tokenize");
   Result<text::TokenizedSample> tokens = text::build_sample(
       in.conversation, ctx.template_kind, {}, *ctx.tokenizer, grids, {}, options);
+  tokenize_span.reset();
   if (!tokens.ok()) {
     out.failure = failure(ctx, in.item, "tokenize", tokens.error());
     return out;
   }
   out.tokens = std::move(tokens).value();
+  std::optional<obs::Span> rope_span(std::in_place, trace, "rope");
   Result<batch::RopeIndex> rope = batch::get_rope_index(out.tokens, grids, {}, ctx.rope);
+  rope_span.reset();
   if (!rope.ok()) {
     out.failure = failure(ctx, in.item, "rope", rope.error());
     return out;

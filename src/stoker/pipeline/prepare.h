@@ -24,6 +24,8 @@
 #include "stoker/image/processor.h"
 #include "stoker/io/media_access.h"
 #include "stoker/model/model_config.h"
+#include "stoker/obs/histogram.h"
+#include "stoker/obs/trace.h"
 #include "stoker/pipeline/error_report.h"
 #include "stoker/pipeline/fetcher.h"
 #include "stoker/text/chat_template.h"
@@ -34,20 +36,45 @@ namespace stoker::pipeline {
 
 struct UnitInfo;      // source.h
 struct LoaderConfig;  // loader.h
+struct Item;
 
 enum Stage { kRead, kFetch, kPrepare, kEmit, kAssemble, kNumStages };
 const char* stage_name(int stage);
 
+// Per stage: busy time, items, and each item's latency (the Prometheus histograms).
 struct StageCounters {
   std::atomic<std::int64_t> busy_ns[kNumStages] = {};
   std::atomic<std::int64_t> items[kNumStages] = {};
-  void add(int stage, std::int64_t ns, std::int64_t n = 1) {
+  obs::Histogram latency[kNumStages];
+  void add(int stage, std::int64_t ns) {
     busy_ns[stage].fetch_add(ns, std::memory_order_relaxed);
-    items[stage].fetch_add(n, std::memory_order_relaxed);
+    items[stage].fetch_add(1, std::memory_order_relaxed);
+    latency[stage].record_ns(ns);
+  }
+  // An item whose latency is not busy time (an asynchronous fetch waits on the network).
+  void add_waited(int stage, std::int64_t ns) {
+    items[stage].fetch_add(1, std::memory_order_relaxed);
+    latency[stage].record_ns(ns);
   }
 };
 
+// The counter tracks the engine records when tracing (obs::Tracer::counter_id; -1: none).
+struct TraceCounterIds {
+  int fetch_bytes = -1;     // media bytes in flight (the fetch byte budget)
+  int arena_bytes = -1;     // arena bytes in use
+  int ready_batches = -1;   // batches in the prefetch ring
+  int in_flight = -1;       // samples submitted and not yet taken in order
+  int reorder = -1;         // prepared samples waiting in the reorder buffer
+};
+
 struct Context {
+  // Tracing (obs/trace.h): null when off. First member, so it outlives the budget and the
+  // fetcher that record to it; shared, since a batch (which may outlive the loader) records the
+  // arena counter when it is released.
+  std::shared_ptr<obs::Tracer> tracer;
+  TraceCounterIds trace_ids;
+  // The tracer when the item's per-sample spans are kept (TraceOptions::sample_every), else null.
+  obs::Tracer* trace_for(const Item& item) const;
   model::ModelConfig model;
   text::TemplateKind template_kind = text::TemplateKind::kQwen2VL;
   std::unique_ptr<text::Tokenizer> tokenizer;
@@ -106,6 +133,10 @@ struct Prepared {
   std::vector<std::int64_t> positions;     // 3 × tokens.input_ids.size()
   std::int64_t pixel_rows = 0;
 };
+
+inline obs::Tracer* Context::trace_for(const Item& item) const {
+  return tracer != nullptr && tracer->keeps(item.seq) ? tracer.get() : nullptr;
+}
 
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop);
 // The read half alone (record → conversation → media URIs); for the asynchronous fetch path.

@@ -8,6 +8,7 @@
 #include <optional>
 #include <unistd.h>
 
+#include "stoker/base/clock.h"
 #include "stoker/base/redact.h"
 #include "stoker/io/uri.h"
 
@@ -216,10 +217,12 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
   }
   fetched.lease = std::move(lease).value();
   p->fetched = std::move(fetched);
-  ctx.counters.add(kFetch, 0);  // fetch latency is not CPU time: count the sample only
+  // Fetch latency is not CPU time: the sample counts, its latency is recorded at completion
+  // (and traced as an async span: requests overlap on the store's I/O thread).
+  const std::int64_t t0 = now_ns();
   for (std::size_t i = 0; i < uris.size(); ++i) {
     if (ctx.io_delay_hook) ctx.io_delay_hook(item.sample, static_cast<int>(i));
-    ctx.fetcher->fetch_async(uris[i], [p, i](Result<std::vector<std::uint8_t>> r) {
+    ctx.fetcher->fetch_async(uris[i], [p, i, t0](Result<std::vector<std::uint8_t>> r) {
       {
         std::lock_guard lock(p->mu);
         if (r.ok()) {
@@ -229,6 +232,11 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
           p->error.emplace(i, r.error());
         }
         if (--p->left > 0) return;
+      }
+      const std::int64_t t1 = now_ns();
+      p->ctx->counters.add_waited(kFetch, t1 - t0);
+      if (obs::Tracer* trace = p->ctx->trace_for(p->fetched.item)) {
+        trace->async_span("fetch", p->fetched.item.seq, t0, t1);
       }
       if (p->error) {
         p->fetched.media.clear();

@@ -33,7 +33,8 @@ const char* const kKnown[] = {
     "worker_sched", "strict", "max_errors", "max_error_rate", "min_seen", "error_report",
     "media_root", "trust_media_paths", "allow_buckets", "max_object_bytes", "max_record_bytes",
     "io_deadline_ms", "imds", "packing", "token_budget", "max_tokens", "pack_format",
-    "pack_window", "pack_align", "position_rows", "truncate", "exif", "small_images"};
+    "pack_window", "pack_align", "position_rows", "truncate", "exif", "small_images",
+    "trace", "trace_sample", "trace_max_events"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& want, py::handle v) {
   std::string shown = py::repr(v).cast<std::string>();
@@ -246,6 +247,12 @@ pipeline::LoaderConfig make_config(const py::dict& kw) {
   if (has("io_deadline_ms")) c.io_deadline_ms = i64("io_deadline_ms", 1, kI32);
   if (has("imds")) c.imds = yes("imds");
   if (has("truncate")) c.truncate = yes("truncate");
+  if (has("trace")) c.trace_path = str("trace");
+  if (has("trace_sample")) c.trace.sample_every = i64("trace_sample", 1, kI64);
+  if (has("trace_max_events")) c.trace.max_events = i64("trace_max_events", 1, kI64);
+  if ((has("trace_sample") || has("trace_max_events")) && c.trace_path.empty()) {
+    raise(invalid_argument("Loader: trace_sample and trace_max_events need trace=FILE"));
+  }
   set_choices_and_ranks(kw, c);
   set_packing(kw, c);
   return c;

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import os
+import weakref
 from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
 from . import _options, _stoker
@@ -166,6 +167,14 @@ class Loader:
                          "ignore" (pixels as stored, as qwen-vl-utils and LLaMA-Factory open them)
       small_images       "resize" (default: a side below the factor enlarged, transformers ≥ 4.53)
                          or "refuse" (InvalidArgument for that sample, as ≤ 4.52)
+
+    Observability (README "Observability"):
+      trace              a file: a Chrome/Perfetto trace-event JSON of this Loader (a track per
+                         thread, a span per sample per stage, next() and arena waits, counters),
+                         written when the Loader is closed (close(), `with`, garbage collection,
+                         interpreter exit); open it in ui.perfetto.dev
+      trace_sample       keep the per-sample spans of every Nth sample only (default 1)
+      trace_max_events   at most this many events (default 1000000); later ones are dropped
     """
 
     def __init__(
@@ -201,6 +210,7 @@ class Loader:
         max_tokens: Optional[int] = None,
         pack_format: Optional[str] = None,
         connect: Union[None, bool, _Path] = None,
+        trace: Optional[_Path] = None,
         **advanced: Any,
     ) -> None:
         # Every option is checked here, before C++ sees it (type, range, choices; _options.py).
@@ -219,6 +229,8 @@ class Loader:
             options["allow_buckets"] = allow_buckets
         if data is not None:
             options["data"] = data
+        if trace is not None:
+            options["trace"] = trace
         self._from_dlpack = _from_dlpack()
         self._stash = None  # first batch of the next epoch, read while ending this one
         self._ended = False
@@ -243,6 +255,9 @@ class Loader:
             # The attach names this rank (rank/world_size, else torchrun's RANK/WORLD_SIZE, Open
             # MPI, Slurm): `stoker serve` sends this rank's own shard, resumed from resume_state
             # (a dict with epoch/position/errors) or from what this rank last released.
+            if trace is not None:
+                _options.fail("Loader: trace= traces an in-process Loader; in served mode trace "
+                              "the server (stoker serve --trace FILE)")
             target = _options.connect_target(connect)
             timeout_s = _options.SECONDS("connect_timeout_s", advanced.pop("connect_timeout_s", 30))
             resume_state = advanced.pop("resume_state", None)
@@ -265,6 +280,10 @@ class Loader:
             raise InvalidArgumentError("Loader: pass data=... (or connect=... for served mode)")
         options.update(advanced)  # window, fetch_bytes_in_flight, arena_shared, min_seen, ...
         self._raw = _stoker.RawLoader(_options.check_loader_options(options, "Loader"))
+        if trace is not None:
+            # The trace is written when the engine stops: close(), `with`, garbage collection,
+            # or at interpreter exit (weakref.finalize runs atexit) — whichever comes first.
+            weakref.finalize(self, self._raw.close)
 
     # -- iteration ------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Dict[str, Any]]:

@@ -65,6 +65,7 @@ class Loader:
         max_tokens: Optional[int] = ...,
         pack_format: Optional[str] = ...,
         connect: Union[None, bool, _PathLike] = ...,
+        trace: Optional[_PathLike] = ...,
         **advanced: Any,
     ) -> None: ...
     def __iter__(self) -> Iterator[Dict[str, Any]]: ...

@@ -218,6 +218,9 @@ LOADER_OPTIONS: Dict[str, Checker] = {
     "truncate": boolean,
     "exif": choice("apply", "ignore"),
     "small_images": choice("resize", "refuse"),
+    "trace": optional(path),
+    "trace_sample": int_in(1, I64),
+    "trace_max_events": int_in(1, I64),
 }
 
 # Time limits in seconds: ≤ 10^7 s (115 days) keeps every ms/ns conversion far from overflow.
@@ -245,6 +248,11 @@ def check_loader_options(options: Dict[str, Any], who: str = "Loader",
     if out.get("max_errors", 0) is None:
         out["max_errors"] = -1  # the engine's "no limit"
     _check_packing(out, who)
+    for name in ("trace_sample", "trace_max_events"):
+        if name in out and out.get("trace") is None:
+            fail(f"{who}: {name} needs trace=FILE")
+    if out.get("trace") is None:
+        out.pop("trace", None)
     return out
 
 

@@ -1,0 +1,289 @@
+#include "stoker/cli/observe.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <condition_variable>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+
+#include "stoker/base/clock.h"
+#include "stoker/base/data_dir.h"
+#include "stoker/base/file.h"
+#include "stoker/base/json_text.h"
+#include "stoker/pipeline/metrics.h"
+
+extern char** environ;
+
+namespace stoker::cli {
+namespace fs = std::filesystem;
+
+const char kObserveFlagsHelp[] = R"(
+observability (README "Observability"):
+  --trace FILE         write a Chrome/Perfetto trace-event JSON of the run to FILE (open it in
+                       ui.perfetto.dev): a track per thread, a span per sample per stage, next()
+                       and arena waits, counters (fetch bytes in flight, arena use, queues)
+  --trace-sample N     keep the per-sample spans of every Nth sample only (default 1: all)
+  --trace-max-events N at most N events (default 1000000, ~110 MB of JSON); later ones dropped
+  --metrics-port PORT  serve Prometheus metrics at http://ADDR:PORT/metrics during the run
+                       (0: any free port; the URL is printed to stderr)
+  --metrics-addr ADDR  address the metrics endpoint binds (default 127.0.0.1: this host only)
+)";
+
+const char kReportFlagHelp[] = R"(  --report DIR         write a run folder to DIR (per-step waits, a timeline of the loader's
+                       stats, final metrics, summary, trace.json unless --trace) and render it:
+                       PNG plots + index.html (`stoker report DIR` renders it again)
+)";
+
+std::set<std::string> observe_value_flags(bool with_report) {
+  std::set<std::string> v = {"trace", "trace-sample", "trace-max-events", "metrics-port",
+                             "metrics-addr"};
+  if (with_report) v.insert("report");
+  return v;
+}
+
+Result<ObserveFlags> observe_flags_from(const Args& args) {
+  ObserveFlags f;
+  f.trace_path = args.get("trace");
+  if (args.has("trace") && f.trace_path.empty()) return invalid_argument("--trace needs a file");
+  if (!f.trace_path.empty()) {
+    const fs::path dir = fs::path(f.trace_path).parent_path();
+    if (!dir.empty() && !fs::is_directory(dir)) {
+      return not_found("--trace " + f.trace_path + ": folder " + dir.string() + " does not exist");
+    }
+  }
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  STOKER_ASSIGN_OR_RETURN(f.trace.sample_every,
+                          args.get_int<std::int64_t>("trace-sample", 1, 1, kMax));
+  STOKER_ASSIGN_OR_RETURN(f.trace.max_events,
+                          args.get_int<std::int64_t>("trace-max-events", 1'000'000, 1, kMax));
+  for (const char* needs : {"trace-sample", "trace-max-events"}) {
+    if (args.has(needs) && !args.has("trace") && !args.has("report")) {
+      return invalid_argument(std::string("--") + needs + " needs --trace FILE (or --report DIR)");
+    }
+  }
+  if (args.has("metrics-port")) {
+    STOKER_ASSIGN_OR_RETURN(f.metrics_port, args.get_int<int>("metrics-port", 0, 0, 65535));
+  }
+  f.metrics_addr = args.get("metrics-addr", "127.0.0.1");
+  if (args.has("metrics-addr") && !args.has("metrics-port")) {
+    return invalid_argument("--metrics-addr needs --metrics-port");
+  }
+  f.report_dir = args.get("report");
+  if (args.has("report") && f.report_dir.empty()) return invalid_argument("--report needs a folder");
+  return f;
+}
+
+Result<std::unique_ptr<Observer>> Observer::create(const ObserveFlags& flags, std::string command) {
+  std::unique_ptr<Observer> o(new Observer());
+  o->flags_ = flags;
+  o->command_ = std::move(command);
+  if (!flags.report_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(flags.report_dir, ec);
+    if (ec) return not_found("--report " + flags.report_dir + ": " + ec.message());
+    if (o->flags_.trace_path.empty()) o->flags_.trace_path = flags.report_dir + "/trace.json";
+    const std::string steps = flags.report_dir + "/steps.csv";
+    o->steps_ = std::fopen(steps.c_str(), "w");
+    if (o->steps_ == nullptr) return not_found("--report: cannot write " + steps);
+    std::fprintf(o->steps_, "step,t_s,wait_ms,samples\n");
+  }
+  if (!o->flags_.trace_path.empty()) {
+    STOKER_RETURN_IF_ERROR(o->flags_.trace.validate());
+    o->tracer_ = std::make_shared<obs::Tracer>(o->flags_.trace);
+    o->tracer_->set_process_name("stoker " + o->command_);
+    o->tracer_->name_thread("stoker " + o->command_ + ": main");
+  }
+  o->origin_ns_ = now_ns();
+  return o;
+}
+
+Observer::~Observer() {
+  if (timeline_thread_.joinable()) {
+    timeline_thread_.request_stop();
+    timeline_thread_.join();
+  }
+  metrics_.reset();
+  if (steps_ != nullptr) std::fclose(steps_);
+  if (timeline_ != nullptr) std::fclose(timeline_);
+}
+
+Status Observer::serve_metrics(std::function<std::string()> render) {
+  render_ = render;
+  if (flags_.metrics_port < 0) return ok_status();
+  STOKER_ASSIGN_OR_RETURN(metrics_, obs::MetricsServer::start({.address = flags_.metrics_addr,
+                                                               .port = flags_.metrics_port},
+                                                              std::move(render)));
+  std::fprintf(stderr, "stoker %s: metrics at %s\n", command_.c_str(), metrics_->url().c_str());
+  std::fflush(stderr);
+  return ok_status();
+}
+
+void Observer::record(const pipeline::Loader& loader) {
+  if (flags_.report_dir.empty()) return;
+  const std::string path = flags_.report_dir + "/timeline.csv";
+  timeline_ = std::fopen(path.c_str(), "w");
+  if (timeline_ == nullptr) {
+    std::fprintf(stderr, "stoker %s: --report: cannot write %s (no timeline)\n", command_.c_str(),
+                 path.c_str());
+    return;
+  }
+  timeline_thread_ = std::jthread([this, l = &loader](std::stop_token st) { timeline_loop(st, l); });
+}
+
+void Observer::timeline_row(const pipeline::LoaderStats& s) {
+  if (!timeline_header_) {
+    std::fprintf(timeline_, "t_s,batches,samples,failed,wait_s,elapsed_s,arena_in_use,"
+                            "arena_capacity,fetch_in_flight,ready_batches,samples_in_flight,"
+                            "prepared_waiting");
+    for (const auto& st : s.stages) std::fprintf(timeline_, ",busy_%s,threads_%s", st.name.c_str(), st.name.c_str());
+    std::fprintf(timeline_, "\n");
+    timeline_header_ = true;
+  }
+  std::fprintf(timeline_, "%.3f,%lld,%lld,%lld,%.6f,%.6f,%llu,%llu,%lld,%lld,%lld,%lld",
+               (now_ns() - origin_ns_) * 1e-9, static_cast<long long>(s.batches),
+               static_cast<long long>(s.samples), static_cast<long long>(s.failed), s.wait_s,
+               s.elapsed_s, static_cast<unsigned long long>(s.arena_in_use_bytes),
+               static_cast<unsigned long long>(s.arena_capacity_bytes),
+               static_cast<long long>(s.fetch_in_flight_bytes),
+               static_cast<long long>(s.ready_batches), static_cast<long long>(s.samples_in_flight),
+               static_cast<long long>(s.prepared_waiting));
+  for (const auto& st : s.stages) std::fprintf(timeline_, ",%.6f,%d", st.busy_s, st.threads);
+  std::fprintf(timeline_, "\n");
+}
+
+// Every 100 ms at first; the interval doubles each 1000 rows, so a day-long run stays a few
+// thousand rows.
+void Observer::timeline_loop(std::stop_token stop, const pipeline::Loader* loader) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  std::chrono::milliseconds every(100);
+  for (std::int64_t rows = 1; !stop.stop_requested(); ++rows) {
+    timeline_row(loader->stats());
+    if (rows % 1000 == 0) every *= 2;
+    cv.wait_for(lock, stop, every, [] { return false; });
+  }
+}
+
+void Observer::step(double wait_s, std::int64_t samples) {
+  if (steps_ == nullptr) return;
+  std::fprintf(steps_, "%lld,%.6f,%.4f,%lld\n", static_cast<long long>(steps_done_++),
+               (now_ns() - origin_ns_) * 1e-9, wait_s * 1e3, static_cast<long long>(samples));
+}
+
+Status Observer::finish(const pipeline::Loader* loader, const std::string& summary_json) {
+  if (timeline_thread_.joinable()) {
+    timeline_thread_.request_stop();
+    timeline_thread_.join();
+    if (loader != nullptr) timeline_row(loader->stats());
+  }
+  if (timeline_ != nullptr) std::fclose(timeline_);
+  timeline_ = nullptr;
+  if (steps_ != nullptr) std::fclose(steps_);
+  steps_ = nullptr;
+  metrics_.reset();
+  Status result = ok_status();
+  if (tracer_ != nullptr) {
+    if (Status st = tracer_->write(flags_.trace_path); !st.ok()) {
+      result = st;
+    } else {
+      std::fprintf(stderr, "stoker %s: trace: %lld events", command_.c_str(),
+                   static_cast<long long>(tracer_->recorded()));
+      if (tracer_->dropped() > 0) {
+        std::fprintf(stderr, " (%lld more dropped: --trace-max-events, --trace-sample)",
+                     static_cast<long long>(tracer_->dropped()));
+      }
+      std::fprintf(stderr, " -> %s (open in ui.perfetto.dev)\n", flags_.trace_path.c_str());
+    }
+  }
+  if (flags_.report_dir.empty()) return result;
+  std::string metrics;
+  if (render_) {
+    metrics = render_();
+  } else if (loader != nullptr) {
+    obs::MetricText m;
+    pipeline::add_loader_metrics(m, loader->stats(), {});
+    metrics = m.str();
+  }
+  STOKER_RETURN_IF_ERROR(write_text_file(flags_.report_dir + "/metrics.prom", metrics));
+  STOKER_RETURN_IF_ERROR(write_text_file(flags_.report_dir + "/summary.json", summary_json));
+  STOKER_RETURN_IF_ERROR(render_report(flags_.report_dir));
+  return result;
+}
+
+std::string summary_json(const pipeline::LoaderStats& s,
+                         const std::vector<std::pair<std::string, std::string>>& settings) {
+  std::string j = "{\n  \"settings\": {";
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    j += i ? ", " : "";
+    append_json_string(j, settings[i].first);
+    j += ": ";
+    append_json_string(j, settings[i].second);
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "},\n  \"batches\": %lld, \"samples\": %lld, \"failed\": %lld,\n"
+                "  \"elapsed_s\": %.6f, \"wait_s\": %.6f, \"wait_ratio\": %.6f, "
+                "\"first_batch_s\": %.6f,\n  \"samples_per_s\": %.3f, "
+                "\"arena_peak_bytes\": %llu, \"arena_capacity_bytes\": %llu, "
+                "\"fetch_peak_bytes\": %llu,\n  \"limiter\": ",
+                static_cast<long long>(s.batches), static_cast<long long>(s.samples),
+                static_cast<long long>(s.failed), s.elapsed_s, s.wait_s, s.wait_ratio(),
+                s.first_batch_s, s.elapsed_s > 0 ? s.samples / s.elapsed_s : 0.0,
+                static_cast<unsigned long long>(s.arena_peak_bytes),
+                static_cast<unsigned long long>(s.arena_capacity_bytes),
+                static_cast<unsigned long long>(s.fetch_peak_bytes));
+  j += buf;
+  append_json_string(j, pipeline::describe_limiter(s));
+  j += ",\n  \"stages\": [";
+  for (std::size_t i = 0; i < s.stages.size(); ++i) {
+    const pipeline::StageStats& st = s.stages[i];
+    std::snprintf(buf, sizeof buf,
+                  "%s\n    {\"name\": \"%s\", \"busy_s\": %.6f, \"items\": %lld, "
+                  "\"threads\": %d, \"p50_le_s\": %g, \"p99_le_s\": %g}",
+                  i ? "," : "", st.name.c_str(), st.busy_s, static_cast<long long>(st.items),
+                  st.threads, st.latency.quantile_bound(0.5), st.latency.quantile_bound(0.99));
+    j += buf;
+  }
+  j += "\n  ]\n}\n";
+  return j;
+}
+
+Status render_report(const std::string& dir) {
+  if (!fs::is_directory(dir)) return not_found("report: " + dir + " is not a folder");
+  STOKER_ASSIGN_OR_RETURN(fs::path data, data_dir());
+  const fs::path script = data / "report" / "stoker_report.py";
+  if (!fs::is_regular_file(script)) {
+    return not_found("report: " + script.string() + " is missing (build or install stoker again)");
+  }
+  // Debian's python3 has matplotlib (python3-matplotlib); another one may not.
+  std::string python = "python3";
+  if (const char* p = std::getenv("STOKER_REPORT_PYTHON"); p != nullptr && *p) {
+    python = p;
+  } else if (fs::exists("/usr/bin/python3")) {
+    python = "/usr/bin/python3";
+  }
+  std::string script_s = script.string();
+  std::vector<char*> argv = {python.data(), script_s.data(), const_cast<char*>(dir.c_str()),
+                             nullptr};
+  pid_t pid = 0;
+  if (int e = ::posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ); e != 0) {
+    return not_found("report: cannot start " + python + ": " + std::strerror(e));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return internal_error("report: " + script_s + " failed (" +
+                          (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                             : std::string("killed")) + ")");
+  }
+  return ok_status();
+}
+
+}  // namespace stoker::cli
