@@ -47,7 +47,11 @@ void run_image(ImageFormat want, const std::uint8_t* data, std::size_t size) {
   }
   Result<image::ImagePlan> plan = p.plan(*h);
   if (!plan.ok()) return;
-  check(plan->rows() > 0 && plan->width * std::int64_t{plan->height} <= p.config().max_pixels,
+  // smart_resize (as HF's) keeps a side of at least one factor: a thin image can then go over
+  // max_pixels, never otherwise.
+  const int f = p.config().factor();
+  check(plan->rows() > 0 && (plan->width * std::int64_t{plan->height} <= p.config().max_pixels ||
+                             plan->width == f || plan->height == f),
         "the plan is within max_pixels");
   static thread_local image::ImageScratch scratch;
   static thread_local std::vector<float> out;

@@ -56,6 +56,9 @@ Result<LoaderState> LoaderState::parse(std::string_view text) {
   }
   if (!seen[0] || !seen[1]) return invalid_argument("loader state: needs epoch= and position=");
   if (seen[3] != seen[4]) return invalid_argument("loader state: packs= and plan= go together");
+  // Plan ids are never 0 (0 means "not a packing state", and serialize() then drops packs=):
+  // accepting "packs=3 plan=0" resumed without the 3 consumed packs (found by the fuzzer).
+  if (seen[4] && s.plan == 0) return invalid_argument("loader state: plan=0 is not a packing plan");
   return s;
 }
 
