@@ -184,9 +184,14 @@ std::string AwsCredentials::to_string() const {
 std::optional<SysClock::time_point> parse_iso8601(const std::string& text) {
   int y, mo, d, h, mi, s, used = 0;
   if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &used) != 6 ||
-      used != 19 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) {
+      used != 19 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
+      mi > 59 || s < 0 || s > 60) {
     return std::nullopt;
   }
+  // system_clock counts nanoseconds in 64 bits: years past 2262 overflow it (found by the fuzzer:
+  // an Expiration of 6744-01-01 was signed overflow in the conversion). No credential expires
+  // before 1970 or after 2261.
+  if (y < 1970 || y > 2261) return std::nullopt;
   std::size_t i = 19;
   if (i < text.size() && text[i] == '.') {
     ++i;

@@ -75,7 +75,8 @@ std::shared_ptr<CredentialProvider> make_refreshing_credentials(
     std::string source, std::function<Result<AwsCredentials>()> fetch,
     const CredentialOptions& options = {});
 
-// "2024-05-01T12:00:00Z", "…T12:00:00.123+02:00", "…T12:00:00+0000" → UTC time point.
+// "2024-05-01T12:00:00Z", "…T12:00:00.123+02:00", "…T12:00:00+0000" → UTC time point; nullopt
+// for anything else, and for years outside 1970..2261 (what the clock can hold).
 std::optional<std::chrono::system_clock::time_point> parse_iso8601(const std::string& text);
 
 }  // namespace stoker::io

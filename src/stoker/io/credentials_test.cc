@@ -52,6 +52,21 @@ TEST(Iso8601Test, ParsesUtcOffsetsAndFractions) {
   }
 }
 
+// Fuzzer finding (src/stoker/fuzz, target xml): a year the nanosecond clock cannot hold was
+// signed overflow; such an Expiration is now not a time, so the response is refused.
+TEST(Iso8601Test, RefusesYearsTheClockCannotHold) {
+  for (const char* bad : {"6744-01-01T00:00:00Z", "2262-04-12T00:00:00Z", "1677-01-01T00:00:00Z",
+                          "-999-01-01T00:00:00Z", "2024-05-01T-1:00:00Z"}) {
+    EXPECT_FALSE(parse_iso8601(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(parse_iso8601("2261-12-31T23:59:59Z"), utc(2261, 12, 31, 23, 59, 59));
+  auto sts = detail::parse_sts_credentials(
+      "<Credentials><AccessKeyId>A</AccessKeyId><SecretAccessKey>S</SecretAccessKey>"
+      "<SessionToken>T</SessionToken><Expiration>6744-01-01T00:00:00Z</Expiration></Credentials>");
+  ASSERT_FALSE(sts.ok());
+  EXPECT_EQ(sts.error().code(), ErrorCode::kDataLoss);
+}
+
 TEST(ShellSplitTest, SplitsLikePosixShlex) {
   // Expected words as Python's shlex.split(posix=True) gives them.
   using V = std::vector<std::string>;

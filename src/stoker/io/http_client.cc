@@ -1,5 +1,6 @@
 #include "stoker/io/http_client.h"
 
+#include "stoker/io/detail/response.h"
 #include "stoker/io/detail/text.h"
 
 #include <curl/curl.h>
@@ -136,32 +137,17 @@ struct HttpClient::Impl {
   static size_t on_header(char* data, size_t size, size_t n, void* user) {
     Op* op = static_cast<Op*>(user);
     const size_t len = size * n;
-    std::string line(data, len);
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-    std::size_t colon = line.find(':');
-    if (colon == std::string::npos) return len;
-    std::string name = line.substr(0, colon);
-    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    if (name == "etag") {
-      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
-        value = value.substr(1, value.size() - 2);
-      op->resp.etag = value;
-    } else if (name == "content-length") {
-      op->resp.content_length = std::atoll(value.c_str());
-      const std::int64_t cap = op->req.max_body_bytes;
-      if (op->req.method != "HEAD" && cap >= 0 && op->resp.content_length > cap) {
-        op->too_large = true;
-        return 0;  // refused before a byte of the body is read
-      }
-      // One allocation for the body (a HEAD's length describes no body; cap a hostile value).
-      if (op->req.method != "HEAD" && op->resp.content_length > 0 &&
-          op->resp.content_length <= (std::int64_t{1} << 30))
-        op->resp.body.reserve(static_cast<std::size_t>(op->resp.content_length));
-    } else if (name == "content-range") {
-      op->resp.content_range = value;
+    if (!detail::apply_header_line(std::string_view(data, len), &op->resp)) return len;
+    // Content-Length: refuse an over-large body before a byte of it is read, and make one
+    // allocation for it (a HEAD's length describes no body; a hostile value is capped).
+    const std::int64_t cap = op->req.max_body_bytes;
+    if (op->req.method != "HEAD" && cap >= 0 && op->resp.content_length > cap) {
+      op->too_large = true;
+      return 0;
     }
+    if (op->req.method != "HEAD" && op->resp.content_length > 0 &&
+        op->resp.content_length <= (std::int64_t{1} << 30))
+      op->resp.body.reserve(static_cast<std::size_t>(op->resp.content_length));
     return len;
   }
 

@@ -1,8 +1,8 @@
 // The HTTP(S) and S3 backends: each turns a URI into an HttpRequest (URL, Range, signing) and the
 // response into bytes or ObjectInfo. Retries, deadlines and admission all live in HttpClient.
-#include <cstdio>
 #include <string_view>
 
+#include "stoker/io/detail/response.h"
 #include "stoker/io/detail/text.h"
 #include "stoker/io/object_store.h"
 #include "stoker/io/uri.h"
@@ -57,37 +57,6 @@ void add_read_options(HttpRequest& req, const ReadOptions& range) {
   if (range.length >= 0) req.expected_bytes = range.length;
 }
 
-// The response of a (possibly ranged) GET → exactly the bytes asked for. A server may ignore
-// Range and send the whole object (200): slice it here.
-Result<Bytes> body_for_range(HttpResponse resp, const ReadOptions& range, const std::string& what) {
-  // A server that ignores If-Match still names the version it sent.
-  if (!range.if_match.empty() && !resp.etag.empty() && resp.etag != range.if_match) {
-    return failed_precondition(what + ": ETag " + resp.etag + " where " + range.if_match +
-                               " was asked for (the object was replaced)");
-  }
-  if (range.whole()) return std::move(resp.body);
-  if (resp.status == 206) {
-    long long first = -1, last = -1, total = -1;
-    if (std::sscanf(resp.content_range.c_str(), "bytes %lld-%lld/%lld", &first, &last, &total) < 2 ||
-        first != range.offset) {
-      return data_loss(what + ": asked for bytes from " + std::to_string(range.offset) +
-                       ", server sent Content-Range '" + resp.content_range + "'");
-    }
-    if (range.length >= 0 && static_cast<std::int64_t>(resp.body.size()) > range.length)
-      resp.body.resize(static_cast<std::size_t>(range.length));
-    return std::move(resp.body);
-  }
-  const auto size = static_cast<std::int64_t>(resp.body.size());
-  if (range.offset > size) return invalid_argument(what + ": range starts past the end");
-  std::int64_t end = range.length < 0 ? size : std::min(size, range.offset + range.length);
-  return Bytes(resp.body.begin() + range.offset, resp.body.begin() + end);
-}
-
-Result<ObjectInfo> info_from(const HttpResponse& resp, const std::string& what) {
-  if (resp.content_length < 0) return data_loss(what + ": HEAD response without Content-Length");
-  return ObjectInfo{resp.content_length, resp.etag};
-}
-
 // Shared by both backends: they differ only in how a URI becomes a request.
 class RemoteStore : public ObjectStore {
  public:
@@ -104,7 +73,7 @@ class RemoteStore : public ObjectStore {
     std::string what = req->display;
     client_->submit(std::move(*req), [promise, range, what](Result<HttpResponse> r) {
       if (!r.ok()) return promise->set(std::move(r).error());
-      promise->set(body_for_range(std::move(*r), range, what));
+      promise->set(detail::body_for_range(std::move(*r), range, what));
     });
     return future;
   }
@@ -118,7 +87,7 @@ class RemoteStore : public ObjectStore {
     std::string what = req->display;
     client_->submit(std::move(*req), [promise, what](Result<HttpResponse> r) {
       if (!r.ok()) return promise->set(std::move(r).error());
-      promise->set(info_from(*r, what));
+      promise->set(detail::info_from(*r, what));
     });
     return future;
   }

