@@ -12,10 +12,11 @@
 # and limited by, its host. TCP is restricted to the bed's subnet.
 #
 # Usage: scripts/cluster.sh <command> [options]
-#   up      [--hosts N] [--rate R[,R...]] [--cpu S[,S...]] [--slots N] [--period-us N]
+#   up      [--hosts N] [--rate R[,R...]] [--cpu S[,S...]] [--slots N[,N...]] [--period-us N]
 #           builds the bed (tearing down a previous one with the same prefix first). --rate: each
 #           NIC's rate in tc units (`40mbit`, `1gbit`, `none` = unshaped); --cpu: cores per host
-#           (`0.2`, `none` = unlimited). A list gives host i the i-th value, the last one
+#           (`0.2`, `none` = unlimited); --slots: the hostfile's slots per host (default 4).
+#           A list gives host i the i-th value, the last one
 #           repeating (`--rate 1gbit,40mbit`: host 0 at 1 Gbit/s, the others at 40 Mbit/s).
 #   down    kills every process in the bed's namespaces and cgroups, removes them all.
 #   mpirun  [MPIRUN-ARGS...]   mpirun with the bed's hostfile, agent and MCA settings.
@@ -26,6 +27,7 @@
 #   hosts   the host names, one per line.
 #   run     [up options] -- CMD...   up, CMD (with the `env` variables set), then down — also
 #           when CMD fails or the script is interrupted.
+#   probe   exit 0 when a bed can be built here, 77 naming what is missing.
 #   check   [up options] [--quick]   a self-test: up, ranks per host for --map-by node and
 #           --map-by slot, an MPI transfer between two hosts against the shaped rate, a CPU spin
 #           against the quota, down. Exit 0 when all hold, 1 otherwise, 77 when the machine
@@ -72,7 +74,7 @@ done
 [[ $subnet =~ ^(10|192\.168|172\.(1[6-9]|2[0-9]|3[01]))(\.[0-9]{1,3}){1,2}$ ]] && [ "$(tr -cd . <<<"$subnet" | wc -c)" = 2 ] \
   || die "--subnet must be the first three octets of a private /24 (e.g. 10.231.7)"
 [[ $hosts =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 64 ] || die "--hosts must be 1..64"
-[[ $slots =~ ^[0-9]+$ ]] && [ "$slots" -ge 1 ] || die "--slots must be >= 1"
+[[ $slots =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--slots must be a count >= 1 or a comma list of them"
 [[ $period_us =~ ^[0-9]+$ ]] && [ "$period_us" -ge 1000 ] && [ "$period_us" -le 1000000 ] || die "--period-us must be 1000..1000000"
 dir=${dir:-/run/stoker-bed/$prefix}
 bridge="$prefix-br"
@@ -221,7 +223,7 @@ do_up() {
             echo 1000 > "$cg_cpu_root/h$i/cpu.weight"
           fi ;;
     esac
-    echo "$h slots=$slots" >> "$dir/hostfile"
+    echo "$h slots=$(nth "$slots" "$i")" >> "$dir/hostfile"
     printf '%s\t%s\t%s\t%s\n' "$h" "$(host_addr "$i")" "$r" "$c" >> "$dir/hosts.tsv"
   done
   # The rsh agent: Open MPI runs `agent.sh HOST CMD...` as it would run `ssh HOST CMD...`.
@@ -283,11 +285,25 @@ mpirun_bed() {  # mpirun with the bed's settings; extra args follow
 }
 
 # ---- check: the bed's self-test ----------------------------------------------------------------
-do_check() {
+# What a bed needs; exit 77 (skip) naming the first thing missing.
+do_probe() {
   [ "$(id -u)" = 0 ] || skip "not root (network namespaces, tc and cgroups need it)"
-  command -v mpirun >/dev/null || skip "no mpirun (Debian openmpi-bin)"
+  local t
+  for t in ip tc unshare mpirun; do command -v $t >/dev/null || skip "no '$t' on PATH (iproute2, util-linux, openmpi-bin)"; done
   ip netns add "$prefix-probe" 2>/dev/null || skip "cannot create a network namespace here"
+  if ! ip -n "$prefix-probe" link add "$prefix-pa" type veth peer name "$prefix-pb" 2>/dev/null; then
+    ip netns del "$prefix-probe"; skip "cannot create a veth pair here"
+  fi
+  if ! ip netns exec "$prefix-probe" tc qdisc add dev "$prefix-pa" root tbf rate 1mbit burst 32kb latency 50ms 2>/dev/null; then
+    ip netns del "$prefix-probe"; skip "tc tbf is not available (sch_tbf)"
+  fi
   ip netns del "$prefix-probe"
+  detect_cgroup
+  [ "$cg_kind" != none ] || skip "no cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2 cpu.max)"
+}
+
+do_check() {
+  do_probe
   /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || skip "no mpi4py for /usr/bin/python3 (Debian python3-mpi4py)"
   [ "$hosts" -ge 2 ] || hosts=2
   [ "$rates" != none ] || rates=40mbit
@@ -365,5 +381,6 @@ case $cmd in
        # shellcheck disable=SC1091
        ( . "$dir/env"; "${rest[@]}" ) ;;
   check) do_check ;;
-  *) die "unknown command '$cmd' (up, down, mpirun, env, exec, stats, hosts, run, check)" ;;
+  probe) do_probe; echo "cluster.sh: probe: a bed can be built here (cgroup $cg_kind)" ;;
+  *) die "unknown command '$cmd' (up, down, mpirun, env, exec, stats, hosts, run, probe, check)" ;;
 esac
