@@ -13,17 +13,21 @@
 #
 # Usage: scripts/cluster.sh <command> [options]
 #   up      [--hosts N] [--rate R[,R...]] [--cpu S[,S...]] [--slots N[,N...]] [--period-us N]
+#           [--no-pin]
 #           builds the bed (tearing down a previous one with the same prefix first). --rate: each
 #           NIC's rate in tc units (`40mbit`, `1gbit`, `none` = unshaped); --cpu: cores per host
 #           (`0.2`, `none` = unlimited); --slots: the hostfile's slots per host (default 4).
 #           A list gives host i the i-th value, the last one
 #           repeating (`--rate 1gbit,40mbit`: host 0 at 1 Gbit/s, the others at 40 Mbit/s).
+#           A host with a share <= 1 core is pinned (cpuset) to one CPU, the least loaded so
+#           far, so that it gets its whole quota on a busy machine (--no-pin: not pinned).
 #   down    kills every process in the bed's namespaces and cgroups, removes them all.
 #   mpirun  [MPIRUN-ARGS...]   mpirun with the bed's hostfile, agent and MCA settings.
 #   env     prints `export` lines (OMPI_MCA_*, STOKER_BED_*) for a plain mpirun.
 #   exec    HOST CMD...        runs CMD inside HOST (its namespace, cgroups and hostname).
-#   stats   one line per host: name address tx_bytes rx_bytes cpu_ns drops (cumulative
-#           counters: NIC bytes from the bridge-side end, CPU from the host's cgroup).
+#   stats   one line per host: name address tx_bytes rx_bytes cpu_ns drops rate cpu cpus
+#           (cumulative counters: NIC bytes from the bridge-side end, CPU from the host's
+#           cgroup; then its settings).
 #   hosts   the host names, one per line.
 #   run     [up options] -- CMD...   up, CMD (with the `env` variables set), then down — also
 #           when CMD fails or the script is interrupted.
@@ -52,6 +56,7 @@ rates="none"
 cpus="none"
 slots=4
 period_us=20000
+pin=1
 quick=0
 rest=()
 while [ $# -gt 0 ]; do
@@ -64,6 +69,7 @@ while [ $# -gt 0 ]; do
     --cpu) cpus=$2; shift 2 ;;
     --slots) slots=$2; shift 2 ;;
     --period-us) period_us=$2; shift 2 ;;
+    --no-pin) pin=0; shift ;;
     --quick) quick=1; shift ;;
     --) shift; rest=("$@"); break ;;
     *) if [ "$cmd" = mpirun ] || [ "$cmd" = exec ]; then rest=("$@"); break; fi
@@ -87,14 +93,16 @@ host_addr() { echo "$subnet.$((10 + $1))"; }
 nth() { local IFS=,; local -a a=($1); local i=$2; [ "$i" -lt "${#a[@]}" ] || i=$((${#a[@]} - 1)); echo "${a[$i]}"; }
 
 # ---- cgroups: v2 (cpu.max) where the unified hierarchy has the cpu controller, else v1 ----------
-cg_kind=""; cg_cpu_root=""; cg_acct_root=""
+cg_kind=""; cg_cpu_root=""; cg_acct_root=""; cg_set_root=""
 detect_cgroup() {
   if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
     cg_kind=v2; cg_cpu_root=/sys/fs/cgroup/$prefix; cg_acct_root=$cg_cpu_root
+    grep -qw cpuset /sys/fs/cgroup/cgroup.controllers && cg_set_root=$cg_cpu_root
   elif [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
     cg_kind=v1; cg_cpu_root=/sys/fs/cgroup/cpu/$prefix
     if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then cg_acct_root=/sys/fs/cgroup/cpuacct/$prefix
     else cg_acct_root=$cg_cpu_root; fi   # a combined cpu,cpuacct mount
+    [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ] && cg_set_root=/sys/fs/cgroup/cpuset/$prefix
   else
     cg_kind=none
   fi
@@ -116,7 +124,7 @@ bed_pids() {
     ip netns pids "$ns" 2>/dev/null || true
   done
   local f
-  for f in "$cg_cpu_root"/h*/cgroup.procs "$cg_acct_root"/h*/cgroup.procs; do
+  for f in "$cg_cpu_root"/h*/cgroup.procs "$cg_acct_root"/h*/cgroup.procs "${cg_set_root:-/nonexistent}"/h*/cgroup.procs; do
     [ -f "$f" ] && cat "$f" 2>/dev/null || true
   done
 }
@@ -138,7 +146,7 @@ do_down() {
     ip link del "$link" 2>/dev/null || true
   done
   local d
-  for d in "$cg_cpu_root" "$cg_acct_root"; do
+  for d in "$cg_cpu_root" "$cg_acct_root" "$cg_set_root"; do
     [ -n "$d" ] && [ -d "$d" ] || continue
     for sub in "$d"/h*; do [ -d "$sub" ] && rmdir "$sub" 2>/dev/null || true; done
     rmdir "$d" 2>/dev/null || true
@@ -184,11 +192,41 @@ do_up() {
   if [ "$cg_kind" = v2 ]; then
     grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
     mkdir -p "$cg_cpu_root"; echo +cpu > "$cg_cpu_root/cgroup.subtree_control"
+    echo 10000 > "$cg_cpu_root/cpu.weight"   # the weight counts level by level: the parent's too
+    if [ -n "$cg_set_root" ]; then
+      { grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null &&
+        echo +cpuset > "$cg_cpu_root/cgroup.subtree_control" 2>/dev/null || cg_set_root=""
+    fi
   elif [ "$cg_kind" = v1 ]; then
     mkdir -p "$cg_cpu_root" "$cg_acct_root"
+    echo 262144 > "$cg_cpu_root/cpu.shares"   # the weight counts level by level: the parent's too
+    if [ -n "$cg_set_root" ]; then   # v1 cpuset: a group needs cpus and mems before it takes tasks
+      mkdir -p "$cg_set_root"
+      cat /sys/fs/cgroup/cpuset/cpuset.cpus > "$cg_set_root/cpuset.cpus"
+      cat /sys/fs/cgroup/cpuset/cpuset.mems > "$cg_set_root/cpuset.mems"
+    fi
   fi
   : > "$dir/hostfile"
   : > "$dir/hosts.tsv"
+  # CPU pinning (cpuset): a host with a share <= 1 core goes to the allowed CPU with the least
+  # share placed so far. CFS hands out quota in per-CPU slices (5 ms): a task that migrates
+  # between CPUs strands the unused part of its slice, and on a busy machine several limited
+  # groups then get only 60-70% of their quota (measured here); pinned, each gets all of it.
+  local -a pins=()
+  if [ -n "$cg_set_root" ] && [ "$pin" = 1 ]; then
+    local allowed
+    allowed=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)
+    mapfile -t pins < <(awk -v list="$allowed" -v n="$hosts" -v cpus="$cpus" 'BEGIN {
+      k = 0; m = split(list, parts, ",")
+      for (p = 1; p <= m; p++) { if (split(parts[p], r, "-") == 2) { for (x = r[1]; x <= r[2]; x++) cpu[k++] = x } else cpu[k++] = parts[p] }
+      c = split(cpus, share, ",")
+      for (i = 0; i < n; i++) {
+        s = share[(i + 1 <= c) ? i + 1 : c]
+        if (s == "none" || s + 0 > 1 || k < 2) { print "all"; continue }
+        best = 0; for (j = 1; j < k; j++) if (load[j] < load[best]) best = j
+        load[best] += s; print cpu[best]
+      } }')
+  fi
   for ((i = 0; i < hosts; i++)); do
     local h r c ns_if=eth0 quota=-1
     h=$(host_name "$i"); r=$(nth "$rates" "$i"); c=$(nth "$cpus" "$i")
@@ -214,17 +252,28 @@ do_up() {
             echo "$period_us" > "$cg_cpu_root/h$i/cpu.cfs_period_us"
             echo "$quota" > "$cg_cpu_root/h$i/cpu.cfs_quota_us"
             # A high weight so that the quota, not the machine's other load, is the limit.
-            echo 10240 > "$cg_cpu_root/h$i/cpu.shares"
+            echo 262144 > "$cg_cpu_root/h$i/cpu.shares"
           fi ;;
       v2) mkdir -p "$cg_cpu_root/h$i"
           if [ "$c" != none ]; then
             quota=$(awk -v c="$c" -v p="$period_us" 'BEGIN { q = int(c * p + 0.5); if (q < 1000) q = 1000; print q }')
             echo "$quota $period_us" > "$cg_cpu_root/h$i/cpu.max"
-            echo 1000 > "$cg_cpu_root/h$i/cpu.weight"
+            echo 10000 > "$cg_cpu_root/h$i/cpu.weight"
           fi ;;
     esac
+    local pinned=${pins[$i]:-all}
+    if [ -n "$cg_set_root" ]; then
+      mkdir -p "$cg_set_root/h$i"
+      if [ "$cg_kind" = v1 ]; then
+        cat "$cg_set_root/cpuset.mems" > "$cg_set_root/h$i/cpuset.mems"
+        if [ "$pinned" = all ]; then cat "$cg_set_root/cpuset.cpus" > "$cg_set_root/h$i/cpuset.cpus"
+        else echo "$pinned" > "$cg_set_root/h$i/cpuset.cpus"; fi
+      elif [ "$pinned" != all ]; then
+        echo "$pinned" > "$cg_set_root/h$i/cpuset.cpus"
+      fi
+    fi
     echo "$h slots=$(nth "$slots" "$i")" >> "$dir/hostfile"
-    printf '%s\t%s\t%s\t%s\n' "$h" "$(host_addr "$i")" "$r" "$c" >> "$dir/hosts.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$h" "$(host_addr "$i")" "$r" "$c" "$pinned" >> "$dir/hosts.tsv"
   done
   # The rsh agent: Open MPI runs `agent.sh HOST CMD...` as it would run `ssh HOST CMD...`.
   cat > "$dir/agent.sh" <<EOF
@@ -235,7 +284,7 @@ while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
 host=\$1; shift
 case "\$host" in $prefix-h[0-9]*) ;; *) echo "agent.sh: \$host is not a host of the $prefix bed" >&2; exit 255 ;; esac
 i=\${host#$prefix-h}
-for f in "$cg_cpu_root/h\$i/cgroup.procs" "$cg_acct_root/h\$i/cgroup.procs"; do
+for f in "$cg_cpu_root/h\$i/cgroup.procs" "$cg_acct_root/h\$i/cgroup.procs" ${cg_set_root:+"$cg_set_root/h\$i/cgroup.procs"}; do
   [ "$cg_kind" = none ] || echo \$\$ > "\$f" || exit 255
 done
 exec ip netns exec "\$host" unshare --uts sh -c 'hostname "\$0" && exec sh -c "\$1"' "\$host" "\$*"
@@ -256,24 +305,26 @@ export STOKER_BED_AGENT=$dir/agent.sh
 EOF
   printf 'prefix=%s\nsubnet=%s\nhosts=%s\ncgroup=%s\nperiod_us=%s\n' \
     "$prefix" "$subnet" "$hosts" "$cg_kind" "$period_us" > "$dir/bed.conf"
+  local pinned_text=""
+  [ ${#pins[@]} -gt 0 ] && pinned_text=", cpus $(IFS=,; echo "${pins[*]}")"
   echo "cluster.sh: up: $hosts hosts ($prefix-h0..$prefix-h$((hosts - 1))) on $cidr via $bridge" \
-       "(mpirun side $bridge_addr), rate ${rates}, cpu ${cpus} (cgroup $cg_kind), slots $slots; state in $dir"
+       "(mpirun side $bridge_addr), rate ${rates}, cpu ${cpus} (cgroup $cg_kind$pinned_text), slots $slots; state in $dir"
 }
 
 need_up() { [ -f "$dir/env" ] || die "no bed '$prefix' is up (run: scripts/cluster.sh up --prefix $prefix ...)"; }
 
 do_stats() {
   need_up; detect_cgroup
-  local i=0 h addr r c
-  printf '# host\taddress\ttx_bytes\trx_bytes\tcpu_ns\tdrops\trate\tcpu\n'
-  while IFS=$'\t' read -r h addr r c; do
+  local i=0 h addr r c pinned
+  printf '# host\taddress\ttx_bytes\trx_bytes\tcpu_ns\tdrops\trate\tcpu\tcpus\n'
+  while IFS=$'\t' read -r h addr r c pinned; do
     # The bridge-side end sees the host's traffic mirrored: what it receives, the host sent.
     local tx rx drops
     tx=$(cat "/sys/class/net/$h/statistics/rx_bytes")
     rx=$(cat "/sys/class/net/$h/statistics/tx_bytes")
     drops=$( { ip netns exec "$h" tc -s qdisc show dev eth0; tc -s qdisc show dev "$h"; } 2>/dev/null |
              awk '/dropped/ { for (k = 1; k <= NF; k++) if ($k == "dropped") { gsub(",", "", $(k+1)); s += $(k+1) } } END { print s + 0 }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$h" "$addr" "$tx" "$rx" "$(cg_usage_ns "$i")" "$drops" "$r" "$c"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$h" "$addr" "$tx" "$rx" "$(cg_usage_ns "$i")" "$drops" "$r" "$c" "$pinned"
     i=$((i + 1))
   done < "$dir/hosts.tsv"
 }

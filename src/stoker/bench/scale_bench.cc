@@ -484,7 +484,7 @@ Result<Outcome> run(const ScaleOptions& in) {
   ScaleOptions& o = c.o;
   if (o.workers.empty()) o.workers = o.quick ? "1,2" : "1,2,4";
   if (o.seconds < 0) o.seconds = o.quick ? 4 : 10;
-  if (o.images <= 0) o.images = o.quick ? 24 : 64;
+  if (o.images <= 0) o.images = o.quick ? 12 : 32;
   c.share = o.cpu;
   c.gpu_share = o.gpu_cpu > 0 ? o.gpu_cpu : o.cpu;
   std::vector<int> ks = parse_workers(o.workers);
@@ -510,14 +510,14 @@ Result<Outcome> run(const ScaleOptions& in) {
   fs::remove_all(c.work, ec);
   fs::create_directories(c.work, ec);
   STOKER_ASSIGN_OR_RETURN(TempDir tmp, TempDir::make("stoker-bench-scale"));
-  c.stoker = self_exe();
+  c.stoker = o.stoker.empty() ? self_exe() : o.stoker;
   if (!o.data.empty()) {
     c.manifest = fs::is_directory(o.data) ? (fs::path(o.data) / "data.jsonl").string() : o.data;
     c.model = o.model;
     c.tokenizer = o.tokenizer;
   } else {
     synth::ImagesOnlyConfig ic{.out_dir = tmp.path() + "/data", .count = o.images, .seed = 7,
-                               .width = 1920, .height = 1080, .threads = 2};
+                               .width = o.width, .height = o.height, .threads = 2};
     STOKER_ASSIGN_OR_RETURN(synth::SynthResult sr, synth::generate_images_only(ic));
     c.manifest = sr.data_path;
     c.model = tmp.path() + "/model";
@@ -528,9 +528,9 @@ Result<Outcome> run(const ScaleOptions& in) {
     } else {
       c.tokenizer = o.tokenizer;
     }
-    std::printf("dataset: %d photo-like 1920x1080 JPEGs (%.1f MB), one per record; model "
+    std::printf("dataset: %d photo-like %dx%d JPEGs (%.1f MB), one per record; model "
                 "qwen2.5-vl with max_pixels %d\n",
-                sr.records, sr.image_bytes / 1e6, o.max_pixels);
+                sr.records, o.width, o.height, sr.image_bytes / 1e6, o.max_pixels);
   }
   Bed bed(script->string(), o.prefix, o.subnet);
   c.bed = &bed;

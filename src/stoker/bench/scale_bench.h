@@ -44,13 +44,17 @@ options:
                       largest K's samples/s)
   --batch-size B      samples per batch (default 8)
   --seconds S         target length of each run after start-up (default 10; quick 4)
-  --images N          1920x1080 JPEGs in the synthetic set (default 64; quick 24)
+  --images N          photo-like JPEGs in the synthetic set, one per record (default 32;
+                      quick 12); epochs cycle
+  --size WxH          their size (default 3840x2160: decode + resize dominate the CPU per
+                      sample, so a worker's output stays a few MB/s at a 0.2-core share)
   --max-pixels P      the model folder's max_pixels (default 50176 = 224x224: 256 patches)
   --data PATH         your own JSONL instead (then --model/--tokenizer as for stoker run)
   --model M           model preset or folder (default: qwen2.5-vl with --max-pixels)
   --tokenizer DIR     tokenizer folder (default: the preset's bundled one)
   --prefix P          bed name prefix (default stkscale; interfaces P-br, P-h0, ...)
   --subnet A.B.C      the bed's private /24 (default 10.231.9)
+  --stoker PATH       the stoker executable the ranks run (default: this one)
   --out DIR           scale.csv, scale.png, per-run logs (default ./scale-out)
 )";
 
@@ -63,6 +67,8 @@ struct ScaleOptions {
   int batch_size = 8;
   double seconds = -1;          // -1: by --quick
   int images = 0;               // 0: by --quick
+  int width = 3840, height = 2160;
+  std::string stoker;           // empty: this executable
   int max_pixels = 50176;
   std::string data, model, tokenizer;
   std::string prefix = "stkscale", subnet = "10.231.9";

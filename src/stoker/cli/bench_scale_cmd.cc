@@ -20,6 +20,11 @@ Result<bench::ScaleOptions> parse(const Args& args) {
   o.prefix = args.get("prefix", o.prefix);
   o.subnet = args.get("subnet", o.subnet);
   o.out = args.get("out", o.out);
+  o.stoker = args.get("stoker");
+  const std::string size = args.get("size", "3840x2160");
+  if (std::sscanf(size.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 32 ||
+      o.height < 32 || o.width > 16384 || o.height > 16384)
+    return invalid_argument("--size WxH (32..16384 each), not '" + size + "'");
   constexpr int kIntMax = std::numeric_limits<int>::max();
   STOKER_ASSIGN_OR_RETURN(o.cpu, args.get_double("cpu", o.cpu, 0.01, 64));
   STOKER_ASSIGN_OR_RETURN(o.gpu_cpu, args.get_double("gpu-cpu", -1, 0.01, 64));
@@ -39,7 +44,7 @@ int run_bench_scale(int argc, char** argv) {
   auto args = Args::parse(argc, argv,
                           {"workers", "cpu", "gpu-cpu", "rate", "step-ms", "batch-size", "seconds",
                            "images", "max-pixels", "data", "model", "tokenizer", "prefix", "subnet",
-                           "out"},
+                           "out", "size", "stoker"},
                           {"quick", "help"});
   if (!args.ok()) return report("bench scale", args.error());
   if (args->has("help")) {
