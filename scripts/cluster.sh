@@ -28,6 +28,8 @@
 #   stats   one line per host: name address tx_bytes rx_bytes cpu_ns drops rate cpu cpus
 #           (cumulative counters: NIC bytes from the bridge-side end, CPU from the host's
 #           cgroup; then its settings).
+#   counters  one line per host: name, then the files `stats` reads (tx, rx, CPU) and the CPU
+#           file's unit (ns | usec), for tools that sample them often.
 #   hosts   the host names, one per line.
 #   run     [up options] -- CMD...   up, CMD (with the `env` variables set), then down — also
 #           when CMD fails or the script is interrupted.
@@ -329,6 +331,22 @@ do_stats() {
   done < "$dir/hosts.tsv"
 }
 
+# The files behind `stats`, for a tool that samples them often: host, tx file, rx file (the
+# bridge-side veth's counters, mirrored), CPU file and its unit (ns: cpuacct.usage, the whole file;
+# usec: cpu.stat's usage_usec line).
+do_counters() {
+  need_up; detect_cgroup
+  local i=0 h rest
+  while IFS=$'\t' read -r h rest; do
+    case $cg_kind in
+      v1) printf '%s\t%s\t%s\t%s\tns\n' "$h" "/sys/class/net/$h/statistics/rx_bytes" "/sys/class/net/$h/statistics/tx_bytes" "$cg_acct_root/h$i/cpuacct.usage" ;;
+      v2) printf '%s\t%s\t%s\t%s\tusec\n' "$h" "/sys/class/net/$h/statistics/rx_bytes" "/sys/class/net/$h/statistics/tx_bytes" "$cg_acct_root/h$i/cpu.stat" ;;
+      *) printf '%s\t%s\t%s\t-\tnone\n' "$h" "/sys/class/net/$h/statistics/rx_bytes" "/sys/class/net/$h/statistics/tx_bytes" ;;
+    esac
+    i=$((i + 1))
+  done < "$dir/hosts.tsv"
+}
+
 mpirun_bed() {  # mpirun with the bed's settings; extra args follow
   # shellcheck disable=SC1091
   . "$dir/env"
@@ -423,6 +441,7 @@ case $cmd in
   env) need_up; cat "$dir/env" ;;
   hosts) need_up; cut -f1 "$dir/hosts.tsv" ;;
   stats) do_stats ;;
+  counters) do_counters ;;
   mpirun) need_up; mpirun_bed "${rest[@]}" ;;
   exec) need_up; [ ${#rest[@]} -ge 2 ] || die "usage: cluster.sh exec HOST CMD..."
         h=${rest[0]}; exec "$dir/agent.sh" "$h" "${rest[@]:1}" ;;
@@ -433,5 +452,5 @@ case $cmd in
        ( . "$dir/env"; "${rest[@]}" ) ;;
   check) do_check ;;
   probe) do_probe; echo "cluster.sh: probe: a bed can be built here (cgroup $cg_kind)" ;;
-  *) die "unknown command '$cmd' (up, down, mpirun, env, exec, stats, hosts, run, probe, check)" ;;
+  *) die "unknown command '$cmd' (up, down, mpirun, env, exec, stats, counters, hosts, run, probe, check)" ;;
 esac

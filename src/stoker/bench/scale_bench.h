@@ -43,11 +43,12 @@ options:
   --step-ms MS        the trainer's step in the trainer series (default: demand = 0.75 x the
                       largest K's samples/s)
   --batch-size B      samples per batch (default 8)
-  --seconds S         target length of each run after start-up (default 10; quick 4)
+  --seconds S         steady part of each run (its last 2/3 of batches; default 10, quick 3)
   --images N          photo-like JPEGs in the synthetic set, one per record (default 32;
                       quick 12); epochs cycle
-  --size WxH          their size (default 3840x2160: decode + resize dominate the CPU per
-                      sample, so a worker's output stays a few MB/s at a 0.2-core share)
+  --size WxH          their size (default 3840x2160, quick 1920x1080: decode + resize
+                      dominate the CPU per sample, so a worker's output stays a few MB/s at a
+                      0.2-core share)
   --max-pixels P      the model folder's max_pixels (default 50176 = 224x224: 256 patches)
   --data PATH         your own JSONL instead (then --model/--tokenizer as for stoker run)
   --model M           model preset or folder (default: qwen2.5-vl with --max-pixels)
@@ -67,7 +68,7 @@ struct ScaleOptions {
   int batch_size = 8;
   double seconds = -1;          // -1: by --quick
   int images = 0;               // 0: by --quick
-  int width = 3840, height = 2160;
+  int width = 0, height = 0;    // 0: by --quick
   std::string stoker;           // empty: this executable
   int max_pixels = 50176;
   std::string data, model, tokenizer;

@@ -21,9 +21,9 @@ Result<bench::ScaleOptions> parse(const Args& args) {
   o.subnet = args.get("subnet", o.subnet);
   o.out = args.get("out", o.out);
   o.stoker = args.get("stoker");
-  const std::string size = args.get("size", "3840x2160");
-  if (std::sscanf(size.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 32 ||
-      o.height < 32 || o.width > 16384 || o.height > 16384)
+  const std::string size = args.get("size");
+  if (!size.empty() && (std::sscanf(size.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 32 ||
+      o.height < 32 || o.width > 16384 || o.height > 16384))
     return invalid_argument("--size WxH (32..16384 each), not '" + size + "'");
   constexpr int kIntMax = std::numeric_limits<int>::max();
   STOKER_ASSIGN_OR_RETURN(o.cpu, args.get_double("cpu", o.cpu, 0.01, 64));
