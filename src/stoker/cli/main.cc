@@ -13,6 +13,7 @@ int run_run(int argc, char** argv);  // run_cmd.cc
 int run_consume(int argc, char** argv);  // consume_cmd.cc
 
 int run_serve(int argc, char** argv);  // serve_cmd.cc
+int run_cluster(int argc, char** argv);  // cluster_cmd.cc
 
 int run_report(int argc, char** argv);  // report_cmd.cc
 
@@ -33,6 +34,8 @@ const Command kCommands[] = {
      run_consume},
     {"serve", "node-local server: every local rank's own shard, zero-copy over shared memory",
      run_serve},
+    {"cluster", "scale-out under mpirun: receivers feed trainers, workers prepare samples (MPI)",
+     run_cluster},
     {"report", "render a run folder (stoker run --report DIR) into PNG plots and an HTML page",
      run_report},
 };

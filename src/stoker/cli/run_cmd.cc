@@ -24,6 +24,7 @@
 #include "stoker/base/file.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/loader_flags.h"
+#include "stoker/cli/run_loop.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/observe.h"
 #include "stoker/model/model_config.h"
@@ -31,9 +32,8 @@
 #include "stoker/pipeline/loader.h"
 
 namespace stoker::cli {
-namespace {
 
-constexpr char kHelp[] = R"(usage: stoker run DATA.jsonl[,MORE.jsonl] [options]
+const char kRunHelp[] = R"(usage: stoker run DATA.jsonl[,MORE.jsonl] [options]
 
 Streams training batches for this rank the way a trainer would consume them and reports
 throughput, the wait ratio (time blocked in next() / total), per-stage busy time and the
@@ -77,6 +77,8 @@ options:
   --pause-after-log-ms MS   test switch: sleep between logging a batch and saving the state,
                        widening the window a kill test must survive
 )";
+
+namespace {
 
 
 // The kernel's memory figures for this process (/proc/self/status, KiB): VmHWM is the peak RSS
@@ -305,9 +307,9 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
 }
 
 void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig& c,
-                   const Options& o) {
+                   const Options& o, const std::string& name) {
   pipeline::LoaderStats s = loader.stats();
-  std::printf("stoker run: %lld batches, %lld samples, %lld failed", static_cast<long long>(s.batches),
+  std::printf("stoker %s: %lld batches, %lld samples, %lld failed", name.c_str(), static_cast<long long>(s.batches),
               static_cast<long long>(s.samples), static_cast<long long>(s.failed));
   if (!c.errors.report_path.empty()) std::printf(" (report: %s)", c.errors.report_path.c_str());
   std::printf(", %.2f s, %s\n", s.elapsed_s, loader.rank().to_string().c_str());
@@ -350,61 +352,73 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
   std::printf("  state: %s\n", loader.state().serialize().c_str());
 }
 
-int run(const Args& args) {
+}  // namespace
+
+Result<pipeline::LoaderConfig> run_config(const Args& args) { return make_config(args); }
+
+int run_loader(const Args& args, const RunHooks& hooks) {
+  const char* cmd = hooks.name.c_str();
   Result<pipeline::LoaderConfig> config = make_config(args);
-  if (!config.ok()) return report("run", config.error());
+  if (!config.ok()) return report(cmd, config.error());
+  auto with_suffix = [&](const std::string& path) {
+    return path.empty() ? path : path + hooks.file_suffix;
+  };
+  config->errors.report_path = with_suffix(config->errors.report_path);
+  if (hooks.configure) {
+    if (Status st = hooks.configure(*config); !st.ok()) return report(cmd, st.error());
+  }
   Options o;
-  o.state_file = args.get("state-file");
-  o.resume_file = args.get("resume");
-  o.delivered_log = args.get("delivered-log");
-  o.batch_hashes = args.get("batch-hashes");
+  o.state_file = with_suffix(args.get("state-file"));
+  o.resume_file = with_suffix(args.get("resume"));
+  o.delivered_log = with_suffix(args.get("delivered-log"));
+  o.batch_hashes = with_suffix(args.get("batch-hashes"));
   o.quiet = args.has("quiet");
   if (args.has("progress-s")) {
     Result<double> p = args.get_double("progress-s", 0, 0, 86400);  // 0: none
-    if (!p.ok()) return report("run", p.error());
+    if (!p.ok()) return report(cmd, p.error());
     o.progress_s = *p;
   }
   Result<double> step = args.get_double("step-ms", 0, 0, kMaxSleepMs);
-  if (!step.ok()) return report("run", step.error());
+  if (!step.ok()) return report(cmd, step.error());
   o.step_ms = *step;
   Result<double> pause = args.get_double("pause-after-log-ms", 0, 0, kMaxSleepMs);
-  if (!pause.ok()) return report("run", pause.error());
+  if (!pause.ok()) return report(cmd, pause.error());
   o.pause_after_log_ms = *pause;
   Result<long long> limit = args.get_int<long long>("limit-batches", -1, 0);
-  if (!limit.ok()) return report("run", limit.error());
+  if (!limit.ok()) return report(cmd, limit.error());
   o.limit_batches = *limit;
 
   // --trace / --metrics-port / --report (observe.h). Its threads (endpoint, timeline) start
   // only once nothing returns early any more, and stop in finish(), before the loader goes.
   Result<ObserveFlags> observe_flags = observe_flags_from(args);
-  if (!observe_flags.ok()) return report("run", observe_flags.error());
-  Result<std::unique_ptr<Observer>> observer = Observer::create(*observe_flags, "run");
-  if (!observer.ok()) return report("run", observer.error());
+  if (!observe_flags.ok()) return report(cmd, observe_flags.error());
+  Result<std::unique_ptr<Observer>> observer = Observer::create(*observe_flags, cmd);
+  if (!observer.ok()) return report(cmd, observer.error());
   config->tracer = (*observer)->tracer();
 
   Result<std::unique_ptr<pipeline::Loader>> loader = pipeline::Loader::create(*config);
-  if (!loader.ok()) return report("run", loader.error());
+  if (!loader.ok()) return report(cmd, loader.error());
   long long logged = 0;
   if (!o.resume_file.empty()) {
     Result<SavedState> saved = read_state_file(o.resume_file);
-    if (!saved.ok()) return report("run", saved.error().with_context("--resume " + o.resume_file));
-    if (Status st = (*loader)->resume(saved->loader); !st.ok()) return report("run", st.error());
+    if (!saved.ok()) return report(cmd, saved.error().with_context("--resume " + o.resume_file));
+    if (Status st = (*loader)->resume(saved->loader); !st.ok()) return report(cmd, st.error());
     logged = saved->batches;
     if (!o.delivered_log.empty()) {
-      if (Status st = cut_log(o.delivered_log, logged); !st.ok()) return report("run", st.error());
+      if (Status st = cut_log(o.delivered_log, logged); !st.ok()) return report(cmd, st.error());
     }
   } else if (!o.delivered_log.empty()) {
-    if (Status st = write_text_file(o.delivered_log, ""); !st.ok()) return report("run", st.error());
+    if (Status st = write_text_file(o.delivered_log, ""); !st.ok()) return report(cmd, st.error());
   }
   std::FILE* log = nullptr;
   if (!o.delivered_log.empty()) {
     log = std::fopen(o.delivered_log.c_str(), "a");
-    if (log == nullptr) return report("run", not_found("opening --delivered-log " + o.delivered_log));
+    if (log == nullptr) return report(cmd, not_found("opening --delivered-log " + o.delivered_log));
   }
   std::FILE* hashes = nullptr;
   if (!o.batch_hashes.empty()) {
     hashes = std::fopen(o.batch_hashes.c_str(), "w");
-    if (hashes == nullptr) return report("run", not_found("opening --batch-hashes " + o.batch_hashes));
+    if (hashes == nullptr) return report(cmd, not_found("opening --batch-hashes " + o.batch_hashes));
   }
 
   const pipeline::Loader* live = loader->get();
@@ -414,7 +428,7 @@ int run(const Args& args) {
         return m.str();
       });
       !st.ok()) {
-    return report("run", st.error());
+    return report(cmd, st.error());
   }
   (*observer)->record(**loader);
   int rc = 0;
@@ -425,7 +439,7 @@ int run(const Args& args) {
       Result<std::optional<pipeline::Batch>> b = (*loader)->next();
       if (!b.ok()) {
         progress.stop();
-        rc = report("run", b.error());
+        rc = report(cmd, b.error());
         break;
       }
       if (!b->has_value()) break;
@@ -450,7 +464,7 @@ int run(const Args& args) {
         std::string text = (*loader)->state().serialize() + "\nbatches=" + std::to_string(logged) + "\n";
         if (Status st = write_text_file(o.state_file, text); !st.ok()) {
           progress.stop();
-          rc = report("run", st.error());
+          rc = report(cmd, st.error());
           break;
         }
       }
@@ -461,38 +475,46 @@ int run(const Args& args) {
   }
   if (log != nullptr) std::fclose(log);
   if (hashes != nullptr) std::fclose(hashes);
-  print_summary(**loader, *config, o);
+  if (hooks.stats != nullptr) *hooks.stats = (*loader)->stats();
+  print_summary(**loader, *config, o, hooks.name);
   const std::vector<std::pair<std::string, std::string>> settings = {
       {"data", args.positional().front()}, {"mode", args.get("mode", "prefetch")},
       {"batch_size", std::to_string(config->batch_size)},
       {"threads", std::to_string(config->threads)}, {"step_ms", std::to_string(o.step_ms)}};
   if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), settings));
       !st.ok() && rc == 0) {
-    rc = report("run", st.error());
+    rc = report(cmd, st.error());
   }
   return rc;
 }
 
-}  // namespace
-
-int run_run(int argc, char** argv) {
-  std::set<std::string> values = loader_value_flags(), switches = loader_switch_flags();
+std::set<std::string> run_value_flags() {
+  std::set<std::string> values = loader_value_flags();
   values.insert({"threads", "mode", "rank", "world-size", "max-errors", "max-error-rate",
                  "error-report", "state-file", "resume", "delivered-log", "step-ms",
                  "limit-batches", "pause-after-log-ms", "batch-hashes", "progress-s"});
   values.merge(observe_value_flags(/*with_report=*/true));
+  return values;
+}
+
+std::set<std::string> run_switch_flags() {
+  std::set<std::string> switches = loader_switch_flags();
   switches.insert({"strict", "quiet", "pad-to-max", "help"});
-  auto args = Args::parse(argc, argv, values, switches, loader_repeat_flags());
+  return switches;
+}
+
+int run_run(int argc, char** argv) {
+  auto args = Args::parse(argc, argv, run_value_flags(), run_switch_flags(), loader_repeat_flags());
   if (!args.ok()) return report("run", args.error());
   if (args->has("help") || args->positional().empty()) {
-    std::fputs(kHelp, args->has("help") ? stdout : stderr);
+    std::fputs(kRunHelp, args->has("help") ? stdout : stderr);
     std::fputs(kPackingFlagsHelp, args->has("help") ? stdout : stderr);
     std::fputs(kMediaFlagsHelp, args->has("help") ? stdout : stderr);
     std::fputs(kObserveFlagsHelp, args->has("help") ? stdout : stderr);
     std::fputs(kReportFlagHelp, args->has("help") ? stdout : stderr);
     return args->has("help") ? 0 : 2;
   }
-  return run(*args);
+  return run_loader(*args, {});
 }
 
 }  // namespace stoker::cli

@@ -358,8 +358,17 @@ void ImageProcessor::normalize_patchify(const RgbImage& resized, const ImagePlan
                    plan.grid_h * config_.patch_size == plan.height &&
                    plan.grid_w % config_.merge_size == 0 && plan.grid_h % config_.merge_size == 0,
                "normalize_patchify: plan grid does not tile the image");
-  write_bands(RgbRows{resized.pixels.data(), static_cast<size_t>(resized.width) * 3, 0}, plan,
-              dtype, 0, plan.grid_h / config_.merge_size, out);
+  normalize_patchify(resized.pixels.data(), plan, dtype, out);
+}
+
+void ImageProcessor::normalize_patchify(const std::uint8_t* rgb, const ImagePlan& plan,
+                                        PixelDType dtype, void* out) const {
+  STOKER_CHECK(plan.grid_w * config_.patch_size == plan.width &&
+                   plan.grid_h * config_.patch_size == plan.height &&
+                   plan.grid_w % config_.merge_size == 0 && plan.grid_h % config_.merge_size == 0,
+               "normalize_patchify: plan grid does not tile the image");
+  write_bands(RgbRows{rgb, static_cast<size_t>(plan.width) * 3, 0}, plan, dtype, 0,
+              plan.grid_h / config_.merge_size, out);
 }
 
 void ImageProcessor::write_bands(const RgbRows& img, const ImagePlan& plan, PixelDType dtype,

@@ -122,6 +122,10 @@ class ImageProcessor {
   // Normalise + patchify an already resized image (plan.width × plan.height).
   void normalize_patchify(const RgbImage& resized, const ImagePlan& plan, PixelDType dtype,
                           void* out) const;
+  // The same for resized pixels held elsewhere: plan.height rows of plan.width × 3 bytes at
+  // `rgb` (scale-out's uint8 wire: the receiver normalises what a worker resized).
+  void normalize_patchify(const std::uint8_t* rgb, const ImagePlan& plan, PixelDType dtype,
+                          void* out) const;
 
  private:
   explicit ImageProcessor(const ImageProcessorConfig& config);

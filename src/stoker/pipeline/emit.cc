@@ -143,13 +143,34 @@ void Engine::process_images(const std::vector<Prepared>& goods, const batch::Bat
   job->tracer = ctx_.tracer.get();
   std::uint8_t* base = arena_->base();
   std::int64_t row = 0;
+  // Samples prepared elsewhere: their rows arrive from the network straight into the block.
+  std::vector<const Prepared*> remote;
+  std::vector<std::uint8_t*> remote_dst;
+  std::vector<std::size_t> remote_sample;
   for (std::size_t s = 0; s < goods.size(); ++s) {
     const Prepared& p = goods[s];
+    if (p.remote) {
+      remote.push_back(&p);
+      remote_dst.push_back(batch::pixel_row_address(base, layout, row));
+      remote_sample.push_back(s);
+      row += p.pixel_rows;
+      continue;
+    }
     for (std::size_t i = 0; i < p.plans.size(); ++i) {
       job->images.push_back({&p.encoded[i], &p.plans[i],
                              batch::pixel_row_address(base, layout, row), s, i, p.item.seq,
                              p.item.sample});
       row += p.plans[i].rows();
+    }
+  }
+  std::map<std::size_t, BrokenImage> failed;  // the first failing image of each failing sample
+  if (!remote.empty()) {
+    std::vector<std::optional<Error>> errors(remote.size());
+    const std::int64_t t0 = now_ns();
+    options_.remote->pixels(remote, remote_dst, options_.pixel_dtype, emit_, &errors);
+    ctx_.counters.add(kEmit, now_ns() - t0, static_cast<std::int64_t>(remote.size()));
+    for (std::size_t k = 0; k < remote.size(); ++k) {
+      if (errors[k]) failed.insert_or_assign(remote_sample[k], BrokenImage{remote_sample[k], 0, *errors[k]});
     }
   }
   std::stable_sort(job->images.begin(), job->images.end(),
@@ -167,7 +188,6 @@ void Engine::process_images(const std::vector<Prepared>& goods, const batch::Bat
     job->cv.wait(lock, [&] { return job->done.load() == job->images.size(); });
   }
   // The first failing image of each failing sample, samples in order.
-  std::map<std::size_t, BrokenImage> failed;
   for (std::size_t k = 0; k < job->images.size(); ++k) {
     if (!job->errors[k]) continue;
     const EmitJob::Image& img = job->images[k];

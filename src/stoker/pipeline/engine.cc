@@ -83,8 +83,11 @@ Engine::Engine(const Context& ctx, std::unique_ptr<ItemSource> source,
       failed_(options.errors_before) {}
 
 Engine::~Engine() {
-  std::lock_guard lock(gate_->mu);
-  gate_->engine = nullptr;  // reads still in flight on the store's I/O thread find no engine
+  {
+    std::lock_guard lock(gate_->mu);
+    gate_->engine = nullptr;  // reads still in flight on the store's I/O thread find no engine
+  }
+  if (options_.remote != nullptr) options_.remote->abandon();
 }
 
 double Engine::arena_wait_s() const { return arena_wait_ns_.load() * 1e-9; }
@@ -114,6 +117,10 @@ void Engine::submit(const Item& item) {
     p.item = item;
     p.failure = item.preset;
     deliver(std::move(p));
+    return;
+  }
+  if (options_.remote != nullptr) {
+    submit_remote(item);
     return;
   }
   if (cpu_ != nullptr && io_ != nullptr && ctx_.fetcher->asynchronous()) {
@@ -170,6 +177,15 @@ void Engine::submit_async(const Item& item) {
         e->deliver(prepare(e->ctx_, std::move(*f)));
       });
     });
+  });
+}
+
+// Scale-out: the sample is read, fetched and prepared by a remote worker; it comes back through
+// the gate (the engine may be gone by then).
+void Engine::submit_remote(const Item& item) {
+  options_.remote->submit(item, [gate = gate_](Prepared&& p) {
+    std::lock_guard lock(gate->mu);
+    if (gate->engine != nullptr) gate->engine->deliver(std::move(p));
   });
 }
 

@@ -90,6 +90,7 @@ struct EngineOptions {
   ErrorPolicy errors;
   std::uint64_t errors_before = 0;  // failures already reported before a resume
   std::int64_t pad_id = 151643;
+  RemoteSamples* remote = nullptr;  // samples prepared elsewhere (LoaderConfig::remote)
 };
 
 class Engine {
@@ -188,6 +189,7 @@ class Engine {
   // Asynchronous fetches complete on the store's I/O thread, possibly after the engine is gone:
   // they reach it only through the gate, which the destructor closes.
   void submit_async(const Item& item);
+  void submit_remote(const Item& item);
   struct AsyncGate {
     explicit AsyncGate(Engine* e) : engine(e) {}
     std::mutex mu;

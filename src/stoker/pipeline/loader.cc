@@ -228,6 +228,7 @@ Status Loader::Impl::start_engine() {
   eo.pixel_dtype = config.pixel_dtype;
   eo.errors = config.errors;
   eo.errors_before = start_state.errors;
+  eo.remote = config.remote.get();
   if (std::optional<text::TokenId> pad = ctx->tokenizer->token_to_id("<|endoftext|>")) eo.pad_id = *pad;
   std::size_t window = static_cast<std::size_t>(config.window);
   if (window == 0) {

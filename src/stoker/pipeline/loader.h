@@ -35,6 +35,8 @@
 
 namespace stoker::pipeline {
 
+class RemoteSamples;  // remote.h
+
 // The seed's ladder (DESIGN.md; `stoker bench ladder`): how much of the engine runs ahead.
 enum class Mode {
   kSerial,      // on demand in next(): one sample after another, on the caller's thread
@@ -144,6 +146,9 @@ struct LoaderConfig {
   // Test hook: called before each media read with (record id, media index); may sleep to
   // simulate I/O jitter. Must be thread-safe. Never affects output bytes.
   std::function<void(std::uint64_t, int)> io_delay_hook;
+  // Scale-out (cluster/): the per-sample work (read, fetch, prepare, pixels) is done by these
+  // remote workers; the engine keeps order, policy, state and assembly (pipeline/remote.h).
+  std::shared_ptr<RemoteSamples> remote;
 
   Status validate() const;
 };

@@ -28,6 +28,7 @@
 #include "stoker/obs/trace.h"
 #include "stoker/pipeline/error_report.h"
 #include "stoker/pipeline/fetcher.h"
+#include "stoker/pipeline/remote.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/labels.h"
 #include "stoker/text/tokenizer.h"
@@ -132,6 +133,8 @@ struct Prepared {
   text::TokenizedSample tokens;
   std::vector<std::int64_t> positions;     // 3 × tokens.input_ids.size()
   std::int64_t pixel_rows = 0;
+  // Prepared elsewhere (LoaderConfig::remote): the pixel rows arrive at emit (RemoteSamples).
+  std::optional<RemotePixels> remote;
 };
 
 inline obs::Tracer* Context::trace_for(const Item& item) const {

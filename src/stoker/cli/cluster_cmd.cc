@@ -1,0 +1,191 @@
+// `stoker cluster`: one MPI job, two roles (cluster/README.md). Receivers (ranks 0..R-1) run
+// `stoker run`'s loop (run_loop.h) — the engine, the simulated trainer, state file, logs, hashes
+// — with their samples prepared by the workers (ranks R..N-1) over MPI; with no workers a
+// receiver prepares them itself. Placement is mpirun's (--map-by node | slot); the bytes never
+// depend on it. Rank 0 prints every rank's CPU time and bytes and the job's samples/s, trainer
+// wait ratio and wire bytes per sample (--summary-json for the bench).
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "stoker/cli/args.h"
+#include "stoker/cli/commands.h"
+#include "stoker/cli/loader_flags.h"
+#include "stoker/cli/run_loop.h"
+
+#ifdef STOKER_HAVE_CLUSTER
+#include "stoker/cluster/job.h"
+#include "stoker/cluster/receiver.h"
+#include "stoker/cluster/worker.h"
+#include "stoker/model/model_config.h"
+#endif
+
+namespace stoker::cli {
+namespace {
+
+constexpr char kHelp[] = R"(usage: mpirun [mpirun options] -np N stoker cluster DATA.jsonl[,MORE.jsonl] [options]
+
+Scale-out: world ranks 0..R-1 are receivers — each one is data-parallel rank r of R, runs the
+`stoker run` loop (a simulated trainer with --step-ms, state file, logs, hashes) and assembles
+its batches in its arena — and ranks R..N-1 are workers that read, fetch, decode, resize and
+tokenize the samples the receivers ask for and send them back over MPI. mpirun places the ranks
+(--map-by node spreads, --map-by slot packs); the batches are the bytes `stoker run --rank r
+--world-size R` makes, whatever the layout and the number of workers. With no workers a
+receiver prepares its samples itself (--threads). A rank that dies ends the job (mpirun names
+it); --resume the receivers' --state-file with any number of workers.
+
+cluster options (every rank must get the same flags; only --role may differ):
+  --receivers R        ranks 0..R-1 receive (default 1)
+  --role receiver|worker   MPMD instead of --receivers: this app context's role
+  --wire W             float (default: finished pixel rows) | uint8 (resized pixels; the receiver
+                       normalises, bit-identical) | encoded (media bytes; the receiver decodes)
+  --threads N          CPU threads of every rank (default: all cores)
+  --receiver-threads N CPU threads of the receivers (default: --threads)
+  --window N           samples a receiver keeps requested ahead (default 2*B*(prefetch+1))
+  --summary-json F     rank 0 writes samples/s, wait ratio, wire bytes and every rank's CPU
+                       seconds and bytes to F
+  With R > 1, --state-file, --resume, --delivered-log, --batch-hashes and --error-report
+  name one file per receiver: F.r0, F.r1, ...
+
+`stoker run` options (receivers' loop and the shared loader config):
+)";
+
+#ifdef STOKER_HAVE_CLUSTER
+// FNV-1a of the arguments, --role and its value left out: what every rank must agree on.
+std::uint64_t fingerprint(int argc, char** argv) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--role") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--role=", 0) == 0) continue;
+    for (unsigned char c : a + '\0') h = (h ^ c) * 1099511628211ull;
+  }
+  return h;
+}
+
+int cluster(int argc, char** argv, const Args& args) {
+  Result<int> receivers = args.get_int<int>("receivers", 1, 1, 1 << 20);
+  if (!receivers.ok()) return report("cluster", receivers.error());
+  const std::string role = args.get("role");
+  if (!role.empty() && role != "receiver" && role != "worker") {
+    return report("cluster", invalid_argument("--role receiver|worker, not '" + role + "'"));
+  }
+  if (!role.empty() && args.has("receivers")) {
+    return report("cluster", invalid_argument("--role and --receivers exclude each other"));
+  }
+  Result<cluster::Wire> wire = cluster::parse_wire(args.get("wire", "float"));
+  if (!wire.ok()) return report("cluster", wire.error());
+  Result<pipeline::LoaderConfig> config = run_config(args);
+  if (!config.ok()) return report("cluster", config.error());
+  Result<int> receiver_threads =
+      args.get_int<int>("receiver-threads", config->threads, 0, std::numeric_limits<int>::max());
+  if (!receiver_threads.ok()) return report("cluster", receiver_threads.error());
+  Result<int> window = args.get_int<int>("window", 0, 0, 1 << 20);
+  if (!window.ok()) return report("cluster", window.error());
+  Result<double> step_ms = args.get_double("step-ms", 0, 0, 86'400'000);
+  if (!step_ms.ok()) return report("cluster", step_ms.error());
+
+  cluster::Job job = cluster::start_job(role.empty() ? *receivers : 0, role, fingerprint(argc, argv));
+  const int R = static_cast<int>(job.receivers.size());
+  cluster::RankReport mine;
+  if (job.receiver()) {
+    const int r = job.receiver_index();
+    std::shared_ptr<cluster::Receiver> remote;
+    image::ImageProcessorConfig image;
+    RunHooks hooks;
+    hooks.name = "cluster: receiver " + std::to_string(r) + " of " + std::to_string(R);
+    if (R > 1) hooks.file_suffix = ".r" + std::to_string(r);
+    pipeline::LoaderStats stats;
+    hooks.stats = &stats;
+    std::optional<image::ImageProcessor> processor;
+    hooks.configure = [&](pipeline::LoaderConfig& c) -> Status {
+      c.rank.rank = r;
+      c.rank.world_size = R;
+      c.threads = *receiver_threads;
+      c.window = *window;
+      if (job.workers.empty()) return ok_status();
+      // The receiver's own processor for the uint8 wire's normalise + patchify (the model's
+      // image settings, as the engine's context makes them).
+      STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
+      m.image.apply_exif_orientation = c.apply_exif_orientation;
+      m.image.resize_rules = c.small_images;
+      STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(m.image));
+      processor.emplace(std::move(proc));
+      remote = std::make_shared<cluster::Receiver>(job.workers, *wire, &*processor);
+      c.remote = remote;
+      return ok_status();
+    };
+    const int rc = run_loader(args, hooks);
+    if (rc != 0) abort_job(job, internal_error("the receiver's loop failed (its error is above)"));
+    mine = cluster::own_report(job);
+    if (remote) {
+      remote->drain();  // every answer in, every worker told to stop
+      mine.bytes_sent = remote->bytes_sent();
+      mine.bytes_received = remote->stats().message_bytes;
+    }
+    mine = [&] {
+      cluster::RankReport m = cluster::own_report(job);
+      m.bytes_sent = mine.bytes_sent;
+      m.bytes_received = mine.bytes_received;
+      return m;
+    }();
+    mine.samples = static_cast<std::uint64_t>(stats.samples);
+    mine.batches = static_cast<std::uint64_t>(stats.batches);
+    mine.failed = static_cast<std::uint64_t>(stats.failed);
+    mine.elapsed_s = stats.elapsed_s;
+    mine.wait_s = stats.wait_s;
+    mine.first_batch_s = stats.first_batch_s;
+  } else {
+    pipeline::LoaderConfig c = *config;
+    Result<cluster::WorkerStats> w = cluster::run_worker(c, *wire, R);
+    if (!w.ok()) abort_job(job, w.error());
+    mine = cluster::own_report(job);
+    mine.samples = w->samples;
+    mine.failed = w->failed;
+    mine.bytes_sent = w->bytes_sent;
+    mine.bytes_received = w->bytes_received;
+  }
+  std::vector<cluster::RankReport> all = cluster::gather_reports(job, mine);
+  int rc = 0;
+  if (job.rank == 0) {
+    cluster::Summary s{.receivers = R,
+                       .workers = static_cast<int>(job.workers.size()),
+                       .wire = job.workers.empty() ? "local" : cluster::wire_name(*wire),
+                       .batch_size = config->batch_size,
+                       .step_ms = *step_ms};
+    if (Status st = cluster::write_summary(s, all, args.get("summary-json")); !st.ok()) {
+      rc = report("cluster", st.error());
+    }
+  }
+  cluster::end_job();
+  return rc;
+}
+#endif
+
+}  // namespace
+
+int run_cluster(int argc, char** argv) {
+  std::set<std::string> values = run_value_flags();
+  values.insert({"receivers", "role", "wire", "receiver-threads", "window", "summary-json"});
+  auto args = Args::parse(argc, argv, values, run_switch_flags(), loader_repeat_flags());
+  if (!args.ok()) return report("cluster", args.error());
+  if (args->has("help") || args->positional().empty()) {
+    std::FILE* out = args->has("help") ? stdout : stderr;
+    std::fputs(kHelp, out);
+    std::fputs(kRunHelp, out);
+    std::fputs(kPackingFlagsHelp, out);
+    std::fputs(kMediaFlagsHelp, out);
+    return args->has("help") ? 0 : 2;
+  }
+#ifdef STOKER_HAVE_CLUSTER
+  return cluster(argc, argv, *args);
+#else
+  return report("cluster", unimplemented("this stoker was built without MPI (install "
+                                         "libopenmpi-dev and reconfigure)"));
+#endif
+}
+
+}  // namespace stoker::cli

@@ -1,0 +1,37 @@
+// `stoker run`'s loop over a configured Loader — take batches, log them, hash them, save the
+// state, simulate the trainer's step, print the summary — shared with `stoker cluster`, whose
+// receivers run exactly this loop with their Loader's samples prepared by remote workers.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "stoker/base/result.h"
+#include "stoker/cli/args.h"
+#include "stoker/pipeline/loader.h"
+
+namespace stoker::cli {
+
+struct RunHooks {
+  std::string name = "run";  // the summary's and errors' prefix ("stoker <name>: ...")
+  // Appended to the paths of --state-file, --resume, --delivered-log, --batch-hashes and
+  // --error-report (one set of files per receiver).
+  std::string file_suffix;
+  // Adjusts the config made from the flags (rank, world size, remote samples, threads).
+  std::function<Status(pipeline::LoaderConfig&)> configure;
+  pipeline::LoaderStats* stats = nullptr;  // out: the loader's stats at the end
+};
+
+// The Loader config `stoker run` makes from its flags (validated).
+Result<pipeline::LoaderConfig> run_config(const Args& args);
+
+// Returns the exit code (0 ok).
+int run_loader(const Args& args, const RunHooks& hooks);
+
+// Flag names `stoker run` reads (the loader's and its own).
+std::set<std::string> run_value_flags();
+std::set<std::string> run_switch_flags();
+extern const char kRunHelp[];
+
+}  // namespace stoker::cli

@@ -1,0 +1,172 @@
+#include "stoker/cluster/comm.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <string>
+
+namespace stoker::cluster {
+
+namespace {
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "stoker cluster: %s\n", why.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 70);
+  std::abort();
+}
+
+int count_of(std::uint64_t bytes) {
+  // One sample's pixels in one message: over 2 GiB is refused loudly (max_pixels keeps real
+  // samples far below it).
+  if (bytes > static_cast<std::uint64_t>(INT_MAX)) {
+    die("a message of " + std::to_string(bytes) + " bytes exceeds MPI's int count");
+  }
+  return static_cast<int>(bytes);
+}
+
+}  // namespace
+
+Comm::Comm(std::vector<int> probe_tags, Handler handler)
+    : probe_tags_(std::move(probe_tags)), handler_(std::move(handler)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Comm::~Comm() { stop(); }
+
+void Comm::send(int dest, int tag, std::vector<std::uint8_t> bytes, std::function<void()> done) {
+  send(dest, tag, std::make_shared<std::vector<std::uint8_t>>(std::move(bytes)), std::move(done));
+}
+
+void Comm::send(int dest, int tag, std::shared_ptr<std::vector<std::uint8_t>> bytes,
+                std::function<void()> done) {
+  Op op;
+  op.is_send = true;
+  op.peer = dest;
+  op.tag = tag;
+  op.bytes = bytes->size();
+  op.dst = bytes->data();
+  op.keep = std::move(bytes);
+  op.done = std::move(done);
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(op));
+  }
+  cv_.notify_one();
+}
+
+void Comm::recv(int source, int tag, void* dst, std::uint64_t bytes, std::function<void()> done) {
+  Op op;
+  op.peer = source;
+  op.tag = tag;
+  op.dst = dst;
+  op.bytes = bytes;
+  op.done = std::move(done);
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(op));
+  }
+  cv_.notify_one();
+}
+
+void Comm::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Comm::loop() {
+  std::vector<MPI_Request> reqs;
+  std::vector<Op> active;
+  std::vector<int> indices;
+  std::vector<MPI_Status> statuses;
+  int idle_us = 0;
+  for (;;) {
+    bool progress = false, stopping = false;
+    std::deque<Op> fresh;
+    {
+      std::lock_guard lock(mu_);
+      fresh.swap(queue_);
+      stopping = stopping_;
+    }
+    for (Op& op : fresh) {
+      MPI_Request r;
+      const int n = count_of(op.bytes);
+      if (op.is_send) {
+        MPI_Isend(op.dst, n, MPI_BYTE, op.peer, op.tag, MPI_COMM_WORLD, &r);
+      } else {
+        MPI_Irecv(op.dst, n, MPI_BYTE, op.peer, op.tag, MPI_COMM_WORLD, &r);
+      }
+      reqs.push_back(r);
+      active.push_back(std::move(op));
+      progress = true;
+    }
+    if (!reqs.empty()) {
+      int outcount = 0;
+      indices.resize(reqs.size());
+      statuses.resize(reqs.size());
+      MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, indices.data(),
+                   statuses.data());
+      if (outcount != MPI_UNDEFINED && outcount > 0) {
+        progress = true;
+        std::vector<bool> finished(reqs.size(), false);
+        for (int i = 0; i < outcount; ++i) finished[indices[i]] = true;
+        std::vector<MPI_Request> keep_reqs;
+        std::vector<Op> keep_ops;
+        std::vector<Op> completed;
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+          if (finished[i]) {
+            completed.push_back(std::move(active[i]));
+          } else {
+            keep_reqs.push_back(reqs[i]);
+            keep_ops.push_back(std::move(active[i]));
+          }
+        }
+        reqs.swap(keep_reqs);
+        active.swap(keep_ops);
+        for (Op& op : completed) {
+          (op.is_send ? sent_ : received_).fetch_add(op.bytes);
+          if (op.done) op.done();
+        }
+      }
+    }
+    for (int tag : probe_tags_) {
+      for (;;) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        MPI_Improbe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &msg, &st);
+        if (!flag) break;
+        int n = 0;
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n));
+        MPI_Mrecv(bytes.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        received_.fetch_add(static_cast<std::uint64_t>(n));
+        handler_(st.MPI_SOURCE, tag, std::move(bytes));
+        progress = true;
+      }
+    }
+    if (progress) {
+      idle_us = 0;
+      continue;
+    }
+    if (stopping && active.empty()) {
+      std::lock_guard lock(mu_);
+      if (queue_.empty()) return;
+      continue;
+    }
+    // Idle: back off from 20 µs to 1 ms (100 µs while transfers are posted: MPI's TCP transport
+    // moves their data only inside MPI calls); a queued operation wakes the thread at once.
+    idle_us = idle_us == 0 ? 20 : std::min(idle_us * 2, active.empty() ? 1000 : 100);
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::microseconds(idle_us),
+                 [&] { return !queue_.empty() || stopping_ != stopping; });
+  }
+}
+
+}  // namespace stoker::cluster

@@ -1,0 +1,61 @@
+// Comm: the one thread of a process that talks MPI (MPI_COMM_WORLD). Other threads only queue
+// operations — send a buffer, receive into caller memory — and get a callback when MPI has
+// completed them; messages nobody asked for (requests, results, stops: `probe_tags`) are
+// matched from any source and handed to `handler` whole. All point-to-point, non-blocking
+// (Isend / Irecv / Improbe + Mrecv); the thread polls, sleeping up to 1 ms when idle. Counts
+// the bytes of every message sent and received. Thread-safe; callbacks run on the comm thread
+// and must not block (they may queue more operations).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace stoker::cluster {
+
+class Comm {
+ public:
+  using Handler = std::function<void(int source, int tag, std::vector<std::uint8_t>&& bytes)>;
+  Comm(std::vector<int> probe_tags, Handler handler);
+  ~Comm();  // stop()
+
+  // Sends `bytes` (kept alive until MPI is done with them); `done` after completion.
+  void send(int dest, int tag, std::vector<std::uint8_t> bytes, std::function<void()> done = {});
+  void send(int dest, int tag, std::shared_ptr<std::vector<std::uint8_t>> bytes,
+            std::function<void()> done = {});
+  // Receives exactly `bytes` bytes from `source` with `tag` into `dst`; `done` after completion.
+  void recv(int source, int tag, void* dst, std::uint64_t bytes, std::function<void()> done);
+  // Completes every queued and posted operation, then ends the thread (idempotent).
+  void stop();
+
+  std::uint64_t bytes_sent() const { return sent_.load(); }
+  std::uint64_t bytes_received() const { return received_.load(); }
+
+ private:
+  struct Op {
+    bool is_send = false;
+    int peer = 0, tag = 0;
+    void* dst = nullptr;
+    std::uint64_t bytes = 0;
+    std::shared_ptr<std::vector<std::uint8_t>> keep;
+    std::function<void()> done;
+  };
+  void loop();
+
+  std::vector<int> probe_tags_;
+  Handler handler_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+  std::atomic<std::uint64_t> sent_{0}, received_{0};
+  std::thread thread_;
+};
+
+}  // namespace stoker::cluster

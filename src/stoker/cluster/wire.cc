@@ -1,0 +1,237 @@
+#include "stoker/cluster/wire.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace stoker::cluster {
+
+Result<Wire> parse_wire(std::string_view s) {
+  if (s == "float") return Wire::kFloat;
+  if (s == "uint8") return Wire::kUint8;
+  if (s == "encoded") return Wire::kEncoded;
+  return invalid_argument("--wire float|uint8|encoded, not '" + std::string(s) + "'");
+}
+
+const char* wire_name(Wire w) {
+  switch (w) {
+    case Wire::kFloat: return "float";
+    case Wire::kUint8: return "uint8";
+    case Wire::kEncoded: return "encoded";
+  }
+  return "?";
+}
+
+namespace {
+
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof v);
+  }
+  void str(const std::string& s) {
+    put<std::uint64_t>(s.size());
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  template <typename T>
+  void vec(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put<std::uint64_t>(v.size());
+    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
+    out.insert(out.end(), p, p + v.size() * sizeof(T));
+  }
+  std::vector<std::uint8_t> out;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::vector<std::uint8_t>& b) : b_(b) {}
+  template <typename T>
+  bool get(T* v) {
+    if (b_.size() - at_ < sizeof(T)) return fail();
+    std::memcpy(v, b_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  bool str(std::string* s) {
+    std::uint64_t n = 0;
+    if (!get(&n) || n > b_.size() - at_) return fail();
+    s->assign(reinterpret_cast<const char*>(b_.data() + at_), n);
+    at_ += n;
+    return true;
+  }
+  template <typename T>
+  bool vec(std::vector<T>* v) {
+    std::uint64_t n = 0;
+    if (!get(&n) || n > (b_.size() - at_) / sizeof(T)) return fail();
+    v->resize(n);
+    std::memcpy(v->data(), b_.data() + at_, n * sizeof(T));
+    at_ += n * sizeof(T);
+    return true;
+  }
+  bool done() const { return ok_ && at_ == b_.size(); }
+
+ private:
+  bool fail() {
+    ok_ = false;
+    return false;
+  }
+  const std::vector<std::uint8_t>& b_;
+  std::size_t at_ = 0;
+  bool ok_ = true;
+};
+
+constexpr std::uint32_t kMaxImages = 1 << 16;  // per sample; a larger count is a broken message
+
+}  // namespace
+
+std::vector<std::uint8_t> encode(const Request& r) {
+  Writer w;
+  w.put(r.ticket);
+  w.put(r.seq);
+  w.put(r.epoch);
+  w.put(r.k);
+  w.put(r.sample);
+  return std::move(w.out);
+}
+
+Result<Request> decode_request(const std::vector<std::uint8_t>& bytes) {
+  Reader rd(bytes);
+  Request r;
+  rd.get(&r.ticket) && rd.get(&r.seq) && rd.get(&r.epoch) && rd.get(&r.k) && rd.get(&r.sample);
+  if (!rd.done()) return data_loss("cluster: malformed request (" + std::to_string(bytes.size()) + " bytes)");
+  return r;
+}
+
+std::vector<std::uint8_t> encode(const SampleResult& r) {
+  Writer w;
+  const pipeline::Prepared& p = r.prepared;
+  w.put(r.ticket);
+  w.put(p.item.seq);
+  w.put(p.item.sample);
+  w.put<std::uint8_t>(p.failure ? 1 : 0);
+  if (p.failure) {
+    const pipeline::SampleFailure& f = *p.failure;
+    w.put(f.sample);
+    w.str(f.file);
+    w.put(f.line);
+    w.str(f.stage);
+    w.str(f.code);
+    w.str(f.reason);
+  }
+  w.vec(p.tokens.input_ids);
+  w.vec(p.tokens.labels);
+  w.put<std::uint64_t>(p.tokens.vision.size());
+  for (const text::VisionSpan& v : p.tokens.vision) {
+    w.put<std::uint8_t>(v.video ? 1 : 0);
+    w.put<std::int32_t>(v.media_index);
+    w.put<std::int32_t>(v.group);
+    w.put(v.begin);
+    w.put(v.count);
+  }
+  w.put<std::int32_t>(p.tokens.num_images);
+  w.put<std::int32_t>(p.tokens.num_videos);
+  w.put<std::int32_t>(p.tokens.num_messages);
+  w.put<std::uint8_t>(p.tokens.truncated ? 1 : 0);
+  w.vec(p.positions);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(p.plans.size()));
+  for (const image::ImagePlan& pl : p.plans) {
+    for (int v : {pl.src_width, pl.src_height, pl.width, pl.height, pl.grid_t, pl.grid_h,
+                  pl.grid_w, pl.orientation})
+      w.put<std::int32_t>(v);
+  }
+  w.put(p.pixel_rows);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(p.encoded.size()));
+  for (const std::vector<std::uint8_t>& e : p.encoded) w.vec(e);
+  w.put(r.payload_bytes);
+  return std::move(w.out);
+}
+
+Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes) {
+  Reader rd(bytes);
+  SampleResult r;
+  pipeline::Prepared& p = r.prepared;
+  auto bad = [&](const char* what) {
+    return data_loss(std::string("cluster: malformed result message (") + what + ", " +
+                     std::to_string(bytes.size()) + " bytes)");
+  };
+  std::uint8_t has_failure = 0;
+  if (!(rd.get(&r.ticket) && rd.get(&p.item.seq) && rd.get(&p.item.sample) && rd.get(&has_failure)))
+    return bad("header");
+  if (has_failure) {
+    pipeline::SampleFailure f;
+    if (!(rd.get(&f.sample) && rd.str(&f.file) && rd.get(&f.line) && rd.str(&f.stage) &&
+          rd.str(&f.code) && rd.str(&f.reason)))
+      return bad("failure");
+    p.failure = std::move(f);
+  }
+  std::uint64_t spans = 0;
+  if (!(rd.vec(&p.tokens.input_ids) && rd.vec(&p.tokens.labels) && rd.get(&spans)) ||
+      spans > bytes.size())
+    return bad("tokens");
+  for (std::uint64_t i = 0; i < spans; ++i) {
+    text::VisionSpan v;
+    std::uint8_t video = 0;
+    std::int32_t media = 0, group = 0;
+    if (!(rd.get(&video) && rd.get(&media) && rd.get(&group) && rd.get(&v.begin) && rd.get(&v.count)))
+      return bad("vision spans");
+    v.video = video != 0;
+    v.media_index = media;
+    v.group = group;
+    p.tokens.vision.push_back(v);
+  }
+  std::int32_t ni = 0, nv = 0, nm = 0;
+  std::uint8_t truncated = 0;
+  std::uint32_t plans = 0;
+  if (!(rd.get(&ni) && rd.get(&nv) && rd.get(&nm) && rd.get(&truncated) && rd.vec(&p.positions) &&
+        rd.get(&plans)) ||
+      plans > kMaxImages)
+    return bad("counts");
+  p.tokens.num_images = ni;
+  p.tokens.num_videos = nv;
+  p.tokens.num_messages = nm;
+  p.tokens.truncated = truncated != 0;
+  for (std::uint32_t i = 0; i < plans; ++i) {
+    std::int32_t v[8];
+    for (std::int32_t& x : v)
+      if (!rd.get(&x)) return bad("plans");
+    image::ImagePlan pl;
+    pl.src_width = v[0];
+    pl.src_height = v[1];
+    pl.width = v[2];
+    pl.height = v[3];
+    pl.grid_t = v[4];
+    pl.grid_h = v[5];
+    pl.grid_w = v[6];
+    pl.orientation = v[7];
+    p.plans.push_back(pl);
+  }
+  std::uint32_t encoded = 0;
+  if (!(rd.get(&p.pixel_rows) && rd.get(&encoded)) || encoded > kMaxImages) return bad("rows");
+  p.encoded.resize(encoded);
+  for (auto& e : p.encoded)
+    if (!rd.vec(&e)) return bad("media bytes");
+  if (!rd.get(&r.payload_bytes) || !rd.done()) return bad("trailer");
+  std::int64_t rows = 0;
+  for (const image::ImagePlan& pl : p.plans) rows += pl.rows();
+  if (!p.failure && (rows != p.pixel_rows || p.positions.size() != 3 * p.tokens.input_ids.size()))
+    return bad("inconsistent sizes");
+  return r;
+}
+
+std::uint64_t payload_bytes(const pipeline::Prepared& p, Wire wire, std::int64_t columns,
+                            image::PixelDType dtype) {
+  if (p.failure || wire == Wire::kEncoded) return 0;
+  std::uint64_t n = 0;
+  for (const image::ImagePlan& pl : p.plans) {
+    n += wire == Wire::kUint8
+             ? static_cast<std::uint64_t>(pl.width) * pl.height * 3
+             : static_cast<std::uint64_t>(pl.rows()) * columns *
+                   (dtype == image::PixelDType::kFloat32 ? 4 : 2);
+  }
+  return n;
+}
+
+}  // namespace stoker::cluster

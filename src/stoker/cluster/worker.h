@@ -1,0 +1,27 @@
+// A worker rank of `stoker cluster`: answers the receivers' requests. Each request (one item of
+// a receiver's schedule) is read and fetched on the I/O pool, then prepared (template, tokens,
+// labels, mRoPE — the same pipeline::prepare as a local run) and its images made into the wire
+// form on the CPU pool: finished pixel rows (float/bf16), resized uint8 RGB, or left encoded.
+// The result goes back to the asking receiver, the pixels as a separate payload message that
+// waits until the receiver assembles the batch that holds it. Stateless: any worker may answer
+// any request, so the bytes never depend on which one did. Runs until every receiver said stop.
+#pragma once
+
+#include <cstdint>
+
+#include "stoker/base/result.h"
+#include "stoker/cluster/wire.h"
+#include "stoker/pipeline/loader.h"
+
+namespace stoker::cluster {
+
+struct WorkerStats {
+  std::uint64_t samples = 0, failed = 0;
+  std::uint64_t bytes_sent = 0, bytes_received = 0;
+  double busy_s = 0;  // prepare + pixels, summed over threads
+};
+
+// `receivers`: how many stops end the loop.
+Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, int receivers);
+
+}  // namespace stoker::cluster

@@ -1,0 +1,180 @@
+"""`stoker cluster` under mpirun delivers the bytes a single-process `stoker run` delivers: batch
+hashes (every tensor's shape and bytes, sample ids included), delivered sample ids and the error
+report are equal for 1, 2 and 4 workers, spread (--map-by node) and packed (--map-by slot), on
+every wire (float rows, uint8 pixels normalised on the receiver, encoded media decoded on the
+receiver), with media on local disk and over HTTP (loopback server), with packing, and with two
+receivers (each equal to `stoker run --rank r --world-size 2`). The reference is the local
+engine, whose pixels the parity tests check against the HF processor; so uint8 equal here means
+the receiver's normalise + patchify is bit-identical. Also: the summary's wire bytes per sample
+(uint8 at least 4x below float; encoded below uint8), a receiver alone (no workers), and flag
+mismatches between ranks refused naming the rank.
+
+Run by ctest (labels integration, mpi) with STOKER_BIN set; standalone:
+    STOKER_BIN=build/stoker /usr/bin/python3 -m pytest -q tests/cluster/test_cluster.py
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "io"))
+import servers  # noqa: E402  (the loopback HTTP server)
+
+STOKER = os.environ.get("STOKER_BIN", os.path.join(HERE, "..", "..", "build", "stoker"))
+# TCP over loopback only (what separate hosts would use), one machine, oversubscribed.
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
+          "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
+COMMON = ["--batch-size", "4", "--threads", "1", "--io-threads", "2", "--prefetch", "2",
+          "--epochs", "2", "--seed", "7", "--quiet", "--max-error-rate", "1", "--arena-mb", "64"]
+N = 36
+
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed")
+
+
+def outputs(work, suffix=""):
+    """(batch hashes, delivered log, error report) of one receiver's files."""
+    def text(name):
+        p = work / (name + suffix)
+        return p.read_text() if p.exists() else ""
+    return text("hashes.txt"), text("delivered.log"), text("errors.jsonl")
+
+
+def files(work):
+    return ["--batch-hashes", str(work / "hashes.txt"), "--delivered-log",
+            str(work / "delivered.log"), "--error-report", str(work / "errors.jsonl")]
+
+
+def stoker_run(data, work, extra=(), env=None):
+    work.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run([STOKER, "run", data, *COMMON, *files(work), *extra],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    return work
+
+
+def cluster(data, work, np_, map_by, extra=(), env=None):
+    work.mkdir(parents=True, exist_ok=True)
+    cmd = [*MPIRUN, "--map-by", map_by, "-np", str(np_), STOKER, "cluster", data, *COMMON,
+           *files(work), "--summary-json", str(work / "summary.json"), *extra]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return work, json.loads((work / "summary.json").read_text()), r.stdout
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ds")
+    subprocess.run([STOKER, "synth", "--out", str(d), "--n", str(N), "--seed", "3",
+                    "--max-side", "160", "--bad-fraction", "0.08"], check=True,
+                   capture_output=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def reference(dataset, tmp_path_factory):
+    work = stoker_run(str(dataset / "data.jsonl"), tmp_path_factory.mktemp("ref"))
+    hashes, log, errors = outputs(work)
+    bad = len(open(dataset / "bad.jsonl").readlines())
+    assert bad > 0 and len(errors.splitlines()) == 2 * bad  # failures are part of what must agree
+    assert len(hashes.splitlines()) >= 2 * (N - bad) // 4
+    return outputs(work)
+
+
+# (workers, mapping, wire): 1, 2 and 4 workers, each spread and packed, the wires rotated.
+LAYOUTS = [(1, "node", "float"), (1, "slot", "uint8"), (2, "node", "uint8"),
+           (2, "slot", "encoded"), (4, "node", "encoded"), (4, "slot", "float")]
+
+
+@pytest.fixture(scope="module")
+def layouts(dataset, tmp_path_factory):
+    """Each layout's (workdir, summary, stdout)."""
+    runs = {}
+    for workers, map_by, wire in LAYOUTS:
+        work = tmp_path_factory.mktemp(f"k{workers}{map_by}{wire}")
+        runs[(workers, map_by, wire)] = cluster(str(dataset / "data.jsonl"), work, 1 + workers,
+                                                map_by, ["--wire", wire])
+    return runs
+
+
+@pytest.mark.parametrize("workers,map_by,wire", LAYOUTS)
+def test_layouts_deliver_the_local_bytes(layouts, reference, workers, map_by, wire):
+    work, summary, out = layouts[(workers, map_by, wire)]
+    assert outputs(work) == reference
+    assert summary["workers"] == workers and summary["receivers"] == 1
+    assert summary["wire"] == wire
+    ranks = summary["ranks"]
+    assert [r["role"] for r in ranks] == ["receiver"] + ["worker"] * workers
+    assert all(r["cpu_s"] > 0 and r["host"] for r in ranks)
+    # Every worker answered requests; together they sent what the receiver received.
+    assert all(r["samples"] > 0 for r in ranks[1:])
+    assert sum(r["samples"] for r in ranks[1:]) >= summary["samples"]
+    assert sum(r["bytes_sent"] for r in ranks[1:]) == ranks[0]["bytes_received"]
+    assert "stoker cluster: receiver 0 of 1:" in out and f"K={workers} wire={wire}" in out
+
+
+def test_wire_bytes_per_sample(layouts):
+    per = {}
+    for (workers, map_by, wire), (_, summary, _) in layouts.items():
+        per.setdefault(wire, summary["wire_bytes_per_sample"])
+        assert summary["wire_bytes_per_sample"] == per[wire]  # the layout does not change it
+    # uint8 ships H·W·3 bytes where float ships 2 frames × 4 bytes per value (8x, less headers).
+    assert per["float"] >= 4 * per["uint8"], per
+    assert per["uint8"] > per["encoded"] > 0, per
+
+
+def test_remote_media_over_http(dataset, reference, tmp_path):
+    http = servers.ThreadServer("range", root=str(dataset))
+    try:
+        env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+        url = f"http://127.0.0.1:{http.port}/data.jsonl"
+        work, _, _ = cluster(url, tmp_path / "c", 3, "node", ["--wire", "uint8"], env=env)
+    finally:
+        http.stop()
+    hashes, log, errors = outputs(work)
+    ref_hashes, ref_log, ref_errors = reference
+    assert (hashes, log) == (ref_hashes, ref_log)  # remote media: the local bytes
+    # The same failures (the reasons name the URL instead of the path).
+    def key(text):
+        return [(e["sample"], e["line"], e["stage"], e["code"])
+                for e in map(json.loads, text.splitlines())]
+    assert key(errors) == key(ref_errors)
+
+
+def test_packing(dataset, tmp_path):
+    pack = ["--packing", "--max-tokens", "2048", "--pack-window", "16"]
+    ref = outputs(stoker_run(str(dataset / "data.jsonl"), tmp_path / "ref", pack))
+    assert ref[0]
+    work, _, _ = cluster(str(dataset / "data.jsonl"), tmp_path / "c", 3, "slot",
+                         ["--wire", "uint8", *pack])
+    assert outputs(work) == ref
+
+
+def test_two_receivers_are_ranks_of_two(dataset, tmp_path):
+    data = str(dataset / "data.jsonl")
+    work, summary, _ = cluster(data, tmp_path / "c", 5, "node", ["--receivers", "2"])
+    assert summary["receivers"] == 2 and summary["workers"] == 3
+    for r in (0, 1):
+        ref = stoker_run(data, tmp_path / f"ref{r}", ["--rank", str(r), "--world-size", "2"])
+        assert outputs(work, f".r{r}") == outputs(ref)
+
+
+def test_receiver_alone_prepares_locally(dataset, reference, tmp_path):
+    work, summary, _ = cluster(str(dataset / "data.jsonl"), tmp_path, 1, "slot")
+    assert outputs(work) == reference
+    assert summary["workers"] == 0 and summary["wire"] == "local"
+    assert summary["wire_bytes"] == 0
+
+
+def test_mismatched_flags_end_the_job_naming_the_rank(dataset, tmp_path):
+    data = str(dataset / "data.jsonl")
+    other = list(COMMON)
+    other[other.index("--seed") + 1] = "8"  # another order: another plan
+    cmd = [*MPIRUN, "-np", "1", STOKER, "cluster", data, *COMMON, "--role", "receiver", ":",
+           "-np", "1", STOKER, "cluster", data, *other, "--role", "worker"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "rank 1 was given other flags than rank 0" in r.stderr, r.stderr[-2000:]
