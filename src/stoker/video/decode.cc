@@ -116,6 +116,13 @@ struct VideoReader::Impl {
   }
 
   Status open(std::span<const std::uint8_t> bytes) {
+    // FFmpeg's own log lines (concealment, "Packet corrupt", ...) would go to stderr from every
+    // worker; stoker reports failures as errors instead.
+    static const bool quiet = [] {
+      av_log_set_level(AV_LOG_QUIET);
+      return true;
+    }();
+    (void)quiet;
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(limits.max_seconds));
     if (bytes.empty()) return data_loss("video: empty file");

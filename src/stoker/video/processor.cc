@@ -59,6 +59,11 @@ std::int64_t VideoProcessor::columns() const {
 Result<VideoPlan> VideoProcessor::plan(const VideoReader& reader, const VideoOptions& options) const {
   const StreamInfo& info = reader.info();
   STOKER_RETURN_IF_ERROR(options.validate());
+  const double last_s = static_cast<double>(info.pts.back()) * info.tb_num / info.tb_den;
+  if (options.video_start && *options.video_start > last_s) {
+    return invalid_argument("video: video_start " + std::to_string(*options.video_start) +
+                            " s is beyond the last frame (" + std::to_string(last_s) + " s)");
+  }
   ClipRange clip = clip_range(info.pts, info.tb_num, info.tb_den, options.video_start, options.video_end);
   if (clip.count <= 0) {
     double duration = static_cast<double>(info.pts.back()) * info.tb_num / info.tb_den;

@@ -1,6 +1,6 @@
 // stoker_video_tool FILE [--model qwen2vl|qwen25vl|qwen3vl] [--fps F | --nframes N]
 //   [--min-frames N] [--max-frames N] [--video-start S] [--video-end S] [--min-pixels N]
-//   [--max-pixels N] [--total-pixels N] [--threads N] [--out PREFIX] [--raw] [--repeat N]
+//   [--max-pixels N] [--total-pixels N] [--threads N] [--max-side N] [--out PREFIX] [--raw] [--repeat N]
 // Prints the plan as one JSON line (frame indices, grid, second_per_grid_t, timestamps, decode
 // counters, seconds). --out writes PREFIX.frames (resized uint8 T×H×W×3) and PREFIX.pixels
 // (float32 pixel_values_videos); --raw also PREFIX.raw (the decoded RGB of the kept frames).
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   }
   std::string path = argv[1], model = "qwen25vl", out;
   VideoOptions o;
-  int threads = 1, repeat = 1;
+  int threads = 1, repeat = 1, max_side = 16384;
   bool raw = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
     else if (a == "--max-pixels") o.max_pixels = val();
     else if (a == "--total-pixels") o.total_pixels = val();
     else if (a == "--threads") threads = static_cast<int>(val());
+    else if (a == "--max-side") max_side = static_cast<int>(val());
     else if (a == "--repeat") repeat = static_cast<int>(val());
     else if (a == "--out") out = argv[++i];
     else if (a == "--raw") raw = true;
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   cfg.limits.threads = threads;
+  cfg.limits.max_side = max_side;
   auto proc = VideoProcessor::create(cfg);
   if (!proc) {
     std::fprintf(stderr, "%s\n", proc.error().to_string().c_str());
