@@ -16,6 +16,7 @@ int run_bench_torch(int argc, char** argv);
 int run_bench_s3(int argc, char** argv);
 int run_bench_loader(int argc, char** argv);
 int run_bench_packing(int argc, char** argv);
+int run_bench_video(int argc, char** argv);
 
 #if !defined(STOKER_HAVE_BENCH)
 int run_bench(int, char**) {
@@ -45,6 +46,8 @@ int run_bench(int argc, char** argv) {
        "alone; the limiter", run_bench_loader},
       {"packing", "padded vs token-budget batches vs packing at L = 4096/8192/16384: efficiency, "
        "rows per epoch, DP balance", run_bench_packing},
+      {"video", "1080p sparse-keyframe videos: stoker vs qwen-vl-utils' torchvision/PyAV path + "
+       "the transformers video processor", run_bench_video},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)
