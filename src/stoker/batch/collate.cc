@@ -8,7 +8,7 @@ namespace {
 
 std::vector<TensorView> tensors_for(const BatchShape& s) {
   const std::int64_t B = s.batch_size, L = s.length;
-  return {
+  std::vector<TensorView> t = {
       {"input_ids", DType::kInt64, {B, L}, 0},
       {"labels", DType::kInt64, {B, L}, 0},
       {"attention_mask", DType::kInt64, {B, L}, 0},
@@ -17,6 +17,8 @@ std::vector<TensorView> tensors_for(const BatchShape& s) {
       {"image_grid_thw", DType::kInt64, {s.images, 3}, 0},
       {"sample_ids", DType::kUInt64, {B}, 0},
   };
+  append_video_tensors(&t, s.videos, s.video_rows, s.pixel_cols, s.pixel_dtype);
+  return t;
 }
 
 template <typename T>
@@ -27,6 +29,14 @@ T* at(std::uint8_t* base, const BatchLayout& layout, const char* name) {
 }
 
 }  // namespace
+
+void append_video_tensors(std::vector<TensorView>* t, std::int64_t videos, std::int64_t rows,
+                          std::int64_t cols, DType dtype) {
+  if (videos <= 0) return;
+  t->push_back({"pixel_values_videos", dtype, {rows, cols}, 0});
+  t->push_back({"video_grid_thw", DType::kInt64, {videos, 3}, 0});
+  t->push_back({"second_per_grid_ts", DType::kFloat32, {videos}, 0});
+}
 
 std::uint64_t layout_bytes(const BatchShape& shape) { return placed_bytes(tensors_for(shape)); }
 
@@ -86,6 +96,32 @@ void write_sample_ids(std::uint8_t* base, const BatchLayout& layout,
 std::uint8_t* pixel_row_address(std::uint8_t* base, const BatchLayout& layout, std::int64_t row) {
   const TensorView* t = layout.find("pixel_values");
   STOKER_CHECK(t != nullptr && row >= 0 && row <= t->shape[0], "collate: pixel row out of range");
+  return base + t->offset +
+         static_cast<std::uint64_t>(row) * static_cast<std::uint64_t>(t->shape[1]) *
+             static_cast<std::uint64_t>(dtype_size(t->dtype));
+}
+
+void write_video_grids(std::uint8_t* base, const BatchLayout& layout,
+                       std::span<const GridTHW> grids, std::span<const double> seconds) {
+  if (grids.empty()) return;
+  const TensorView* g = layout.find("video_grid_thw");
+  const TensorView* s = layout.find("second_per_grid_ts");
+  STOKER_CHECK(g != nullptr && s != nullptr && g->shape[0] == static_cast<std::int64_t>(grids.size()) &&
+                   seconds.size() == grids.size(),
+               "collate: video grid count differs from the layout");
+  std::int64_t* out = reinterpret_cast<std::int64_t*>(base + g->offset);
+  float* sec = reinterpret_cast<float*>(base + s->offset);
+  for (std::size_t i = 0; i < grids.size(); ++i) {
+    out[3 * i] = grids[i].t;
+    out[3 * i + 1] = grids[i].h;
+    out[3 * i + 2] = grids[i].w;
+    sec[i] = static_cast<float>(seconds[i]);
+  }
+}
+
+std::uint8_t* video_row_address(std::uint8_t* base, const BatchLayout& layout, std::int64_t row) {
+  const TensorView* t = layout.find("pixel_values_videos");
+  STOKER_CHECK(t != nullptr && row >= 0 && row <= t->shape[0], "collate: video row out of range");
   return base + t->offset +
          static_cast<std::uint64_t>(row) * static_cast<std::uint64_t>(t->shape[1]) *
              static_cast<std::uint64_t>(dtype_size(t->dtype));

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "stoker/batch/batch.h"
 #include "stoker/batch/mrope.h"
@@ -25,7 +26,16 @@ struct BatchShape {
   std::int64_t pixel_rows = 0;   // sum of the images' grid_t·grid_h·grid_w
   std::int64_t pixel_cols = 0;   // C·T·P·P
   DType pixel_dtype = DType::kFloat32;
+  // Videos (only when > 0 are their tensors placed): pixel_values_videos [video_rows, cols]
+  // (pixel_dtype), video_grid_thw int64 [videos, 3], second_per_grid_ts float32 [videos].
+  std::int64_t videos = 0;
+  std::int64_t video_rows = 0;
 };
+
+// The video tensors for `videos` videos of `rows` rows in total (none when videos == 0),
+// appended after a layout's image tensors (padded and packed layouts alike).
+void append_video_tensors(std::vector<TensorView>* tensors, std::int64_t videos,
+                          std::int64_t rows, std::int64_t cols, DType dtype);
 
 // Tensors of batch.h at offsets from `block.offset` (the arena base); block.size is left as
 // given. layout_bytes(shape) is how large the block must be.
@@ -47,6 +57,12 @@ void write_sample_ids(std::uint8_t* arena_base, const BatchLayout& layout,
                       std::span<const std::uint64_t> ids);
 // Where image rows starting at `row` go inside pixel_values.
 std::uint8_t* pixel_row_address(std::uint8_t* arena_base, const BatchLayout& layout,
+                                std::int64_t row);
+// Video grids and Qwen2.5-VL second_per_grid_ts (one per video, samples in order), and where
+// video rows starting at `row` go inside pixel_values_videos.
+void write_video_grids(std::uint8_t* arena_base, const BatchLayout& layout,
+                       std::span<const GridTHW> grids, std::span<const double> second_per_grid_ts);
+std::uint8_t* video_row_address(std::uint8_t* arena_base, const BatchLayout& layout,
                                 std::int64_t row);
 
 }  // namespace stoker::batch

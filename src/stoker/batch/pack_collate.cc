@@ -34,6 +34,7 @@ std::vector<TensorView> tensors_for(const PackShape& s) {
   t.push_back({"pixel_values", s.pixel_dtype, {s.pixel_rows, s.pixel_cols}, 0});
   t.push_back({"image_grid_thw", DType::kInt64, {s.images, 3}, 0});
   t.push_back({"sample_ids", DType::kUInt64, {s.sequences}, 0});
+  append_video_tensors(&t, s.videos, s.video_rows, s.pixel_cols, s.pixel_dtype);
   return t;
 }
 

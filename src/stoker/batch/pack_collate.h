@@ -37,6 +37,8 @@ struct PackShape {
   std::int64_t pixel_rows = 0;
   std::int64_t pixel_cols = 0;
   DType pixel_dtype = DType::kFloat32;
+  std::int64_t videos = 0;      // video tensors as in BatchShape (collate.h)
+  std::int64_t video_rows = 0;
 };
 
 // The row length a sub-sequence of `length` tokens takes in this format.

@@ -17,6 +17,7 @@ int run_bench_s3(int argc, char** argv);
 int run_bench_loader(int argc, char** argv);
 int run_bench_packing(int argc, char** argv);
 int run_bench_scale(int argc, char** argv);
+int run_bench_video(int argc, char** argv);
 
 #if !defined(STOKER_HAVE_BENCH)
 int run_bench(int, char**) {
@@ -48,6 +49,8 @@ int run_bench(int argc, char** argv) {
        "rows per epoch, DP balance", run_bench_packing},
       {"scale", "Open MPI scale-out on a one-machine bed: GPU host alone vs + K worker hosts, "
        "packed vs spread, float vs uint8 wire (needs root)", run_bench_scale},
+      {"video", "1080p sparse-keyframe videos: stoker vs qwen-vl-utils' torchvision/PyAV path + "
+       "the transformers video processor", run_bench_video},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)

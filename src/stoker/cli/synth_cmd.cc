@@ -5,6 +5,7 @@
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
 #include "stoker/synth/synth.h"
+#include "stoker/synth/video.h"
 
 namespace stoker::cli {
 namespace {
@@ -30,6 +31,12 @@ options:
                         image, truncated image, malformed JSON line, no assistant turn) and list
                         them in DIR/bad.jsonl {"line","id","kind","image","reason"} (default 0)
   --threads T           encoder threads (default: all cores; output does not depend on it)
+  --videos N            also write N small videos (DIR/videos/, described in DIR/videos.jsonl) and
+                        append one video record per video to data.jsonl; the kinds cycle through
+                        long-GOP H.264 with B-frames, MPEG-4 at 29.97, VFR odd-size H.264 at
+                        23.976, 60 fps with an AAC track, a 90-degree rotation tag, short GOP, VP9
+                        and AV1 (when this FFmpeg encodes them); plus videos/one_frame.mp4 and
+                        videos/zero_frames.mp4 (not referenced). Encoded with libavcodec.
   --images-only         benchmark mode: N photo-like images of one size and format
   --size WxH            image size for --images-only (default 1920x1080)
   --format F            jpeg | jpeg-progressive | jpeg444 | png | webp, or any variant name
@@ -71,13 +78,21 @@ Result<synth::SynthResult> run(const Args& args) {
   STOKER_ASSIGN_OR_RETURN(c.bad_fraction, args.get_double("bad-fraction", 0.0, 0, 1));
   c.seed = seed;
   c.threads = threads;
-  return synth::generate_dataset(c);
+  STOKER_ASSIGN_OR_RETURN(int videos, args.get_int<int>("videos", 0, 0, 100000));
+  STOKER_ASSIGN_OR_RETURN(synth::SynthResult r, synth::generate_dataset(c));
+  if (videos > 0) {
+    STOKER_ASSIGN_OR_RETURN(synth::VideoMixResult v, synth::add_video_records(c.out_dir, videos, seed));
+    r.records += v.records;
+    std::printf("videos: %d records, %zu files, %.1f KiB (DIR/videos.jsonl)\n", v.records,
+                v.paths.size() + 2, static_cast<double>(v.bytes) / 1024);
+  }
+  return r;
 }
 
 }  // namespace
 
 int run_synth(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format"},
+  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos"},
                           {"images-only", "help"});
   if (!args.ok()) return report("synth", args.error());
   if (args->has("help")) {

@@ -12,6 +12,15 @@ namespace {
 
 namespace dom = simdjson::dom;
 
+}  // namespace
+
+bool VideoParams::any() const {
+  return fps || nframes || min_frames || max_frames || video_start || video_end || min_pixels ||
+         max_pixels || total_pixels || sample_fps || raw_fps;
+}
+
+namespace {
+
 std::string_view kind_tag(Part::Kind kind) { return kind == Part::Kind::kImage ? "<image>" : "<video>"; }
 
 // Names the record in error messages: `record "id"` when it has an id.
@@ -53,8 +62,97 @@ Status read_media_list(dom::object elem, const char* key, const std::string& id,
   return add(v);
 }
 
+// The numeric video keys of an object (a {"type":"video"} part or a `videos` list entry).
+Status read_video_params(dom::object o, const std::string& id, VideoParams* v) {
+  struct Key {
+    const char* name;
+    std::optional<double> VideoParams::*field;
+  };
+  static const Key keys[] = {
+      {"fps", &VideoParams::fps},           {"nframes", &VideoParams::nframes},
+      {"min_frames", &VideoParams::min_frames}, {"max_frames", &VideoParams::max_frames},
+      {"video_start", &VideoParams::video_start}, {"video_end", &VideoParams::video_end},
+      {"min_pixels", &VideoParams::min_pixels}, {"max_pixels", &VideoParams::max_pixels},
+      {"total_pixels", &VideoParams::total_pixels}, {"sample_fps", &VideoParams::sample_fps},
+      {"raw_fps", &VideoParams::raw_fps}};
+  for (const Key& k : keys) {
+    dom::element e;
+    if (o[k.name].get(e) != simdjson::SUCCESS || e.is_null()) continue;
+    double d;
+    if (e.get_double().get(d) != simdjson::SUCCESS) {
+      std::int64_t i;
+      std::uint64_t u;
+      if (e.get_int64().get(i) == simdjson::SUCCESS) d = static_cast<double>(i);
+      else if (e.get_uint64().get(u) == simdjson::SUCCESS) d = static_cast<double>(u);
+      else return bad(id, std::string("video \"") + k.name + "\" must be a number");
+    }
+    v->*k.field = d;
+  }
+  return ok_status();
+}
+
+// A video given as a list of frame references.
+Status read_frame_list(dom::array arr, const std::string& id, std::vector<std::string>* frames) {
+  for (dom::element f : arr) {
+    std::string_view s;
+    if (f.get_string().get(s) != simdjson::SUCCESS) {
+      return bad(id, "video frame lists must hold strings");
+    }
+    frames->emplace_back(s);
+  }
+  if (frames->empty()) return bad(id, "empty video frame list");
+  return ok_status();
+}
+
+// One `videos` list entry: "a.mp4", ["f0.jpg", ...], or {"video"|"path"|"url": .., options}.
+Status read_video_entry(dom::element e, const std::string& id, Part* out) {
+  out->kind = Part::Kind::kVideo;
+  std::string_view s;
+  if (e.get_string().get(s) == simdjson::SUCCESS) {
+    out->value = std::string(s);
+    return ok_status();
+  }
+  if (e.is_array()) return read_frame_list(e.get_array().value_unsafe(), id, &out->frames);
+  if (e.is_object()) {
+    dom::object o = e.get_object().value_unsafe();
+    for (const char* k : {"video", "path", "url"}) {
+      dom::element v;
+      if (o[k].get(v) != simdjson::SUCCESS) continue;
+      if (v.get_string().get(s) == simdjson::SUCCESS) {
+        out->value = std::string(s);
+      } else if (v.is_array()) {
+        STOKER_RETURN_IF_ERROR(read_frame_list(v.get_array().value_unsafe(), id, &out->frames));
+      } else {
+        continue;
+      }
+      return read_video_params(o, id, &out->video);
+    }
+  }
+  return bad(id, "\"videos\" entries must be strings, frame lists or objects with a \"video\"");
+}
+
+Status read_video_list(dom::object elem, const char* key, const std::string& id,
+                       std::vector<Part>* out) {
+  dom::element v;
+  if (elem[key].get(v) != simdjson::SUCCESS || v.is_null()) return ok_status();
+  if (v.is_array()) {
+    dom::array arr = v.get_array().value_unsafe();
+    for (dom::element e : arr) {
+      Part p;
+      STOKER_RETURN_IF_ERROR(read_video_entry(e, id, &p));
+      out->push_back(std::move(p));
+    }
+    return ok_status();
+  }
+  Part p;
+  STOKER_RETURN_IF_ERROR(read_video_entry(v, id, &p));
+  out->push_back(std::move(p));
+  return ok_status();
+}
+
 struct MediaLists {
-  std::vector<std::string> images, videos;
+  std::vector<std::string> images;
+  std::vector<Part> videos;
   std::size_t next_image = 0, next_video = 0;
   bool any() const { return !images.empty() || !videos.empty(); }
 };
@@ -80,10 +178,11 @@ Status split_tags(std::string_view text, MediaLists* media, int* image_tags, int
       parts->push_back({Part::Kind::kImage, std::move(ref)});
     } else {
       ++*video_tags;
-      std::string ref = media->next_video < media->videos.size()
-                            ? media->videos[media->next_video] : std::string();
+      Part video;
+      video.kind = Part::Kind::kVideo;
+      if (media->next_video < media->videos.size()) video = media->videos[media->next_video];
       ++media->next_video;
-      parts->push_back({Part::Kind::kVideo, std::move(ref)});
+      parts->push_back(std::move(video));
     }
     pos = at + 7;  // both tags are 7 bytes
   }
@@ -163,11 +262,19 @@ Status parse_openai_part(dom::element e, const std::string& id, std::size_t msg,
   for (const char* k : keys) {
     dom::element v;
     if (o[k].get(v) != simdjson::SUCCESS) continue;
+    Part part;
+    part.kind = is_image ? Part::Kind::kImage : Part::Kind::kVideo;
     if (v.get_string().get(s) == simdjson::SUCCESS ||
         (v.is_object() && v["url"].get_string().get(s) == simdjson::SUCCESS)) {
-      parts->push_back({is_image ? Part::Kind::kImage : Part::Kind::kVideo, std::string(s)});
-      return ok_status();
+      part.value = std::string(s);
+    } else if (is_video && v.is_array()) {
+      STOKER_RETURN_IF_ERROR(read_frame_list(v.get_array().value_unsafe(), id, &part.frames));
+    } else {
+      continue;
     }
+    if (is_video) STOKER_RETURN_IF_ERROR(read_video_params(o, id, &part.video));
+    parts->push_back(std::move(part));
+    return ok_status();
   }
   return bad(id, where + std::string(type) + " part without a reference");
 }
@@ -177,7 +284,7 @@ Result<Conversation> parse_openai(dom::object root, std::string id) {
   conv.id = std::move(id);
   MediaLists media;  // LLaMA-Factory's "openai" layout: string content with <image> tags + lists
   STOKER_RETURN_IF_ERROR(read_media_list(root, "images", conv.id, &media.images));
-  STOKER_RETURN_IF_ERROR(read_media_list(root, "videos", conv.id, &media.videos));
+  STOKER_RETURN_IF_ERROR(read_video_list(root, "videos", conv.id, &media.videos));
   int image_tags = 0, video_tags = 0;
   dom::array msgs;
   if (root["messages"].get_array().get(msgs) != simdjson::SUCCESS) {
@@ -229,9 +336,9 @@ Result<Conversation> parse_sharegpt(dom::object root, std::string id) {
   if (media.images.empty()) {
     STOKER_RETURN_IF_ERROR(read_media_list(root, "image", conv.id, &media.images));
   }
-  STOKER_RETURN_IF_ERROR(read_media_list(root, "videos", conv.id, &media.videos));
+  STOKER_RETURN_IF_ERROR(read_video_list(root, "videos", conv.id, &media.videos));
   if (media.videos.empty()) {
-    STOKER_RETURN_IF_ERROR(read_media_list(root, "video", conv.id, &media.videos));
+    STOKER_RETURN_IF_ERROR(read_video_list(root, "video", conv.id, &media.videos));
   }
   // LLaMA-Factory's ShareGPT puts the system prompt in a top-level "system" string.
   std::string_view system;

@@ -2,9 +2,10 @@
 // Accepted record forms (one JSON object per JSONL line):
 //  - OpenAI messages: {"messages":[{"role":"user","content":"text" | [{"type":"text","text":..},
 //    {"type":"image","image":"path"} | {"type":"image_url","image_url":{"url":..}} |
-//    {"type":"video","video":"path"}]}, ...]}
+//    {"type":"video","video":"path" | ["frame0.jpg", ...], "fps":2, "nframes":8,
+//     "video_start":1.5, "video_end":9, "min_pixels":.., "max_pixels":.., "total_pixels":..}]}, ...]}
 //  - ShareGPT: {"conversations":[{"from":"human"|"gpt"|"system","value":"..<image>.."}],
-//    "images":[...], "videos":[...]}
+//    "images":[...], "videos":["a.mp4" | ["f0.jpg", ...] | {"video":"a.mp4","fps":1,...}, ...]}
 //  - LLaVA: {"id":..,"image":"a.jpg" | [..],"conversations":[{"from":"human","value":"<image>\n.."}]}
 // `<image>` / `<video>` tags become media parts in order; count mismatches are errors.
 // Media references are kept as written (resolution against the manifest's URI happens later).
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,10 +25,20 @@ namespace stoker::dataset {
 enum class Role { kSystem, kUser, kAssistant, kTool };
 std::string_view role_name(Role r);  // "system", "user", "assistant", "tool"
 
+// The per-video keys qwen-vl-utils reads (video/sampling.h VideoOptions): unset = its default.
+struct VideoParams {
+  std::optional<double> fps, nframes, min_frames, max_frames, video_start, video_end, min_pixels,
+      max_pixels, total_pixels, sample_fps, raw_fps;
+  bool any() const;
+};
+
 struct Part {
   enum class Kind { kText, kImage, kVideo };
   Kind kind = Kind::kText;
   std::string value;  // the text, or the media reference as written in the record
+  // kVideo given as a list of frame images (value empty): their references, in order.
+  std::vector<std::string> frames;
+  VideoParams video;
 };
 
 struct Message {

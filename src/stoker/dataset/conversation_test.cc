@@ -197,3 +197,61 @@ TEST(ConversationTest, ValidateForSft) {
 
 }  // namespace
 }  // namespace stoker::dataset
+
+namespace stoker::dataset {
+namespace {
+
+TEST(VideoParts, OpenAIWithOptionsAndFrameLists) {
+  auto c = parse_record(R"({"messages":[{"role":"user","content":[
+      {"type":"video","video":"a.mp4","fps":1,"video_start":1.5,"video_end":9,"max_pixels":50176},
+      {"type":"video","video":["f0.jpg","f1.jpg","f2.jpg"],"sample_fps":1},
+      {"type":"text","text":"what happens?"}]},
+      {"role":"assistant","content":"a dog runs"}]})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  const auto& parts = c->messages[0].parts;
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].kind, Part::Kind::kVideo);
+  EXPECT_EQ(parts[0].value, "a.mp4");
+  EXPECT_EQ(*parts[0].video.fps, 1.0);
+  EXPECT_EQ(*parts[0].video.video_start, 1.5);
+  EXPECT_EQ(*parts[0].video.video_end, 9.0);
+  EXPECT_EQ(*parts[0].video.max_pixels, 50176.0);
+  EXPECT_FALSE(parts[0].video.nframes.has_value());
+  EXPECT_EQ(parts[1].frames, (std::vector<std::string>{"f0.jpg", "f1.jpg", "f2.jpg"}));
+  EXPECT_TRUE(parts[1].value.empty());
+  EXPECT_EQ(*parts[1].video.sample_fps, 1.0);
+  EXPECT_EQ(c->count(Part::Kind::kVideo), 2);
+}
+
+TEST(VideoParts, ShareGPTVideosList) {
+  auto c = parse_record(R"({"conversations":[{"from":"human","value":"<video><video>Compare."},
+      {"from":"gpt","value":"same"}],
+      "videos":["a.mp4", {"video":"b.webm","nframes":8}, ["f0.png","f1.png"]]})");
+  ASSERT_FALSE(c.ok());  // three videos, two tags: refused with the counts
+  EXPECT_NE(c.error().to_string().find("2 <video> tag(s)"), std::string::npos);
+  c = parse_record(R"({"conversations":[{"from":"human","value":"<video><video><video>Compare."},
+      {"from":"gpt","value":"same"}],
+      "videos":["a.mp4", {"video":"b.webm","nframes":8}, ["f0.png","f1.png"]]})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  const auto& parts = c->messages[0].parts;
+  EXPECT_EQ(parts[0].value, "a.mp4");
+  EXPECT_EQ(parts[1].value, "b.webm");
+  EXPECT_EQ(*parts[1].video.nframes, 8.0);
+  EXPECT_EQ(parts[2].frames.size(), 2u);
+}
+
+TEST(VideoParts, BadOptionsAreRefused) {
+  auto c = parse_record(R"({"messages":[{"role":"user","content":[
+      {"type":"video","video":"a.mp4","fps":"fast"}]},{"role":"assistant","content":"x"}]})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().to_string().find("\"fps\" must be a number"), std::string::npos);
+  c = parse_record(R"({"messages":[{"role":"user","content":[
+      {"type":"video","video":[]}]},{"role":"assistant","content":"x"}]})");
+  ASSERT_FALSE(c.ok());
+  c = parse_record(R"({"messages":[{"role":"user","content":[
+      {"type":"video","video":[1,2]}]},{"role":"assistant","content":"x"}]})");
+  ASSERT_FALSE(c.ok());
+}
+
+}  // namespace
+}  // namespace stoker::dataset

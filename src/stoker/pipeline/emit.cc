@@ -110,6 +110,20 @@ void grids_and_ids(const std::vector<Prepared>& goods, std::vector<batch::GridTH
   }
 }
 
+// The batch's video grids and second_per_grid_ts, samples in order, then videos in order.
+void write_videos(std::uint8_t* base, const batch::BatchLayout& layout,
+                  const std::vector<Prepared>& goods) {
+  std::vector<batch::GridTHW> grids;
+  std::vector<double> seconds;
+  for (const Prepared& p : goods) {
+    for (const Prepared::Video& v : p.videos) {
+      grids.push_back({v.plan.grid_t, v.plan.grid_h, v.plan.grid_w});
+      seconds.push_back(v.plan.second_per_grid_t);
+    }
+  }
+  batch::write_video_grids(base, layout, grids, seconds);
+}
+
 }  // namespace
 
 Result<Batch> Engine::start_batch(const std::vector<Prepared>& goods, std::uint64_t bytes,
@@ -131,7 +145,38 @@ Result<Batch> Engine::start_batch(const std::vector<Prepared>& goods, std::uint6
   // Handed over as a Batch right away, so that every return gives the block back.
   Batch batch = BatchAccess::make(layout, arena_, ctx_.tracer, ctx_.trace_ids.arena_bytes);
   process_images(goods, layout, broken);
+  if (broken->empty()) process_videos(goods, layout, broken);
   return batch;
+}
+
+// Every video of the batch: decoded (only the frames kept), resized, normalised and patchified
+// into pixel_values_videos, samples in order. A video that fails breaks its sample.
+void Engine::process_videos(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
+                            std::vector<BrokenImage>* broken) {
+  const video::VideoProcessor& vp = *ctx_.video_processor;
+  const video::VideoDType dtype = options_.pixel_dtype == image::PixelDType::kFloat32
+                                      ? video::VideoDType::kFloat32
+                                      : video::VideoDType::kBFloat16;
+  std::uint8_t* base = arena_->base();
+  std::int64_t row = 0;
+  video::VideoFrames frames;
+  for (std::size_t s = 0; s < goods.size(); ++s) {
+    const Prepared& p = goods[s];
+    for (std::size_t v = 0; v < p.videos.size(); ++v) {
+      const std::int64_t t0 = now_ns();
+      Status st = decode_video(ctx_, p.videos[v], &frames);
+      if (st.ok()) {
+        vp.patchify(frames, p.videos[v].plan, dtype, batch::video_row_address(base, layout, row));
+      }
+      ctx_.counters.add(kEmit, now_ns() - t0);
+      row += p.videos[v].plan.rows();
+      if (!st.ok()) {
+        broken->push_back(BrokenImage{s, p.plans.size() + v,
+                                      Error(st.error()).with_context("video " + std::to_string(v))});
+        break;
+      }
+    }
+  }
 }
 
 void Engine::process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
@@ -211,6 +256,8 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
     shape.length = std::max(shape.length, n);
     shape.images += static_cast<std::int64_t>(p.plans.size());
     shape.pixel_rows += p.pixel_rows;
+    shape.videos += static_cast<std::int64_t>(p.videos.size());
+    shape.video_rows += p.video_rows;
     real += n;
   }
   if (options_.padding == Padding::kFixed && options_.max_length > 0) {
@@ -237,6 +284,7 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
   grids_and_ids(goods, &grids, &ids);
   batch::write_grids(base, layout, grids);
   batch::write_sample_ids(base, layout, ids);
+  write_videos(base, layout, goods);
   const std::int64_t t2 = now_ns();
   ctx_.counters.add(kAssemble, t2 - t1);
   if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);
@@ -259,6 +307,8 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
     shape.tokens += batch::packed_length(shape.format, shape.align, n);
     shape.images += static_cast<std::int64_t>(p.plans.size());
     shape.pixel_rows += p.pixel_rows;
+    shape.videos += static_cast<std::int64_t>(p.videos.size());
+    shape.video_rows += p.video_rows;
     real += n;
   }
   shape.pixel_cols = ctx_.processor->columns();
@@ -276,6 +326,7 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
   std::vector<std::uint64_t> ids;
   grids_and_ids(goods, &grids, &ids);
   batch::collate_pack(arena_->base(), batch.layout(), shape, rows, grids, ids, options_.pad_id);
+  write_videos(arena_->base(), batch.layout(), goods);
   const std::int64_t t2 = now_ns();
   ctx_.counters.add(kAssemble, t2 - t1);
   if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);

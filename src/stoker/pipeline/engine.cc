@@ -371,12 +371,12 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
     }
     if (!cur.failure &&
         (static_cast<std::int64_t>(cur.tokens.input_ids.size()) != item.planned_tokens ||
-         cur.pixel_rows != item.planned_rows)) {
+         cur.pixel_rows + cur.video_rows != item.planned_rows)) {
       // The record or its media changed between measuring and reading it again.
       cur.failure = sample_failure(
           ctx_, item, "plan",
           data_loss(std::to_string(cur.tokens.input_ids.size()) + " tokens and " +
-                    std::to_string(cur.pixel_rows) + " pixel rows, planned with " +
+                    std::to_string(cur.pixel_rows + cur.video_rows) + " pixel rows, planned with " +
                     std::to_string(item.planned_tokens) + " and " +
                     std::to_string(item.planned_rows) + ": it changed since it was measured"));
     }

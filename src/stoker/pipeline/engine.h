@@ -140,6 +140,8 @@ class Engine {
   };
   // Allocates the batch block and processes every image straight into it; samples whose images
   // fail go to `broken` (the returned batch is then not to be delivered).
+  void process_videos(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
+                      std::vector<BrokenImage>* broken);
   Result<Batch> emit(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop,
                      std::vector<BrokenImage>* broken, ReadyBatch& out);
   // One pack row (kPack) in the HF or Megatron form.

@@ -341,6 +341,14 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   STOKER_ASSIGN_OR_RETURN(ctx->tokenizer, text::Tokenizer::load(tok_dir));
   STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(ctx->model.image));
   ctx->processor.emplace(std::move(proc));
+  video::VideoProcessorConfig vcfg;
+  vcfg.patch_size = ctx->model.image.patch_size;
+  vcfg.temporal_patch_size = ctx->model.image.temporal_patch_size;
+  vcfg.merge_size = ctx->model.image.merge_size;
+  vcfg.mean = ctx->model.image.image_mean;
+  vcfg.std = ctx->model.image.image_std;
+  STOKER_ASSIGN_OR_RETURN(video::VideoProcessor vproc, video::VideoProcessor::create(vcfg));
+  ctx->video_processor.emplace(std::move(vproc));
   ctx->rope = batch::RopeConfig::from_model(ctx->model);
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);

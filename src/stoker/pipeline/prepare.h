@@ -32,6 +32,7 @@
 #include "stoker/text/chat_template.h"
 #include "stoker/text/labels.h"
 #include "stoker/text/tokenizer.h"
+#include "stoker/video/processor.h"
 
 namespace stoker::pipeline {
 
@@ -80,6 +81,7 @@ struct Context {
   text::TemplateKind template_kind = text::TemplateKind::kQwen2VL;
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::optional<image::ImageProcessor> processor;
+  std::optional<video::VideoProcessor> video_processor;
   batch::RopeConfig rope;
   std::unique_ptr<dataset::ManifestIndex> index;
   // Per manifest (index file), in the order given: how its media references resolve and what
@@ -121,7 +123,9 @@ struct Fetched {
   Item item;
   std::optional<SampleFailure> failure;
   dataset::Conversation conversation;
-  std::vector<std::vector<std::uint8_t>> media;  // one per image part, in order
+  // One per image part, one per video file, one per frame of a video given as frames — in the
+  // order of the conversation's parts (prepare walks the parts the same way).
+  std::vector<std::vector<std::uint8_t>> media;
   SampleLease lease;  // the fetch budget their bytes take until prepare
 };
 
@@ -135,11 +139,25 @@ struct Prepared {
   std::int64_t pixel_rows = 0;
   // Prepared elsewhere (LoaderConfig::remote): the pixel rows arrive at emit (RemoteSamples).
   std::optional<RemotePixels> remote;
+  // Videos the sample keeps: planned here (packet scan / frame headers), decoded into the batch.
+  struct Video {
+    video::VideoPlan plan;
+    std::vector<std::vector<std::uint8_t>> encoded;  // the file, or the frames (frame lists)
+    bool frame_list = false;
+    int frame_width = 0, frame_height = 0;  // frame lists: each frame after its image resize
+  };
+  std::vector<Video> videos;
+  std::int64_t video_rows = 0;
 };
 
 inline obs::Tracer* Context::trace_for(const Item& item) const {
   return tracer != nullptr && tracer->keeps(item.seq) ? tracer.get() : nullptr;
 }
+
+// Decodes one prepared video into resized frames (the engine, at emit): a file through the
+// VideoReader; a frame list as qwen-vl-utils does (each frame an image: decoded, smart_resize'd
+// with the image bounds and resized with Pillow's bicubic, then resized as a video frame).
+Status decode_video(const Context& ctx, const Prepared::Video& v, video::VideoFrames* out);
 
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop);
 // The read half alone (record → conversation → media URIs); for the asynchronous fetch path.
