@@ -48,9 +48,10 @@ struct StageCounters {
   std::atomic<std::int64_t> busy_ns[kNumStages] = {};
   std::atomic<std::int64_t> items[kNumStages] = {};
   obs::Histogram latency[kNumStages];
-  void add(int stage, std::int64_t ns) {
+  // `n` items done together in `ns` (remote samples landing in one call): one latency record.
+  void add(int stage, std::int64_t ns, std::int64_t n = 1) {
     busy_ns[stage].fetch_add(ns, std::memory_order_relaxed);
-    items[stage].fetch_add(1, std::memory_order_relaxed);
+    items[stage].fetch_add(n, std::memory_order_relaxed);
     latency[stage].record_ns(ns);
   }
   // An item whose latency is not busy time (an asynchronous fetch waits on the network).
