@@ -20,7 +20,8 @@ Receiver::Receiver(std::vector<int> workers, Wire wire, const image::ImageProces
 
 Receiver::~Receiver() { comm_->stop(); }
 
-void Receiver::submit(const pipeline::Item& item, std::function<void(pipeline::Prepared&&)> done) {
+void Receiver::submit(const void* owner, const pipeline::Item& item,
+                      std::function<void(pipeline::Prepared&&)> done) {
   Request req{.seq = item.seq, .epoch = item.epoch, .k = item.k, .sample = item.sample};
   int worker = 0;
   {
@@ -35,7 +36,7 @@ void Receiver::submit(const pipeline::Item& item, std::function<void(pipeline::P
     next_worker_ = best + 1;
     worker = workers_[best];
     ++unanswered_[worker];
-    pending_[req.ticket] = Pending{.item = item, .done = std::move(done), .worker = worker};
+    pending_[req.ticket] = Pending{.owner = owner, .item = item, .done = std::move(done), .worker = worker};
   }
   comm_->send(worker, kTagRequest, encode(req));
 }
@@ -193,10 +194,14 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
   job->cv.wait(lock, [&] { return job->done.load() == images->size(); });
 }
 
-void Receiver::abandon() {
+void Receiver::abandon(const void* owner) {
   std::lock_guard lock(mu_);
   for (auto it = pending_.begin(); it != pending_.end();) {
     Pending& p = it->second;
+    if (p.owner != owner || p.abandoned) {
+      ++it;
+      continue;
+    }
     p.done = nullptr;
     if (p.answered) {  // delivered to the engine, its payload never claimed
       if (p.payload > 0) discard_payload(p.worker, it->first, p.payload);
