@@ -96,6 +96,16 @@ int cluster(int argc, char** argv, const Args& args) {
     return report("cluster", invalid_argument("--rank: a receiver's rank is its place among the "
                                               "receivers"));
   }
+  if (args.has("window") && !serve) {
+    return report("cluster", invalid_argument("--window is --serve's (unreleased batches per "
+                                              "trainer rank); the samples a receiver requests "
+                                              "ahead are --sample-window"));
+  }
+  for (const char* f : {"socket", "progress-s"}) {
+    if (args.has(f) && !serve) {
+      return report("cluster", invalid_argument(std::string("--") + f + " goes with --serve"));
+    }
+  }
   if (args.has("world-size") && !serve) {
     return report("cluster", invalid_argument("--world-size is the trainer ranks of --serve; "
                                               "without it the world is the R receivers"));
