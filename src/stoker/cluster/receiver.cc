@@ -46,8 +46,9 @@ void Receiver::finished_one() {
 }
 
 void Receiver::discard_payload(int worker, std::uint64_t ticket, std::uint64_t bytes) {
-  auto scratch = std::make_shared<std::vector<std::uint8_t>>(bytes);
-  comm_->recv(worker, payload_tag(ticket), scratch->data(), bytes, [this, scratch, bytes] {
+  auto scratch = staging_.get(bytes);
+  comm_->recv(worker, payload_tag(ticket), scratch->data.get(), bytes, [this, scratch, bytes] {
+    staging_.put(scratch);
     std::lock_guard lock(mu_);
     stats_.payload_bytes += bytes;
     stats_.message_bytes += bytes;
@@ -105,7 +106,7 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
   };
   auto wait = std::make_shared<Wait>();
   wait->left = samples.size();  // one receive per sample, set before any can complete
-  std::vector<std::vector<std::uint8_t>> staging(samples.size());
+  std::vector<std::shared_ptr<BufferPool::Buffer>> staging(samples.size());
   const std::int64_t cols = processor_->columns();
   const std::uint64_t elem = dtype == image::PixelDType::kFloat32 ? 4 : 2;
   {
@@ -122,8 +123,8 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
                                      ? static_cast<std::uint64_t>(p.pixel_rows) * cols * elem
                                      : payload_bytes(p, Wire::kUint8, cols, dtype);
       if (wire_ != Wire::kFloat || bytes != want) {
-        staging[i].resize(bytes);
-        into = staging[i].data();
+        staging[i] = staging_.get(bytes);
+        into = staging[i]->data.get();
       }
       if (bytes != want) {
         (*errors)[i] = data_loss("cluster: pixel payload of " + std::to_string(bytes) +
@@ -147,7 +148,11 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
     std::unique_lock lock(wait->mu);
     wait->cv.wait(lock, [&] { return wait->left == 0; });
   }
-  if (wire_ != Wire::kUint8) return;
+  if (wire_ != Wire::kUint8) {  // float: only a payload of the wrong size was staged
+    for (auto& b : staging)
+      if (b) staging_.put(std::move(b));
+    return;
+  }
   // uint8 wire: normalise + patchify each image into its rows, on the helpers and this thread.
   struct Image {
     const std::uint8_t* rgb;
@@ -157,7 +162,7 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
   auto images = std::make_shared<std::vector<Image>>();
   for (std::size_t i = 0; i < samples.size(); ++i) {
     if ((*errors)[i]) continue;
-    const std::uint8_t* rgb = staging[i].data();
+    const std::uint8_t* rgb = staging[i]->data.get();
     std::uint8_t* out = dst[i];
     for (const image::ImagePlan& plan : samples[i]->plans) {
       images->push_back({rgb, &plan, out});
@@ -184,14 +189,21 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
       }
     }
   };
-  if (images->empty()) return;
+  auto give_back = [&] {
+    for (auto& b : staging)
+      if (b) staging_.put(std::move(b));
+  };
+  if (images->empty()) return give_back();
   if (helpers != nullptr) {
     const int n = std::min<int>(static_cast<int>(images->size()) - 1, helpers->num_threads());
     for (int h = 0; h < n; ++h) (void)helpers->submit(work);
   }
   work();
-  std::unique_lock lock(job->mu);
-  job->cv.wait(lock, [&] { return job->done.load() == images->size(); });
+  {
+    std::unique_lock lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == images->size(); });
+  }
+  give_back();
 }
 
 void Receiver::abandon(const void* owner) {

@@ -71,6 +71,7 @@ class Receiver final : public pipeline::RemoteSamples {
   std::uint64_t next_ticket_ = 1;
   std::size_t next_worker_ = 0;
   ReceiverStats stats_;
+  BufferPool staging_;  // uint8 payloads before normalisation, drained payloads
   std::unique_ptr<Comm> comm_;  // last: its thread calls on_result
 };
 
