@@ -6,7 +6,6 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 namespace stoker::cluster {
@@ -27,14 +26,6 @@ int count_of(std::uint64_t bytes) {
     die("a message of " + std::to_string(bytes) + " bytes exceeds MPI's int count");
   }
   return static_cast<int>(bytes);
-}
-
-int poll_cap_us() {
-  static const int cap = [] {
-    const char* e = std::getenv("STOKER_COMM_POLL_US");
-    return e != nullptr ? std::atoi(e) : 100;
-  }();
-  return cap;
 }
 
 }  // namespace
@@ -205,11 +196,7 @@ void Comm::loop() {
     }
     // Idle: back off from 20 µs to 1 ms (100 µs while transfers are posted: MPI's TCP transport
     // moves their data only inside MPI calls); a queued operation wakes the thread at once.
-    if (!active.empty() && std::getenv("STOKER_COMM_SPIN") != nullptr) {
-      std::this_thread::yield();
-      continue;
-    }
-    idle_us = idle_us == 0 ? 20 : std::min(idle_us * 2, active.empty() ? 1000 : poll_cap_us());
+    idle_us = idle_us == 0 ? 20 : std::min(idle_us * 2, active.empty() ? 1000 : 100);
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, std::chrono::microseconds(idle_us),
                  [&] { return !queue_.empty() || stopping_ != stopping; });
