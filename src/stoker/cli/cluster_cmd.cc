@@ -42,7 +42,8 @@ cluster options (every rank must get the same flags; only --role may differ):
   --threads N          CPU threads of every rank (default: all cores)
   --receiver-threads N CPU threads of the receivers (default: --threads)
   --sample-window N    samples a receiver's Loader keeps requested ahead (default
-                       2*B*(prefetch+1)): the bound of pixels in flight per Loader
+                       2*B*(prefetch+1)): the bound of pixels in flight per Loader; without
+                       --serve, --window N says the same
   --serve              receivers run `stoker serve` (--world-size W trainer ranks attach with
                        stoker.Loader(connect=--socket)) instead of the `stoker run` loop
   --summary-json F     rank 0 writes samples/s, wait ratio, wire bytes and every rank's CPU
@@ -86,7 +87,14 @@ int cluster(int argc, char** argv, const Args& args) {
   Result<int> receiver_threads =
       args.get_int<int>("receiver-threads", config->threads, 0, std::numeric_limits<int>::max());
   if (!receiver_threads.ok()) return report("cluster", receiver_threads.error());
-  Result<int> window = args.get_int<int>("sample-window", 0, 0, 1 << 20);
+  // The samples a receiver requests ahead: --sample-window; without --serve also --window (the
+  // first interface's name; with --serve, --window is stoker serve's batch window).
+  if (args.has("sample-window") && args.has("window") && !args.has("serve")) {
+    return report("cluster", invalid_argument("--window and --sample-window are the same setting "
+                                              "without --serve: give one"));
+  }
+  const char* window_flag = args.has("sample-window") || args.has("serve") ? "sample-window" : "window";
+  Result<int> window = args.get_int<int>(window_flag, 0, 0, 1 << 20);
   if (!window.ok()) return report("cluster", window.error());
   Result<double> step_ms = args.get_double("step-ms", 0, 0, 86'400'000);
   if (!step_ms.ok()) return report("cluster", step_ms.error());
@@ -95,11 +103,6 @@ int cluster(int argc, char** argv, const Args& args) {
   if (args.has("rank")) {
     return report("cluster", invalid_argument("--rank: a receiver's rank is its place among the "
                                               "receivers"));
-  }
-  if (args.has("window") && !serve) {
-    return report("cluster", invalid_argument("--window is --serve's (unreleased batches per "
-                                              "trainer rank); the samples a receiver requests "
-                                              "ahead are --sample-window"));
   }
   for (const char* f : {"socket", "progress-s"}) {
     if (args.has(f) && !serve) {
