@@ -2,7 +2,7 @@
 // serves every local rank its own shard: a ranked shm::BatchServer on a private Unix socket; each
 // rank's process (stoker.Loader(connect=...), or any shm::BatchClient with an attach) says which
 // global rank of which world size it is, and gets descriptors of batches of its own shard, read
-// in place in that rank's shared arena (memfd, mapped read-only: no pixel byte is copied).
+// in place in that rank's shared arena (memfd, mapped copy-on-write: no pixel byte is copied).
 // One pipeline::Loader per rank (LoaderConfig.rank set), created when the rank attaches: the
 // Loader API has no way to share a CPU pool or an arena between Loaders, so each rank gets
 // threads/W pool threads and its own memfd arena (a wish for the Loader: an injected pool/arena).

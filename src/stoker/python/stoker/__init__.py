@@ -360,7 +360,7 @@ class Loader:
     # -- introspection --------------------------------------------------------------------------
     def arena_info(self) -> Dict[str, int]:
         """base address, capacity, in_use, peak_in_use, fd of the arena tensors point into
-        (served mode: base and capacity of this process's read-only mapping, server_pid)."""
+        (served mode: base and capacity of this process's copy-on-write mapping, server_pid)."""
         return self._client.info() if self._client is not None else self._raw.arena()
 
     def rank_info(self) -> Dict[str, int]:
