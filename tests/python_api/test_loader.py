@@ -1,6 +1,8 @@
 """stoker.Loader for PyTorch: zero-copy DLPack views, release on the last tensor, hand-off cost,
 state_dict round trip, exception table, epoch ends, GIL released while next() blocks."""
 import ctypes
+import json
+import os
 import math
 import gc
 import threading
@@ -159,12 +161,49 @@ def test_strict_stops_at_the_first_bad_sample(stoker, bad_dataset, tmp_path):
         for _ in stoker.Loader(bad_dataset, batch_size=4, threads=2, strict=True,
                                error_report=str(report)):
             pass
-    assert e.value.code in {"DataLoss", "NotFound", "InvalidArgument", "ResourceExhausted"}
+    # The failed sample's own code (its report line's), not a generic DataLoss.
+    assert e.value.code == json.loads(report.read_text().splitlines()[0])["code"]
     # the default policy skips, counts and reports instead
-    loader = stoker.Loader(bad_dataset, batch_size=4, threads=2, max_error_rate=1.0)
+    loader = stoker.Loader(bad_dataset, batch_size=4, threads=2, max_error_rate=1.0,
+                           error_report=str(report))
     n = sum(len(ids_of(b)) for b in loader)
     s = loader.stats()
     assert s["failed"] > 0 and n + s["failed"] == N_RECORDS
+    # stats()["failures"]: by kind, most frequent first, counts adding up to the report's.
+    lines = [json.loads(x) for x in report.read_text().splitlines()]
+    kinds = s["failures"]
+    assert [k["count"] for k in kinds] == sorted((k["count"] for k in kinds), reverse=True)
+    assert sum(k["count"] for k in kinds) == s["failed"] == len(lines)
+    for k in kinds:
+        assert {**k["example"], "stage": k["stage"], "code": k["code"]} in [
+            {x: line[x] for x in ("sample", "file", "line", "reason", "stage", "code")}
+            for line in lines]
+
+
+def test_strict_keeps_a_missing_files_error(stoker, tmp_path):
+    """README's table: a missing file is FileNotFoundError (NotFound) — with strict=True too."""
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"messages": [
+        {"role": "user", "content": [{"type": "image", "image": "missing.jpg"},
+                                     {"type": "text", "text": "what is it?"}]},
+        {"role": "assistant", "content": "a cat"}]}) + "\n")
+    with pytest.raises(FileNotFoundError) as e:
+        list(stoker.Loader(str(data), batch_size=1, strict=True))
+    assert e.value.code == "NotFound" and "strict" in str(e.value)
+    assert "missing.jpg" in str(e.value)
+
+
+def test_version_is_the_cli_and_project_version(stoker):
+    import re
+    import subprocess
+
+    from conftest import _stoker_bin
+
+    cmake = os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")
+    project = re.search(r"project\(stoker VERSION ([\d.]+)", open(cmake).read()).group(1)
+    assert stoker.__version__ == project
+    cli = subprocess.run([_stoker_bin(), "--version"], capture_output=True, text=True, check=True)
+    assert cli.stdout == f"stoker {stoker.__version__}\n"
 
 
 def test_gil_is_released_while_next_blocks(stoker, dataset):

@@ -247,3 +247,122 @@ def test_torchrun_two_local_ranks(stoker, data, server, consumer_env, tmp_path):
         assert batches(log) == in_process(stoker, data, r)
     rc, out_text, err = srv.wait()
     assert rc == 0, err
+
+
+def _readme_examples():
+    """The README's `stoker serve` + torchrun example: each `<!-- example: NAME -->` block."""
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+    text = open(readme).read()
+    blocks = {}
+    for part in text.split("<!-- example: ")[1:]:
+        name, rest = part.split(" -->", 1)
+        body = rest.split("```", 2)[1]
+        blocks[name] = body.split("\n", 1)[1]  # without the fence's language line
+    return blocks
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="no torchrun")
+def test_readme_torchrun_example_runs_as_written(stoker, consumer_env, tmp_path):
+    blocks = _readme_examples()
+    assert set(blocks) == {"train.py", "run.sh"}, blocks.keys()
+    work = tmp_path / "work"  # "an empty folder": the two files only
+    work.mkdir()
+    for name, body in blocks.items():
+        (work / name).write_text(body)
+    bin_dir = tmp_path / "bin"  # `stoker` on PATH, as after `cmake --install`
+    bin_dir.mkdir()
+    os.symlink(os.path.abspath(_stoker_bin()), bin_dir / "stoker")
+    env = dict(consumer_env, PATH=f"{bin_dir}:{os.environ['PATH']}", OMP_NUM_THREADS="1")
+    # Its own process group: if torchrun fails, the background server is killed with it.
+    p = subprocess.Popen(["bash", "-e", "run.sh"], cwd=work, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = p.communicate(timeout=300)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    assert p.returncode == 0, stdout[-2000:] + stderr[-3000:]
+    out = stdout + stderr
+    # Every rank served its shard; the server ended on its own (`wait` returned).
+    for r in range(2):
+        assert f"rank {r}: " in out and f"rank {r}: 0 batches" not in out, out[-3000:]
+    assert "every rank finished" in out, out[-3000:]
+
+
+def _rank_lines(out):
+    """Final per-rank counters and the summary's totals from `stoker serve`'s output."""
+    import re
+    ranks = {}
+    for m in re.finditer(r"rank (\d+): \w+, sent (\d+) released (\d+) reclaimed (\d+), "
+                         r"attaches (\d+)", out):
+        ranks[int(m.group(1))] = [int(x) for x in m.groups()[1:]]  # the last line per rank wins
+    m = re.search(r"; (\d+) batches sent, (\d+) released, (\d+) reclaimed, (\d+) clients "
+                  r"\((\d+) lost, (\d+) refused\)", out)
+    assert m, out
+    return ranks, [int(x) for x in m.groups()]
+
+
+def test_serve_totals_add_up(stoker, data, server, consumer_env, tmp_path):
+    srv = server()
+    # A second server on the same socket is refused — and its liveness probe is no client.
+    other = subprocess.run([_stoker_bin(), "serve", data, "--socket", srv.sock, "--world-size",
+                            str(WORLD)], capture_output=True, text=True, timeout=60)
+    assert other.returncode != 0 and "live server" in other.stderr, other.stderr
+    # A refused attach (wrong world size) is counted as refused, not as a lost client.
+    with pytest.raises(stoker.StokerError, match="world size 2, not 3"):
+        stoker.Loader(connect=srv.sock, rank=0, world_size=3)
+    r0 = consume(consumer_env, srv.sock, tmp_path / "r0.jsonl", 0)
+    r1 = consume(consumer_env, srv.sock, tmp_path / "r1a.jsonl", 1, mode="hold2")
+    log_a = tmp_path / "r1a.jsonl"
+    deadline = time.time() + 120
+    while not (os.path.exists(log_a) and '"ready"' in log_a.read_text()):
+        assert r1.poll() is None and time.time() < deadline
+        time.sleep(0.05)
+    r1.send_signal(signal.SIGKILL)  # dies holding batches: reclaimed, then served again
+    r1.wait()
+    r1b = consume(consumer_env, srv.sock, tmp_path / "r1b.jsonl", 1)
+    for p in (r0, r1b):
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    rc, out, err = srv.wait()
+    assert rc == 0, err
+    ranks, (sent, released, reclaimed, clients, lost, refused) = _rank_lines(out)
+    assert sorted(ranks) == [0, 1], out
+    assert sent == sum(r[0] for r in ranks.values()), out
+    assert released == sum(r[1] for r in ranks.values()), out
+    assert reclaimed == sum(r[2] for r in ranks.values()), out
+    assert clients == sum(r[3] for r in ranks.values()) == 3, out  # r0, r1a, r1b
+    assert (lost, refused) == (1, 1), out  # r1a; the world-size-3 attach
+    assert sent == released + reclaimed, out  # every client gone: nothing held
+    assert released == N // BATCH and reclaimed >= 2, out  # each batch released once
+
+
+def test_served_loader_refuses_pipeline_options(stoker, data, server, monkeypatch, tmp_path):
+    srv = server()
+    for kw in ({"batch_size": 16}, {"data": "x.jsonl"}, {"packing": True},
+               {"media_root": "/data"}, {"window": 2}):
+        with pytest.raises(stoker.InvalidArgumentError, match="would be ignored") as e:
+            stoker.Loader(connect=srv.sock, rank=0, world_size=WORLD, **kw)
+        assert next(iter(kw)) in str(e.value)
+    # Defaults change nothing and pass; so do the served Loader's own options.
+    loader = stoker.Loader(connect=srv.sock, rank=0, world_size=WORLD, batch_size=8,
+                           connect_timeout_s=5)
+    loader.close()
+    # No data, no connect, no $STOKER_SERVER: a socket that merely exists at the default path is
+    # not used — the error names it.
+    monkeypatch.delenv("STOKER_SERVER", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    default = stoker._stoker.default_socket_path()
+    dflt = subprocess.Popen([_stoker_bin(), "serve", data, "--world-size", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ))
+    try:
+        assert "listening on " + default in dflt.stdout.readline()
+        with pytest.raises(stoker.InvalidArgumentError, match="connect=True uses it") as e:
+            stoker.Loader(rank=0, world_size=1)
+        assert default in str(e.value)
+    finally:
+        dflt.kill()
+        dflt.wait()

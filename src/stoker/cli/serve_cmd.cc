@@ -2,7 +2,7 @@
 // serves every local rank its own shard: a ranked shm::BatchServer on a private Unix socket; each
 // rank's process (stoker.Loader(connect=...), or any shm::BatchClient with an attach) says which
 // global rank of which world size it is, and gets descriptors of batches of its own shard, read
-// in place in that rank's shared arena (memfd, mapped read-only: no pixel byte is copied).
+// in place in that rank's shared arena (memfd, mapped copy-on-write: no pixel byte is copied).
 // One pipeline::Loader per rank (LoaderConfig.rank set), created when the rank attaches: the
 // Loader API has no way to share a CPU pool or an arena between Loaders, so each rank gets
 // threads/W pool threads and its own memfd arena (a wish for the Loader: an injected pool/arena).
@@ -51,7 +51,11 @@ Serves every rank of a W-rank job on this node its own shard over a private Unix
 a process attaches with stoker.Loader(connect=PATH) (rank and world size from its arguments or
 torchrun's RANK/WORLD_SIZE) and reads its batches zero-copy from shared memory. A rank whose
 process dies and is started again continues after the last batch it released. Exits when every
-rank finished its epochs, or on SIGINT/SIGTERM.
+rank finished its epochs, or on SIGINT/SIGTERM. With torchrun (README "One server per node"):
+  STOKER_SERVER=PATH torchrun --nproc_per_node W --redirects 2 --tee 2 train.py
+(Debian's torch 1.13 under Python 3.11: torchrun crashes without --redirects/--tee 1 or 2.)
+Totals: per rank and in the summary, sent = released + reclaimed + held; a connection that never
+attaches (another server checking this one is alive) is no client; refused attaches are counted.
 
 options:
   --socket PATH        Unix socket (default: $XDG_RUNTIME_DIR/stoker/stoker.sock or

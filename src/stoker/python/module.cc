@@ -196,6 +196,28 @@ class RawLoader {
       stages[py::str(st.name)] = sd;
     }
     d["stages"] = stages;
+    // The failed samples by kind, most frequent first (what `stoker run` lists): stage, code,
+    // reason pattern, count, and the first such sample's {sample, file, line, reason}.
+    std::vector<pipeline::FailureKind> kinds;
+    {
+      py::gil_scoped_release nogil;
+      kinds = live().failure_kinds(10);
+    }
+    py::list failures;
+    for (const pipeline::FailureKind& k : kinds) {
+      py::dict f, ex;
+      f["stage"] = k.stage;
+      f["code"] = k.code;
+      f["reason"] = k.pattern;
+      f["count"] = k.count;
+      ex["sample"] = k.example.sample;
+      ex["file"] = k.example.file;
+      ex["line"] = k.example.line;
+      ex["reason"] = k.example.reason;
+      f["example"] = ex;
+      failures.append(f);
+    }
+    d["failures"] = failures;
     return d;
   }
 

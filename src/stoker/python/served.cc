@@ -1,6 +1,6 @@
 // Served mode: one stoker process per node (stoker.serve) runs the Loader and hands batches to
 // every local rank's process (stoker.Loader(connect=...)) through shm::BatchServer/BatchClient:
-// the client maps the server's arena (read-only) and wraps each batch zero-copy, exactly like the
+// the client maps the server's arena (copy-on-write: writes stay local) and wraps each batch zero-copy, exactly like the
 // in-process path (same SharedBatch → DLPack capsules). Dropping the last tensor of a batch sends
 // its release. The client's first message is an attach (rank, world size, optional resume
 // state): `stoker serve` (cli/serve_cmd.cc) answers with that rank's own shard and arena;

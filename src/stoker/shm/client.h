@@ -1,5 +1,6 @@
 // BatchClient: the consumer side of the zero-copy hand-off (see server.h). connect() receives the
-// arena's memfd and maps it read-only; next() receives one batch descriptor (a few hundred bytes)
+// arena's memfd and maps it private copy-on-write (a write stays in this process and is
+// dropped at release: never a fault, never seen by the server); next() receives one batch descriptor (a few hundred bytes)
 // and returns a RemoteBatch whose tensor pointers lie inside that mapping — no pixel byte crosses
 // the socket. Dropping a RemoteBatch (or release()) sends the release that lets the server reuse
 // the block. A RemoteBatch may outlive its client (the mapping stays until the last one is gone).
@@ -88,7 +89,7 @@ class BatchClient {
   Result<std::optional<RemoteBatch>> next(const std::function<bool()>& interrupted,
                                           std::chrono::milliseconds poll);
 
-  const std::uint8_t* base() const;  // the read-only mapping of the server's arena
+  const std::uint8_t* base() const;  // this process's (copy-on-write) mapping of the server's arena
   std::uint64_t arena_bytes() const;
   int server_pid() const;
   ClientStats stats() const { return stats_; }

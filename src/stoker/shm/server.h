@@ -2,7 +2,7 @@
 // on a private Unix socket (SOCK_SEQPACKET, 0600, unlinked on destruction; a stale socket left
 // by a crashed server is detected by a refused connect and replaced; a live one is an error).
 // Each client gets the arena's memfd once (SCM_RIGHTS) and then, per batch, a descriptor of a few
-// hundred bytes (block, tensors, step, epoch); the client maps the arena read-only and reads the
+// hundred bytes (block, tensors, step, epoch); the client maps the arena (copy-on-write) and reads the
 // batch in place. When the client drops its view it sends a release and the server calls the
 // batch's release (returning the block to the arena). A client that disconnects or dies has all
 // its outstanding batches released; the server keeps serving the others and new ones.

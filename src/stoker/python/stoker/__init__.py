@@ -30,6 +30,39 @@ __all__ = [
 ]
 
 
+# Served mode: a Loader(connect=...) takes batches as the server makes them. These are its own.
+_SERVED_OPTIONS = ("rank", "world_size")
+
+
+def _refuse_server_options(options: Dict[str, Any]) -> None:
+    """Loader(connect=...) with pipeline options: the server's own apply, these would be silently
+    ignored — refuse them, naming each (a value equal to the default passes: it changes nothing)."""
+    defaults = _loader_defaults()
+    given = [name for name, value in options.items()
+             if name not in _SERVED_OPTIONS and
+             (name not in defaults or not (value is defaults[name] or value == defaults[name]))]
+    if given:
+        shown = ", ".join(f"{n}={options[n]!r}" for n in given)
+        _options.fail(f"Loader(connect=...): {shown}: the server makes the batches, so these "
+                      "would be ignored here; give them to the server (`stoker serve ...` / "
+                      "stoker.serve(...)). A served Loader takes rank, world_size, "
+                      "connect_timeout_s and resume_state")
+
+
+_DEFAULTS: Optional[Dict[str, Any]] = None
+
+
+def _loader_defaults() -> Dict[str, Any]:
+    global _DEFAULTS
+    if _DEFAULTS is None:
+        import inspect
+
+        _DEFAULTS = {name: p.default
+                     for name, p in inspect.signature(Loader.__init__).parameters.items()
+                     if p.default is not inspect.Parameter.empty}
+    return _DEFAULTS
+
+
 # ---- errors: one table from stoker's error codes to Python exceptions -----------------------
 
 class StokerError(RuntimeError):
@@ -237,18 +270,11 @@ class Loader:
         self._handoff_ns: "collections.deque[int]" = collections.deque(maxlen=8192)
         self.batch_size = batch_size
         self._client = None
-        if connect is None and data is None:
-            # Launched next to a node server (`stoker serve`): STOKER_SERVER names its socket,
-            # else the per-user default socket when one exists.
-            env = os.environ.get("STOKER_SERVER")
-            if env:
-                connect = env
-            else:
-                try:
-                    if os.path.exists(_stoker.default_socket_path()):
-                        connect = True
-                except StokerError:
-                    pass  # no private socket folder: no server; the error below says what to pass
+        if connect is None and data is None and os.environ.get("STOKER_SERVER"):
+            # Launched next to a node server (`stoker serve`) that named its socket in
+            # STOKER_SERVER: an explicit choice. A default socket that merely exists is not one
+            # (it could be anyone's job on this node): the error below names it instead.
+            connect = os.environ["STOKER_SERVER"]
         if connect is not None:
             # Served mode: batches come from a `stoker serve` / `stoker.serve` process on this
             # node; `data` and the pipeline options are the server's business (pass data=None).
@@ -263,6 +289,7 @@ class Loader:
             resume_state = advanced.pop("resume_state", None)
             options.update(advanced)
             kw = _options.check_loader_options(options, "Loader", ranks_paired=False)
+            _refuse_server_options(options)
             state = None
             if resume_state is not None:
                 if not isinstance(resume_state, dict):
@@ -277,7 +304,15 @@ class Loader:
             self._raw = self._client
             return
         if data is None:
-            raise InvalidArgumentError("Loader: pass data=... (or connect=... for served mode)")
+            hint = ""
+            try:
+                if os.path.exists(_stoker.default_socket_path()):
+                    hint = (f"; a node server listens at {_stoker.default_socket_path()}: "
+                            "connect=True uses it")
+            except StokerError:
+                pass  # no private socket folder: no server
+            raise InvalidArgumentError(
+                "Loader: pass data=... (or connect=... / $STOKER_SERVER for served mode)" + hint)
         options.update(advanced)  # window, fetch_bytes_in_flight, arena_shared, min_seen, ...
         self._raw = _stoker.RawLoader(_options.check_loader_options(options, "Loader"))
         if trace is not None:
@@ -344,7 +379,7 @@ class Loader:
     # -- introspection --------------------------------------------------------------------------
     def arena_info(self) -> Dict[str, int]:
         """base address, capacity, in_use, peak_in_use, fd of the arena tensors point into
-        (served mode: base and capacity of this process's read-only mapping, server_pid)."""
+        (served mode: base and capacity of this process's copy-on-write mapping, server_pid)."""
         return self._client.info() if self._client is not None else self._raw.arena()
 
     def rank_info(self) -> Dict[str, int]:
