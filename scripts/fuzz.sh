@@ -47,9 +47,10 @@ mkdir -p "$work/logs"
 run_one() {
   local t=$1
   mkdir -p "$work/corpus/$t" "$work/findings/$t" "$work/seeds/$t"
-  # -timeout: one input over 10 s is a hang; -rss_limit_mb: 2 GiB is an OOM finding.
-  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$fuzz" --target="$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  # -timeout: one input over 30 s is a hang (generous: the machine may be shared);
+  # -rss_limit_mb: 2 GiB is an OOM finding, and so is one allocation over 512 MiB.
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$fuzz" --target="$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=512 \
     -print_final_stats=1 -artifact_prefix="$work/findings/$t/" \
     "$work/corpus/$t" "$work/seeds/$t" >"$work/logs/$t.log" 2>&1 || true
 }
