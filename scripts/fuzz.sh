@@ -7,7 +7,8 @@
 #     --targets     a comma list (default: all)    --build-dir  default build-fuzz
 # Corpora grow in DIR/fuzz/corpus/T (kept between runs), seeds are remade in DIR/fuzz/seeds/T
 # (from build/stoker when it exists: synth seeds), findings land in DIR/fuzz/findings/T
-# (crash-*, leak-*, timeout-*, oom-*), each target's log in DIR/fuzz/logs/T.log.
+# (crash-*, leak-*, timeout-*, oom-*; an earlier run's are moved to DIR/fuzz/findings-earlier),
+# each target's log in DIR/fuzz/logs/T.log.
 # Reproduce a finding: DIR/stoker_fuzz --target=T DIR/fuzz/findings/T/crash-...
 # The machine is shared? Run it under `nice -n 15`.
 set -euo pipefail
@@ -46,6 +47,10 @@ mkdir -p "$work/logs"
 
 run_one() {
   local t=$1
+  # Findings are this run's: an earlier run's (fixed since, or not) are moved aside, not re-reported.
+  if [ -n "$(ls -A "$work/findings/$t" 2>/dev/null)" ]; then
+    mkdir -p "$work/findings-earlier" && mv "$work/findings/$t" "$work/findings-earlier/$t.$(date +%s)"
+  fi
   mkdir -p "$work/corpus/$t" "$work/findings/$t" "$work/seeds/$t"
   # -timeout: one input over 30 s is a hang (generous: the machine may be shared);
   # -rss_limit_mb: 2 GiB is an OOM finding, and so is one allocation over 512 MiB.
