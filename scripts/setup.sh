@@ -18,6 +18,7 @@ debs=(
   python3-torch python3-regex python3-jinja2 python3-prometheus-client
   python3-boto3 nginx-light libnginx-mod-http-lua
   openmpi-bin libopenmpi-dev
+  clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer harnesses (src/stoker/fuzz)
 )
 missing=()
 for p in "${debs[@]}"; do

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: set up, build the Release tree (build/) and the ASan/UBSan tree
-# (build-asan/), run every test of both with ctest. Ends with ctest's summary.
-# STOKER_SKIP_ASAN=1 skips the sanitizer tree (local iteration only; CI runs both).
+# (build-asan/), run every test of both with ctest, and fuzz every parser for a few seconds
+# (scripts/fuzz.sh: its own clang tree build-fuzz/). Ends with ctest's summary.
+# STOKER_SKIP_ASAN=1 skips the sanitizer tree, STOKER_SKIP_FUZZ=1 the fuzzing (local iteration
+# only; CI runs all).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --no-build
@@ -21,6 +23,14 @@ if [ "${STOKER_SKIP_ASAN:-0}" != 1 ]; then
   echo "== ASan/UBSan tree =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" -L 'unit|sanitize' --output-on-failure -j"$jobs" || status=1
+fi
+if [ "${STOKER_SKIP_FUZZ:-0}" != 1 ]; then
+  # Every target STOKER_FUZZ_SECONDS (default 4) from the generated seeds, two at a time. The
+  # whole step is bounded at ~3 min: the minimal clang tree (only the libraries the harnesses
+  # link) costs ~260 s of CPU cold (~130 s on 2 cores), seeds ~5 s, the runs 15 × 4 s / 2
+  # (src/stoker/fuzz/README.md). A finding fails the run; its input is in build-fuzz/fuzz/findings.
+  echo "== fuzz (libFuzzer, ASan/UBSan) =="
+  "$root/scripts/fuzz.sh" --seconds "${STOKER_FUZZ_SECONDS:-4}" --jobs "$jobs" || status=1
 fi
 echo "== Release tree =="
 ctest --test-dir "$root/build" --output-on-failure -j"$jobs" || status=1

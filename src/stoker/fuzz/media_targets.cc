@@ -3,8 +3,8 @@
 // format returns at once, so each target's corpus and executions are its decoder's). JPEG also
 // goes through decode_rgb (TurboJPEG), which process() only uses as the fallback.
 // Caps, as production caps them: DecodeLimits.max_pixels (checked from the header before any
-// image-sized allocation) at 4 Mpx instead of Pillow's 179 Mpx, so one input stays < 100 MB
-// under ASan; the output at 28·28·64 pixels (min 56·56: small images are enlarged).
+// image-sized allocation) at 1 Mpx instead of Pillow's 179 Mpx, so one input stays < 100 MB and
+// well under a second under ASan; the output at 28·28·64 pixels (min 56·56: small ones enlarged).
 #include <string>
 #include <vector>
 
@@ -23,7 +23,7 @@ const image::ImageProcessor& processor() {
   static const image::ImageProcessor p = [] {
     image::ImageProcessorConfig c;
     c.max_pixels = 28 * 28 * 64;
-    c.limits.max_pixels = std::int64_t{1} << 22;
+    c.limits.max_pixels = std::int64_t{1} << 20;
     auto r = image::ImageProcessor::create(c);
     check(r.ok(), "the harness's processor config is valid");
     return *r;

@@ -32,17 +32,22 @@ void check_processor(const image::ImageProcessorConfig& config) {
 void run_model(const std::uint8_t* data, std::size_t size) {
   const std::string dir = scratch_dir() + "/model";
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir, ec);
   std::string_view rest = as_text(data, size);
   std::string_view preprocessor;
-  for (int i = 0; i < 4 && rest.data() != nullptr; ++i) {
+  bool more = true;
+  for (int i = 0; i < 4; ++i) {
+    const std::string path = dir + "/" + kFiles[i];
+    if (!more) {
+      std::filesystem::remove(path, ec);
+      continue;
+    }
     const std::size_t at = rest.find("\n#FILE#\n");
     const std::string_view part = rest.substr(0, at);
     if (i == 1) preprocessor = part;
-    write_file(dir + "/" + kFiles[i], part);
-    if (at == std::string_view::npos) break;
-    rest.remove_prefix(at + 8);
+    write_file(path, part);
+    more = at != std::string_view::npos;
+    if (more) rest.remove_prefix(at + 8);
   }
   Result<model::ModelConfig> m = model::load_model(dir);
   if (!m.ok()) {

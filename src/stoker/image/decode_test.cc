@@ -4,6 +4,7 @@
 #include "stoker/image/decode.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <csetjmp>
@@ -826,6 +827,30 @@ TEST(JpegRowDecoderTest, ReadChecksArgumentsStopsEarlyAndMoves) {
     ASSERT_FALSE(again.ok());
     EXPECT_EQ(again.error().to_string(), st.error().to_string());
   }
+}
+
+// Fuzzer finding (src/stoker/fuzz, target png; the input as found): a 156-byte PNG whose iTXt
+// chunk claims 1 GiB. libpng allocated and zeroed the whole chunk buffer before reading it (1 GiB
+// of RSS, a minute under ASan); the chunk cap makes it fail as truncated, allocating nothing big.
+TEST(DecodeTest, PngChunkClaimingAGibibyteIsNotAllocated) {
+  const std::string png(
+      "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x05\x00\x00\x00\x1f"
+      "\x10\x02\x00\x00\x00\xf0\xd0\x4c\x0c\x40\x00\x00\x98\x69\x54\x58\x74\x4d\x44\x41\x54\x28\x91\xed"
+      "\xd2\xc1\x85\x14\x22\xa4\x21\x42\xe9\xbf\x8a\x38\x70\xf8\x42\xc2\x97\xba\x4f\x6d\x6a\x3b\x29\xa0"
+      "\x03\x30\x36\x00\xf4\x88\x11\xd6\x20\xec\x34\x54\x9f\x34\x4e\x41\x8e\xe1\x77\x58\x12\x8b\x47\x50"
+      "\x70\x6e\x71\x3c\x67\x00\x51\xc3\x50\x92\x29\x7e\x63\xf9\xb8\xc1\x0d\x96\xe8\x32\x38\x76\x87\x2d"
+      "\xa6\xca\x2b\x34\x54\x9f\x15\xd8\xc1\x42\xf5\xd4\xd8\x53\x7b\xdc\xfa\x54\xa4\xc0\xa1\xe0\xcb\x16"
+      "\x27\xc2\xd4\xe6\xcc\x88\x4e\x44\xae\x42\x60\x2d",
+      156);
+  struct rusage before {};
+  getrusage(RUSAGE_SELF, &before);
+  Result<RgbImage> r = decode_rgb(
+      std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(png.data()), png.size()));
+  struct rusage after {};
+  getrusage(RUSAGE_SELF, &after);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kDataLoss) << r.error().to_string();
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024) << "KiB of peak RSS added";
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "stoker/io/loopback.h"
 #include "stoker/base/file.h"
 #include "stoker/io/aws_config.h"
+#include "stoker/io/detail/response.h"
 #include "stoker/io/http_client.h"
 #include "stoker/io/object_store.h"
 #include "stoker/io/uri.h"
@@ -28,6 +29,32 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
+}
+
+// The response parsing HttpClient and the backends share (detail/response.h, fuzzed by the
+// http target): header lines in any case, a Content-Length that is not a plain int64 is unknown.
+TEST(ResponseTest, HeaderLinesAndRanges) {
+  HttpResponse r;
+  EXPECT_FALSE(detail::apply_header_line("HTTP/1.1 206 Partial Content\r\n", &r));
+  EXPECT_FALSE(detail::apply_header_line("ETag: \"abc\"\r\n", &r));
+  EXPECT_TRUE(detail::apply_header_line("content-LENGTH:\t 12 \r\n", &r));
+  EXPECT_FALSE(detail::apply_header_line("Content-Range: bytes 5-16/100\r\n", &r));
+  EXPECT_EQ(r.etag, "abc");
+  EXPECT_EQ(r.content_length, 12);
+  EXPECT_EQ(r.content_range, "bytes 5-16/100");
+  for (const char* bad : {"", "-1", "12x", "99999999999999999999", "+5", " "})
+    EXPECT_EQ(detail::parse_content_length(bad), -1) << bad;
+  r.status = 206;
+  r.body.assign(20, 'x');
+  auto ranged = detail::body_for_range(r, ReadOptions{.offset = 5, .length = 12}, "u");
+  ASSERT_TRUE(ranged.ok());
+  EXPECT_EQ(ranged->size(), 12u);
+  EXPECT_FALSE(detail::body_for_range(r, ReadOptions{.offset = 6, .length = 12}, "u").ok());
+  r.status = 200;
+  auto sliced = detail::body_for_range(r, ReadOptions{.offset = 15, .length = 10}, "u");
+  ASSERT_TRUE(sliced.ok());
+  EXPECT_EQ(sliced->size(), 5u);
+  EXPECT_FALSE(detail::body_for_range(r, ReadOptions{.offset = 21, .length = 1}, "u").ok());
 }
 
 TEST(UriTest, ParsesSchemes) {

