@@ -19,7 +19,7 @@
 #           (`0.2`, `none` = unlimited); --slots: the hostfile's slots per host (default 4).
 #           A list gives host i the i-th value, the last one
 #           repeating (`--rate 1gbit,40mbit`: host 0 at 1 Gbit/s, the others at 40 Mbit/s).
-#           A host with a share <= 1 core is pinned (cpuset) to one CPU, the least loaded so
+#           A host with a share <= 0.5 core is pinned (cpuset) to one CPU, the least loaded so
 #           far, so that it gets its whole quota on a busy machine (--no-pin: not pinned).
 #   down    kills every process in the bed's namespaces and cgroups, removes them all.
 #   mpirun  [MPIRUN-ARGS...]   mpirun with the bed's hostfile, agent and MCA settings.
@@ -210,10 +210,12 @@ do_up() {
   fi
   : > "$dir/hostfile"
   : > "$dir/hosts.tsv"
-  # CPU pinning (cpuset): a host with a share <= 1 core goes to the allowed CPU with the least
+  # CPU pinning (cpuset): a host with a share <= 0.5 core goes to the allowed CPU with the least
   # share placed so far. CFS hands out quota in per-CPU slices (5 ms): a task that migrates
-  # between CPUs strands the unused part of its slice, and on a busy machine several limited
-  # groups then get only 60-70% of their quota (measured here); pinned, each gets all of it.
+  # between CPUs strands the unused part of its slice, and on a busy machine several small
+  # limited groups then get only 60-70% of their quota (measured here); pinned, each gets all
+  # of it. A larger share (a host with several workers) keeps every CPU: pinned to one, its
+  # processes would time-slice one core's caches (measured: 10-15% more CPU per sample).
   local -a pins=()
   if [ -n "$cg_set_root" ] && [ "$pin" = 1 ]; then
     local allowed
@@ -224,7 +226,7 @@ do_up() {
       c = split(cpus, share, ",")
       for (i = 0; i < n; i++) {
         s = share[(i + 1 <= c) ? i + 1 : c]
-        if (s == "none" || s + 0 > 1 || k < 2) { print "all"; continue }
+        if (s == "none" || s + 0 > 0.5 || k < 2) { print "all"; continue }
         best = 0; for (j = 1; j < k; j++) if (load[j] < load[best]) best = j
         load[best] += s; print cpu[best]
       } }')

@@ -351,19 +351,21 @@ Result<Result1> run_config(Context& c, const Spec& s) {
   // The GPU host's pool on its share: threads = ceil(share), at least 1; workers likewise.
   const int gpu_threads = std::max(1, static_cast<int>(std::ceil(c.gpu_share - 1e-9)));
   const int worker_threads = std::max(1, static_cast<int>(std::ceil(c.share - 1e-9)));
-  // Requests in flight: a batch and a half plus two per worker keeps every worker busy; the
-  // default (2 x B x (prefetch + 1)) would leave workers preparing dozens of samples after the
-  // last batch (wasted CPU and wall time at the end of every run).
+  // Requests in flight: without a trainer step, a batch and a half plus two per worker keeps
+  // every worker busy, and the default (2 x B x (prefetch + 1)) would leave workers preparing
+  // dozens of samples after the last batch (wasted wall time at the end of every run). With a
+  // step, the default: the lookahead that absorbs the workers' jitter is what the trainer sees.
   const int window = c.o.batch_size + c.o.batch_size / 2 + 2 * s.workers;
+  const bool default_window = s.step_ms > 0;
   const std::vector<std::string> args = {
       "-np", std::to_string(1 + s.workers), "--map-by", s.layout == Layout::kPack ? "slot" : "node",
       c.stoker, "cluster", c.manifest, "--receivers", "1", "--threads",
       std::to_string(worker_threads), "--receiver-threads", std::to_string(gpu_threads), "--wire",
       s.wire, "--batch-size", std::to_string(c.o.batch_size), "--epochs", "-1", "--limit-batches",
-      std::to_string(s.batches), "--step-ms", format("%.1f", s.step_ms), "--window",
-      std::to_string(window), "--arena-mb", "256", "--summary-json", summary, "--batch-hashes",
-      hashes, "--state-file", state, "--quiet"};
+      std::to_string(s.batches), "--step-ms", format("%.1f", s.step_ms), "--arena-mb", "256",
+      "--summary-json", summary, "--batch-hashes", hashes, "--state-file", state, "--quiet"};
   argv.insert(argv.end(), args.begin(), args.end());
+  if (!default_window) argv.insert(argv.end(), {"--window", std::to_string(window)});
   if (!c.model.empty()) argv.insert(argv.end(), {"--model", c.model});
   if (!c.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", c.tokenizer});
 
