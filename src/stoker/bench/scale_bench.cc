@@ -600,7 +600,7 @@ Result<Outcome> run(const ScaleOptions& in) {
   c.o = in;
   ScaleOptions& o = c.o;
   if (o.workers.empty()) o.workers = o.quick ? "1,2" : "1,2,4";
-  if (o.seconds < 0) o.seconds = o.quick ? 3 : 10;
+  if (o.seconds < 0) o.seconds = o.quick ? 2 : 10;
   if (o.width <= 0 || o.height <= 0) {
     o.width = o.quick ? 1920 : 3840;
     o.height = o.quick ? 1080 : 2160;
@@ -680,7 +680,7 @@ Result<Outcome> run(const ScaleOptions& in) {
   for (int k : ks) {
     if (o.quick && k > ks.front()) break;
     Spec s{.group = "scaling", .workers = k, .layout = Layout::kSpread};
-    s.batches = sps1 > 0 ? batches_for(c, sps1 * k) : (o.quick ? 10 : 12);
+    s.batches = sps1 > 0 ? batches_for(c, sps1 * k) : (o.quick ? 8 : 12);
     STOKER_ASSIGN_OR_RETURN(const Result1* r, add(s));
     if (sps1 == 0) {
       sps1 = r->sps / k;

@@ -43,7 +43,7 @@ options:
   --step-ms MS        the trainer's step in the trainer series (default: demand = 0.75 x the
                       largest K's samples/s)
   --batch-size B      samples per batch (default 8)
-  --seconds S         steady part of each run (its last 2/3 of batches; default 10, quick 3)
+  --seconds S         steady part of each run (its last 2/3 of batches; default 10, quick 2)
   --images N          photo-like JPEGs in the synthetic set, one per record (default 32;
                       quick 12); epochs cycle
   --size WxH          their size (default 3840x2160, quick 1920x1080: decode + resize
