@@ -192,7 +192,8 @@ do_up() {
   ip addr add "$bridge_addr/24" dev "$bridge"
   ip link set "$bridge" up
   if [ "$cg_kind" = v2 ]; then
-    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
+    { grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null ||
+      die "cannot enable the cgroup v2 cpu controller in /sys/fs/cgroup (a container's root cgroup with processes in it?)"
     mkdir -p "$cg_cpu_root"; echo +cpu > "$cg_cpu_root/cgroup.subtree_control"
     echo 10000 > "$cg_cpu_root/cpu.weight"   # the weight counts level by level: the parent's too
     if [ -n "$cg_set_root" ]; then
