@@ -178,3 +178,57 @@ def test_mismatched_flags_end_the_job_naming_the_rank(dataset, tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "rank 1 was given other flags than rank 0" in r.stderr, r.stderr[-2000:]
+
+
+# A trainer rank of --serve: iterates its shard through stoker.Loader(connect=...) (or, as the
+# independent reference, an in-process Loader) and prints one line per batch: every tensor's
+# name and sha256.
+TRAINER = r"""
+import hashlib, json, sys
+import stoker
+sock, data, ranks = sys.argv[1], sys.argv[2], [int(r) for r in sys.argv[3].split(",")]
+for rank in ranks:
+    if sock:
+        loader = stoker.Loader(connect=sock, connect_timeout_s=60, rank=rank, world_size=2)
+    else:
+        loader = stoker.Loader(data, batch_size=4, threads=1, rank=rank, world_size=2, seed=7,
+                               max_error_rate=1.0, arena_bytes=64 << 20)
+    for b in loader:
+        print(json.dumps({k: hashlib.sha256(t.numpy().tobytes()).hexdigest()
+                          for k, t in b.items()}))
+    print("end of rank", rank)
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("STOKER_PYTHON_DIR"), reason="no _stoker in this tree")
+def test_serve_hands_batches_to_trainer_ranks(dataset, tmp_path):
+    data = str(dataset / "data.jsonl")
+    env = dict(os.environ, PYTHONPATH=os.environ["STOKER_PYTHON_DIR"])
+    env.pop("STOKER_SERVER", None)
+    sock = str(tmp_path / "node.sock")
+    one_epoch = list(COMMON)
+    one_epoch[one_epoch.index("--epochs") + 1] = "1"  # a Loader(connect=...) iterates one epoch
+    job = subprocess.Popen([*MPIRUN, "-np", "3", STOKER, "cluster", data, *one_epoch, "--serve",
+                            "--world-size", "2", "--socket", sock, "--wire", "uint8",
+                            "--progress-s", "0", "--summary-json", str(tmp_path / "s.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        trainers = [subprocess.Popen([sys.executable, "-c", TRAINER, sock, data, str(r)], env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    for r in (0, 1)]
+        got = []
+        for t in trainers:
+            out, err = t.communicate(timeout=120)
+            assert t.returncode == 0, err
+            got.append(out)
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0, out[-2000:] + err[-3000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert "every rank finished" in out
+    ref = subprocess.run([sys.executable, "-c", TRAINER, "", data, "0,1"], env=env,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert got[0] + got[1] == ref and len(ref.splitlines()) > 6
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["workers"] == 2 and summary["ranks"][0]["bytes_received"] > 0

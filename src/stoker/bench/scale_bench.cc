@@ -368,7 +368,7 @@ Result<Result1> run_config(Context& c, const Spec& s) {
       std::to_string(worker_threads), "--receiver-threads", std::to_string(gpu_threads), "--wire",
       s.wire, "--batch-size", std::to_string(c.o.batch_size), "--epochs", "-1", "--limit-batches",
       std::to_string(s.batches), "--step-ms", format("%.1f", s.step_ms), "--arena-mb", "256",
-      "--window", std::to_string(window), "--summary-json", summary, "--state-file", state,
+      "--sample-window", std::to_string(window), "--summary-json", summary, "--state-file", state,
       "--quiet"};
   argv.insert(argv.end(), args.begin(), args.end());
   if (hashed) argv.insert(argv.end(), {"--batch-hashes", hashes});

@@ -41,7 +41,10 @@ cluster options (every rank must get the same flags; only --role may differ):
                        normalises, bit-identical) | encoded (media bytes; the receiver decodes)
   --threads N          CPU threads of every rank (default: all cores)
   --receiver-threads N CPU threads of the receivers (default: --threads)
-  --window N           samples a receiver keeps requested ahead (default 2*B*(prefetch+1))
+  --sample-window N    samples a receiver's Loader keeps requested ahead (default
+                       2*B*(prefetch+1)): the bound of pixels in flight per Loader
+  --serve              receivers run `stoker serve` (--world-size W trainer ranks attach with
+                       stoker.Loader(connect=--socket)) instead of the `stoker run` loop
   --summary-json F     rank 0 writes samples/s, wait ratio, wire bytes and every rank's CPU
                        seconds and bytes to F
   With R > 1, --state-file, --resume, --delivered-log, --batch-hashes and --error-report
@@ -78,15 +81,35 @@ int cluster(int argc, char** argv, const Args& args) {
   }
   Result<cluster::Wire> wire = cluster::parse_wire(args.get("wire", "float"));
   if (!wire.ok()) return report("cluster", wire.error());
-  Result<pipeline::LoaderConfig> config = run_config(args);
+  Result<pipeline::LoaderConfig> config = run_config(args, /*rank_flags=*/false);
   if (!config.ok()) return report("cluster", config.error());
   Result<int> receiver_threads =
       args.get_int<int>("receiver-threads", config->threads, 0, std::numeric_limits<int>::max());
   if (!receiver_threads.ok()) return report("cluster", receiver_threads.error());
-  Result<int> window = args.get_int<int>("window", 0, 0, 1 << 20);
+  Result<int> window = args.get_int<int>("sample-window", 0, 0, 1 << 20);
   if (!window.ok()) return report("cluster", window.error());
   Result<double> step_ms = args.get_double("step-ms", 0, 0, 86'400'000);
   if (!step_ms.ok()) return report("cluster", step_ms.error());
+
+  const bool serve = args.has("serve");
+  if (args.has("rank")) {
+    return report("cluster", invalid_argument("--rank: a receiver's rank is its place among the "
+                                              "receivers"));
+  }
+  if (args.has("window") && !serve) {
+    return report("cluster", invalid_argument("--window is --serve's (unreleased batches per "
+                                              "trainer rank); the samples a receiver requests "
+                                              "ahead are --sample-window"));
+  }
+  for (const char* f : {"socket", "progress-s"}) {
+    if (args.has(f) && !serve) {
+      return report("cluster", invalid_argument(std::string("--") + f + " goes with --serve"));
+    }
+  }
+  if (args.has("world-size") && !serve) {
+    return report("cluster", invalid_argument("--world-size is the trainer ranks of --serve; "
+                                              "without it the world is the R receivers"));
+  }
 
   cluster::Job job = cluster::start_job(role.empty() ? *receivers : 0, role, fingerprint(argc, argv));
   const int R = static_cast<int>(job.receivers.size());
@@ -94,53 +117,69 @@ int cluster(int argc, char** argv, const Args& args) {
   if (job.receiver()) {
     const int r = job.receiver_index();
     std::shared_ptr<cluster::Receiver> remote;
-    image::ImageProcessorConfig image;
-    RunHooks hooks;
-    hooks.name = "cluster: receiver " + std::to_string(r) + " of " + std::to_string(R);
-    if (R > 1) hooks.file_suffix = ".r" + std::to_string(r);
-    pipeline::LoaderStats stats;
-    hooks.stats = &stats;
     std::optional<image::ImageProcessor> processor;
-    hooks.configure = [&](pipeline::LoaderConfig& c) -> Status {
-      c.rank.rank = r;
-      c.rank.world_size = R;
-      c.threads = *receiver_threads;
+    // The workers prepare this receiver's samples: one Receiver for all its Loaders.
+    auto attach_workers = [&](pipeline::LoaderConfig& c) -> Status {
       c.window = *window;
+      // No production before resume(): a Loader started at create and then resumed would have
+      // the workers prepare its first window twice.
+      c.prefetch_on_create = false;
       if (job.workers.empty()) return ok_status();
-      // The receiver's own processor for the uint8 wire's normalise + patchify (the model's
-      // image settings, as the engine's context makes them).
-      STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-      m.image.apply_exif_orientation = c.apply_exif_orientation;
-      m.image.resize_rules = c.small_images;
-      STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(m.image));
-      processor.emplace(std::move(proc));
-      remote = std::make_shared<cluster::Receiver>(job.workers, *wire, &*processor);
+      if (!remote) {
+        // The receiver's own processor for the uint8 wire's normalise + patchify (the model's
+        // image settings, as the engine's context makes them).
+        STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
+        m.image.apply_exif_orientation = c.apply_exif_orientation;
+        m.image.resize_rules = c.small_images;
+        STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(m.image));
+        processor.emplace(std::move(proc));
+        remote = std::make_shared<cluster::Receiver>(job.workers, *wire, &*processor);
+      }
       c.remote = remote;
       return ok_status();
     };
-    const int rc = run_loader(args, hooks);
-    if (rc != 0) abort_job(job, internal_error("the receiver's loop failed (its error is above)"));
-    mine = cluster::own_report(job);
+    pipeline::LoaderStats stats;
+    if (serve) {
+      // `stoker serve` on this node: trainer ranks attach with stoker.Loader(connect=...).
+      ServeHooks hooks;
+      hooks.configure = [&](pipeline::LoaderConfig& c) -> Status {
+        c.errors = config->errors;  // the failure budget flags, as on `stoker run`
+        c.errors.report_path.clear();  // one per rank would be needed: not in serve mode
+        return attach_workers(c);
+      };
+      if (Status st = serve_loader(args, hooks); !st.ok()) abort_job(job, st.error());
+    } else {
+      RunHooks hooks;
+      hooks.name = "cluster: receiver " + std::to_string(r) + " of " + std::to_string(R);
+      if (R > 1) hooks.file_suffix = ".r" + std::to_string(r);
+      hooks.stats = &stats;
+      hooks.configure = [&](pipeline::LoaderConfig& c) -> Status {
+        c.rank.rank = r;
+        c.rank.world_size = R;
+        c.threads = *receiver_threads;
+        return attach_workers(c);
+      };
+      const int rc = run_loader(args, hooks);
+      if (rc != 0) abort_job(job, internal_error("the receiver's loop failed (its error is above)"));
+    }
+    std::uint64_t sent = 0, received = 0, answered = 0;
     if (remote) {
       remote->drain();  // every answer in, every worker told to stop
-      mine.bytes_sent = remote->bytes_sent();
-      mine.bytes_received = remote->stats().message_bytes;
+      sent = remote->bytes_sent();
+      received = remote->stats().message_bytes;
+      answered = remote->stats().samples;
     }
-    mine = [&] {
-      cluster::RankReport m = cluster::own_report(job);
-      m.bytes_sent = mine.bytes_sent;
-      m.bytes_received = mine.bytes_received;
-      return m;
-    }();
-    mine.samples = static_cast<std::uint64_t>(stats.samples);
+    mine = cluster::own_report(job);
+    mine.bytes_sent = sent;
+    mine.bytes_received = received;
+    mine.samples = serve ? answered : static_cast<std::uint64_t>(stats.samples);
     mine.batches = static_cast<std::uint64_t>(stats.batches);
     mine.failed = static_cast<std::uint64_t>(stats.failed);
     mine.elapsed_s = stats.elapsed_s;
     mine.wait_s = stats.wait_s;
     mine.first_batch_s = stats.first_batch_s;
   } else {
-    pipeline::LoaderConfig c = *config;
-    Result<cluster::WorkerStats> w = cluster::run_worker(c, *wire, R);
+    Result<cluster::WorkerStats> w = cluster::run_worker(*config, *wire, R);
     if (!w.ok()) abort_job(job, w.error());
     mine = cluster::own_report(job);
     mine.samples = w->samples;
@@ -168,14 +207,18 @@ int cluster(int argc, char** argv, const Args& args) {
 }  // namespace
 
 int run_cluster(int argc, char** argv) {
-  std::set<std::string> values = run_value_flags();
-  values.insert({"receivers", "role", "wire", "receiver-threads", "window", "summary-json"});
-  auto args = Args::parse(argc, argv, values, run_switch_flags(), loader_repeat_flags());
+  std::set<std::string> values = run_value_flags(), switches = run_switch_flags();
+  for (const std::string& f : serve_value_flags()) values.insert(f);
+  values.insert({"receivers", "role", "wire", "receiver-threads", "sample-window", "summary-json"});
+  switches.insert("serve");
+  auto args = Args::parse(argc, argv, values, switches, loader_repeat_flags());
   if (!args.ok()) return report("cluster", args.error());
   if (args->has("help") || args->positional().empty()) {
     std::FILE* out = args->has("help") ? stdout : stderr;
     std::fputs(kHelp, out);
     std::fputs(kRunHelp, out);
+    std::fputs("\n--serve: `stoker serve` options (each receiver serves its node's trainer ranks):\n", out);
+    std::fputs(kServeHelp, out);
     std::fputs(kPackingFlagsHelp, out);
     std::fputs(kMediaFlagsHelp, out);
     return args->has("help") ? 0 : 2;

@@ -131,7 +131,7 @@ struct Options {
   bool quiet = false;
 };
 
-Result<pipeline::LoaderConfig> make_config(const Args& args) {
+Result<pipeline::LoaderConfig> make_config(const Args& args, bool rank_flags = true) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
   STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig c, loader_config_from_flags(args, {}));
   STOKER_ASSIGN_OR_RETURN(c.threads, args.get_int<int>("threads", 0, 0, kIntMax));
@@ -145,10 +145,10 @@ Result<pipeline::LoaderConfig> make_config(const Args& args) {
   else if (mode == "concurrent") c.mode = pipeline::Mode::kConcurrent;
   else if (mode == "prefetch") c.mode = pipeline::Mode::kPrefetch;
   else return invalid_argument("--mode serial|concurrent|prefetch, not '" + mode + "'");
-  if (args.has("rank") != args.has("world-size")) {
+  if (rank_flags && args.has("rank") != args.has("world-size")) {
     return invalid_argument("--rank and --world-size go together");
   }
-  if (args.has("rank")) {
+  if (rank_flags && args.has("rank")) {
     STOKER_ASSIGN_OR_RETURN(int w, args.get_int<int>("world-size", 1, 1, kIntMax));
     STOKER_ASSIGN_OR_RETURN(int r, args.get_int<int>("rank", 0, 0, w - 1));
     c.rank.rank = r;
@@ -274,7 +274,9 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
 
 }  // namespace
 
-Result<pipeline::LoaderConfig> run_config(const Args& args) { return make_config(args); }
+Result<pipeline::LoaderConfig> run_config(const Args& args, bool rank_flags) {
+  return make_config(args, rank_flags);
+}
 
 int run_loader(const Args& args, const RunHooks& hooks) {
   const char* cmd = hooks.name.c_str();

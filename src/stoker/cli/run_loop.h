@@ -1,6 +1,7 @@
-// `stoker run`'s loop over a configured Loader — take batches, log them, hash them, save the
-// state, simulate the trainer's step, print the summary — shared with `stoker cluster`, whose
-// receivers run exactly this loop with their Loader's samples prepared by remote workers.
+// The two loops a receiver of `stoker cluster` runs, with its Loaders' samples prepared by remote
+// workers: `stoker run`'s (take batches, log them, hash them, save the state, simulate the
+// trainer's step, print the summary) and `stoker serve`'s (every local rank's own shard, handed
+// over zero-copy to the trainer processes that attach).
 #pragma once
 
 #include <functional>
@@ -23,8 +24,9 @@ struct RunHooks {
   pipeline::LoaderStats* stats = nullptr;  // out: the loader's stats at the end
 };
 
-// The Loader config `stoker run` makes from its flags (validated).
-Result<pipeline::LoaderConfig> run_config(const Args& args);
+// The Loader config `stoker run` makes from its flags (validated); without `rank_flags`,
+// --rank / --world-size are left to the caller.
+Result<pipeline::LoaderConfig> run_config(const Args& args, bool rank_flags = true);
 
 // Returns the exit code (0 ok).
 int run_loader(const Args& args, const RunHooks& hooks);
@@ -33,5 +35,14 @@ int run_loader(const Args& args, const RunHooks& hooks);
 std::set<std::string> run_value_flags();
 std::set<std::string> run_switch_flags();
 extern const char kRunHelp[];
+
+struct ServeHooks {
+  // Adjusts the per-rank config (before the rank is set): remote samples, threads.
+  std::function<Status(pipeline::LoaderConfig&)> configure;
+};
+// Serves until every rank finished (or SIGINT/SIGTERM).
+Status serve_loader(const Args& args, const ServeHooks& hooks);
+std::set<std::string> serve_value_flags();
+extern const char kServeHelp[];
 
 }  // namespace stoker::cli

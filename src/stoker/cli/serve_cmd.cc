@@ -34,6 +34,7 @@
 #include "stoker/base/clock.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/loader_flags.h"
+#include "stoker/cli/run_loop.h"
 #include "stoker/cli/commands.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
@@ -41,9 +42,8 @@
 #include "stoker/shm/socket_path.h"
 
 namespace stoker::cli {
-namespace {
 
-constexpr char kHelp[] = R"(usage: stoker serve DATA.jsonl[,MORE.jsonl] --world-size W [options]
+const char kServeHelp[] = R"(usage: stoker serve DATA.jsonl[,MORE.jsonl] --world-size W [options]
 
 Serves every rank of a W-rank job on this node its own shard over a private Unix socket:
 a process attaches with stoker.Loader(connect=PATH) (rank and world size from its arguments or
@@ -73,6 +73,8 @@ options:
                        | refuse (InvalidArgument, as transformers <= 4.52)
   --progress-s S       print per-rank progress every S seconds (default 5; 0: never)
 )";
+
+namespace {
 
 constexpr long long kMaxWorld = 4096;
 
@@ -263,7 +265,9 @@ void handle_attach(const shm::AttachRequest& a, const Shared& sh,
   slot.cv.notify_all();
 }
 
-Status run(const Args& args) {
+}  // namespace
+
+Status serve_loader(const Args& args, const ServeHooks& hooks) {
   STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig base, make_config(args));
   // WORLD_SIZE from the launcher, parsed as strictly as the flag that overrides it.
   long long world = 1;
@@ -277,6 +281,7 @@ Status run(const Args& args) {
   base.threads = static_cast<int>(std::max<long long>(1, threads / world));
   base.rank.rank = 0;
   base.rank.world_size = static_cast<int>(world);
+  if (hooks.configure) STOKER_RETURN_IF_ERROR(hooks.configure(base));
   STOKER_RETURN_IF_ERROR(base.validate());
   STOKER_ASSIGN_OR_RETURN(int window, args.get_int<int>("window", 4, 1, 64));  // BatchServer's
   // At most a day: the next deadline (now + S·1e9 ns) stays far from int64 overflow.
@@ -351,23 +356,25 @@ Status run(const Args& args) {
   return ok_status();
 }
 
-}  // namespace
+std::set<std::string> serve_value_flags() {
+  std::set<std::string> values = loader_value_flags();
+  values.insert({"socket", "world-size", "threads", "window", "progress-s"});
+  return values;
+}
 
 int run_serve(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--help") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kServeHelp, stdout);
       std::fputs(kPackingFlagsHelp, stdout);
       std::fputs(kMediaFlagsHelp, stdout);
       return 0;
     }
   }
-  std::set<std::string> values = loader_value_flags();
-  values.insert({"socket", "world-size", "threads", "window", "progress-s"});
   Result<Args> args =
-      Args::parse(argc, argv, values, loader_switch_flags(), loader_repeat_flags());
+      Args::parse(argc, argv, serve_value_flags(), loader_switch_flags(), loader_repeat_flags());
   if (!args.ok()) return report("serve", args.error());
-  Status st = run(*args);
+  Status st = serve_loader(*args, {});
   if (!st.ok()) return report("serve", st.error());
   return 0;
 }

@@ -2,8 +2,10 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 
@@ -36,19 +38,52 @@ Comm::Comm(std::vector<int> probe_tags, Handler handler)
 
 Comm::~Comm() { stop(); }
 
-void Comm::send(int dest, int tag, std::vector<std::uint8_t> bytes, std::function<void()> done) {
-  send(dest, tag, std::make_shared<std::vector<std::uint8_t>>(std::move(bytes)), std::move(done));
+std::shared_ptr<BufferPool::Buffer> BufferPool::get(std::size_t bytes) {
+  std::shared_ptr<Buffer> b;
+  {
+    std::lock_guard lock(mu_);
+    // The smallest free buffer that is large enough.
+    std::size_t best = free_.size();
+    for (std::size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i]->capacity >= bytes &&
+          (best == free_.size() || free_[i]->capacity < free_[best]->capacity))
+        best = i;
+    }
+    if (best < free_.size()) {
+      b = std::move(free_[best]);
+      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+  }
+  if (!b) {
+    b = std::make_shared<Buffer>();
+    b->data.reset(new std::uint8_t[std::max<std::size_t>(bytes, 1)]);
+    b->capacity = bytes;
+  }
+  b->size = bytes;
+  return b;
 }
 
-void Comm::send(int dest, int tag, std::shared_ptr<std::vector<std::uint8_t>> bytes,
-                std::function<void()> done) {
+void BufferPool::put(std::shared_ptr<Buffer> b) {
+  std::lock_guard lock(mu_);
+  free_.push_back(std::move(b));
+}
+
+void Comm::send(int dest, int tag, std::vector<std::uint8_t> bytes, std::function<void()> done) {
+  auto keep = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+  const void* data = keep->data();
+  const std::uint64_t size = keep->size();
+  send(dest, tag, data, size, std::move(keep), std::move(done));
+}
+
+void Comm::send(int dest, int tag, const void* data, std::uint64_t size,
+                std::shared_ptr<void> keep, std::function<void()> done) {
   Op op;
   op.is_send = true;
   op.peer = dest;
   op.tag = tag;
-  op.bytes = bytes->size();
-  op.dst = bytes->data();
-  op.keep = std::move(bytes);
+  op.bytes = size;
+  op.dst = const_cast<void*>(data);
+  op.keep = std::move(keep);
   op.done = std::move(done);
   {
     std::lock_guard lock(mu_);

@@ -19,6 +19,23 @@
 
 namespace stoker::cluster {
 
+// Large message buffers, reused: a fresh 15 MB buffer per sample costs its page faults (and a
+// vector's zero fill) again every time. Holds at most what was in flight at the peak.
+class BufferPool {
+ public:
+  struct Buffer {
+    std::unique_ptr<std::uint8_t[]> data;  // default-initialised: no zero fill
+    std::size_t capacity = 0, size = 0;
+  };
+  // A buffer of `bytes` (contents undefined); give it back with put().
+  std::shared_ptr<Buffer> get(std::size_t bytes);
+  void put(std::shared_ptr<Buffer> b);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Buffer>> free_;
+};
+
 class Comm {
  public:
   using Handler = std::function<void(int source, int tag, std::vector<std::uint8_t>&& bytes)>;
@@ -27,7 +44,8 @@ class Comm {
 
   // Sends `bytes` (kept alive until MPI is done with them); `done` after completion.
   void send(int dest, int tag, std::vector<std::uint8_t> bytes, std::function<void()> done = {});
-  void send(int dest, int tag, std::shared_ptr<std::vector<std::uint8_t>> bytes,
+  // Sends `size` bytes at `data`; `keep` is held until MPI is done with them.
+  void send(int dest, int tag, const void* data, std::uint64_t size, std::shared_ptr<void> keep,
             std::function<void()> done = {});
   // Receives exactly `bytes` bytes from `source` with `tag` into `dst`; `done` after completion.
   void recv(int source, int tag, void* dst, std::uint64_t bytes, std::function<void()> done);
@@ -43,7 +61,7 @@ class Comm {
     int peer = 0, tag = 0;
     void* dst = nullptr;
     std::uint64_t bytes = 0;
-    std::shared_ptr<std::vector<std::uint8_t>> keep;
+    std::shared_ptr<void> keep;
     std::function<void()> done;
   };
   void loop();

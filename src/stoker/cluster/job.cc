@@ -82,6 +82,10 @@ Job start_job(int receivers, const std::string& role, std::uint64_t fingerprint)
     const bool is_receiver = h.role == 0 ? r < h.receivers : h.role == 1;
     (is_receiver ? job.receivers : job.workers).push_back(r);
   }
+  if (all[0].role == 0 && all[0].receivers > job.size) {
+    abort_job(job, invalid_argument("--receivers " + std::to_string(all[0].receivers) +
+                                    " but mpirun started " + std::to_string(job.size) + " ranks"));
+  }
   if (job.receivers.empty()) {
     abort_job(job, invalid_argument("no receiver: --receivers " + std::to_string(receivers) +
                                     " with " + std::to_string(job.size) + " ranks"));

@@ -20,7 +20,8 @@ Receiver::Receiver(std::vector<int> workers, Wire wire, const image::ImageProces
 
 Receiver::~Receiver() { comm_->stop(); }
 
-void Receiver::submit(const pipeline::Item& item, std::function<void(pipeline::Prepared&&)> done) {
+void Receiver::submit(const void* owner, const pipeline::Item& item,
+                      std::function<void(pipeline::Prepared&&)> done) {
   Request req{.seq = item.seq, .epoch = item.epoch, .k = item.k, .sample = item.sample};
   int worker = 0;
   {
@@ -35,7 +36,7 @@ void Receiver::submit(const pipeline::Item& item, std::function<void(pipeline::P
     next_worker_ = best + 1;
     worker = workers_[best];
     ++unanswered_[worker];
-    pending_[req.ticket] = Pending{.item = item, .done = std::move(done), .worker = worker};
+    pending_[req.ticket] = Pending{.owner = owner, .item = item, .done = std::move(done), .worker = worker};
   }
   comm_->send(worker, kTagRequest, encode(req));
 }
@@ -45,8 +46,9 @@ void Receiver::finished_one() {
 }
 
 void Receiver::discard_payload(int worker, std::uint64_t ticket, std::uint64_t bytes) {
-  auto scratch = std::make_shared<std::vector<std::uint8_t>>(bytes);
-  comm_->recv(worker, payload_tag(ticket), scratch->data(), bytes, [this, scratch, bytes] {
+  auto scratch = staging_.get(bytes);
+  comm_->recv(worker, payload_tag(ticket), scratch->data.get(), bytes, [this, scratch, bytes] {
+    staging_.put(scratch);
     std::lock_guard lock(mu_);
     stats_.payload_bytes += bytes;
     stats_.message_bytes += bytes;
@@ -104,7 +106,7 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
   };
   auto wait = std::make_shared<Wait>();
   wait->left = samples.size();  // one receive per sample, set before any can complete
-  std::vector<std::vector<std::uint8_t>> staging(samples.size());
+  std::vector<std::shared_ptr<BufferPool::Buffer>> staging(samples.size());
   const std::int64_t cols = processor_->columns();
   const std::uint64_t elem = dtype == image::PixelDType::kFloat32 ? 4 : 2;
   {
@@ -121,8 +123,8 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
                                      ? static_cast<std::uint64_t>(p.pixel_rows) * cols * elem
                                      : payload_bytes(p, Wire::kUint8, cols, dtype);
       if (wire_ != Wire::kFloat || bytes != want) {
-        staging[i].resize(bytes);
-        into = staging[i].data();
+        staging[i] = staging_.get(bytes);
+        into = staging[i]->data.get();
       }
       if (bytes != want) {
         (*errors)[i] = data_loss("cluster: pixel payload of " + std::to_string(bytes) +
@@ -146,7 +148,11 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
     std::unique_lock lock(wait->mu);
     wait->cv.wait(lock, [&] { return wait->left == 0; });
   }
-  if (wire_ != Wire::kUint8) return;
+  if (wire_ != Wire::kUint8) {  // float: only a payload of the wrong size was staged
+    for (auto& b : staging)
+      if (b) staging_.put(std::move(b));
+    return;
+  }
   // uint8 wire: normalise + patchify each image into its rows, on the helpers and this thread.
   struct Image {
     const std::uint8_t* rgb;
@@ -156,7 +162,7 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
   auto images = std::make_shared<std::vector<Image>>();
   for (std::size_t i = 0; i < samples.size(); ++i) {
     if ((*errors)[i]) continue;
-    const std::uint8_t* rgb = staging[i].data();
+    const std::uint8_t* rgb = staging[i]->data.get();
     std::uint8_t* out = dst[i];
     for (const image::ImagePlan& plan : samples[i]->plans) {
       images->push_back({rgb, &plan, out});
@@ -183,20 +189,31 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
       }
     }
   };
-  if (images->empty()) return;
+  auto give_back = [&] {
+    for (auto& b : staging)
+      if (b) staging_.put(std::move(b));
+  };
+  if (images->empty()) return give_back();
   if (helpers != nullptr) {
     const int n = std::min<int>(static_cast<int>(images->size()) - 1, helpers->num_threads());
     for (int h = 0; h < n; ++h) (void)helpers->submit(work);
   }
   work();
-  std::unique_lock lock(job->mu);
-  job->cv.wait(lock, [&] { return job->done.load() == images->size(); });
+  {
+    std::unique_lock lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == images->size(); });
+  }
+  give_back();
 }
 
-void Receiver::abandon() {
+void Receiver::abandon(const void* owner) {
   std::lock_guard lock(mu_);
   for (auto it = pending_.begin(); it != pending_.end();) {
     Pending& p = it->second;
+    if (p.owner != owner || p.abandoned) {
+      ++it;
+      continue;
+    }
     p.done = nullptr;
     if (p.answered) {  // delivered to the engine, its payload never claimed
       if (p.payload > 0) discard_payload(p.worker, it->first, p.payload);

@@ -6,7 +6,7 @@
 // samples, nothing more (credit-based: a request is a credit; the arena's backpressure stops
 // the producer, which stops the requests). Payloads wait on their worker until the batch that
 // holds them is assembled (MPI's rendezvous for large messages), so the worker holds at most
-// the window's pixels. abandon() (a stopped engine) drains what was requested into scratch;
+// the window's pixels. abandon(engine) (a stopped engine) drains what it requested into scratch;
 // drain() waits until nothing is outstanding, then tells every worker to stop.
 #pragma once
 
@@ -35,11 +35,12 @@ class Receiver final : public pipeline::RemoteSamples {
   Receiver(std::vector<int> workers, Wire wire, const image::ImageProcessor* processor);
   ~Receiver() override;
 
-  void submit(const pipeline::Item& item, std::function<void(pipeline::Prepared&&)> done) override;
+  void submit(const void* owner, const pipeline::Item& item,
+              std::function<void(pipeline::Prepared&&)> done) override;
   void pixels(std::span<const pipeline::Prepared* const> samples,
               std::span<std::uint8_t* const> dst, image::PixelDType dtype,
               exec::ThreadPool* helpers, std::vector<std::optional<Error>>* errors) override;
-  void abandon() override;
+  void abandon(const void* owner) override;
 
   // Waits until every request is answered and every payload received, sends each worker a stop,
   // and stops the comm thread.
@@ -49,6 +50,7 @@ class Receiver final : public pipeline::RemoteSamples {
 
  private:
   struct Pending {
+    const void* owner = nullptr;
     pipeline::Item item;
     std::function<void(pipeline::Prepared&&)> done;
     int worker = 0;
@@ -69,6 +71,7 @@ class Receiver final : public pipeline::RemoteSamples {
   std::uint64_t next_ticket_ = 1;
   std::size_t next_worker_ = 0;
   ReceiverStats stats_;
+  BufferPool staging_;  // uint8 payloads before normalisation, drained payloads
   std::unique_ptr<Comm> comm_;  // last: its thread calls on_result
 };
 

@@ -17,19 +17,22 @@ namespace stoker::cluster {
 
 namespace {
 
+using Buffer = std::shared_ptr<BufferPool::Buffer>;
+
 // The sample's pixels in the wire's form; a failure to decode fails the sample exactly as it
 // would in the receiver's emit (decode_failure, stage "decode", the first broken image).
-std::vector<std::uint8_t> make_payload(const pipeline::Context& ctx, pipeline::Prepared& p,
-                                       Wire wire, image::PixelDType dtype) {
+Buffer make_payload(const pipeline::Context& ctx, pipeline::Prepared& p, Wire wire,
+                    image::PixelDType dtype, BufferPool& pool) {
   thread_local image::ImageScratch scratch;
   const image::ImageProcessor& proc = *ctx.processor;
-  std::vector<std::uint8_t> out(payload_bytes(p, wire, proc.columns(), dtype));
+  Buffer buf = pool.get(payload_bytes(p, wire, proc.columns(), dtype));
+  std::uint8_t* out = buf->data.get();
   std::size_t at = 0;
   for (std::size_t i = 0; i < p.plans.size(); ++i) {
     const image::ImagePlan& plan = p.plans[i];
     Status st;
     if (wire == Wire::kFloat) {
-      st = proc.process(p.encoded[i], plan, dtype, out.data() + at, &scratch);
+      st = proc.process(p.encoded[i], plan, dtype, out + at, &scratch);
       at += static_cast<std::size_t>(plan.rows()) * proc.columns() *
             (dtype == image::PixelDType::kFloat32 ? 4 : 2);
     } else {
@@ -37,17 +40,17 @@ std::vector<std::uint8_t> make_payload(const pipeline::Context& ctx, pipeline::P
       if (st.ok()) {
         image::resize_bicubic_exact(scratch.decoded, plan.width, plan.height, &scratch.resized);
         const std::size_t n = static_cast<std::size_t>(plan.width) * plan.height * 3;
-        std::copy(scratch.resized.pixels.begin(), scratch.resized.pixels.begin() + n,
-                  out.begin() + static_cast<std::ptrdiff_t>(at));
+        std::copy(scratch.resized.pixels.begin(), scratch.resized.pixels.begin() + n, out + at);
         at += n;
       }
     }
     if (!st.ok()) {
       p.failure = pipeline::decode_failure(ctx, p.item, i, st.error());
-      return {};
+      pool.put(std::move(buf));
+      return nullptr;
     }
   }
-  return out;
+  return buf;
 }
 
 }  // namespace
@@ -70,13 +73,19 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
   std::atomic<std::uint64_t> samples{0}, failed{0};
   std::atomic<std::int64_t> busy_ns{0};
   std::atomic<Comm*> comm_ptr{nullptr};
+  BufferPool pool;
 
   auto finish = [&](int receiver, std::uint64_t ticket, pipeline::Prepared&& p) {
     const std::int64_t t0 = now_ns();
-    std::vector<std::uint8_t> payload;
-    if (!p.failure && wire != Wire::kEncoded) payload = make_payload(*ctx, p, wire, dtype);
+    Buffer payload;
+    if (!p.failure && wire != Wire::kEncoded) payload = make_payload(*ctx, p, wire, dtype, pool);
+    if (payload && payload->size == 0) {  // a sample without images
+      pool.put(std::move(payload));
+      payload = nullptr;
+    }
     if (wire != Wire::kEncoded || p.failure) p.encoded.clear();
-    SampleResult r{.ticket = ticket, .prepared = std::move(p), .payload_bytes = payload.size()};
+    SampleResult r{.ticket = ticket, .prepared = std::move(p),
+                   .payload_bytes = payload ? payload->size : 0};
     const bool bad = r.prepared.failure.has_value();
     std::vector<std::uint8_t> header = encode(r);
     busy_ns.fetch_add(now_ns() - t0);
@@ -89,8 +98,12 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
       --in_flight;
       cv.notify_all();
     };
-    if (!payload.empty()) {
-      comm_ptr.load()->send(receiver, payload_tag(ticket), std::move(payload), done);
+    if (payload) {
+      comm_ptr.load()->send(receiver, payload_tag(ticket), payload->data.get(), payload->size,
+                            payload, [&pool, payload, done] {
+        pool.put(payload);
+        done();
+      });
     } else {
       done();
     }

@@ -87,7 +87,7 @@ Engine::~Engine() {
     std::lock_guard lock(gate_->mu);
     gate_->engine = nullptr;  // reads still in flight on the store's I/O thread find no engine
   }
-  if (options_.remote != nullptr) options_.remote->abandon();
+  if (options_.remote != nullptr) options_.remote->abandon(this);
 }
 
 double Engine::arena_wait_s() const { return arena_wait_ns_.load() * 1e-9; }
@@ -174,7 +174,7 @@ void Engine::submit_async(const Item& item) {
 // Scale-out: the sample is read, fetched and prepared by a remote worker; it comes back through
 // the gate (the engine may be gone by then).
 void Engine::submit_remote(const Item& item) {
-  options_.remote->submit(item, [gate = gate_](Prepared&& p) {
+  options_.remote->submit(this, item, [gate = gate_](Prepared&& p) {
     std::lock_guard lock(gate->mu);
     if (gate->engine != nullptr) gate->engine->deliver(std::move(p));
   });

@@ -33,18 +33,20 @@ struct RemotePixels {
 class RemoteSamples {
  public:
   virtual ~RemoteSamples() = default;
-  // Starts item's work elsewhere; `done` receives the prepared sample, on any thread, exactly
-  // once unless abandon() came first.
-  virtual void submit(const Item& item, std::function<void(Prepared&&)> done) = 0;
+  // Starts item's work elsewhere for `owner` (an engine; several may share one RemoteSamples, as
+  // `stoker serve`'s per-rank Loaders do); `done` receives the prepared sample, on any thread,
+  // exactly once unless abandon(owner) came first.
+  virtual void submit(const void* owner, const Item& item,
+                      std::function<void(Prepared&&)> done) = 0;
   // Writes the pixel rows of each sample (those with `remote` set) at dst[i] (its first row in
   // the batch), in `dtype`; blocks until all are in place. `helpers` (may be null) may run
   // per-image work. (*errors)[i] set: sample i's pixels could not be written (it fails).
   virtual void pixels(std::span<const Prepared* const> samples, std::span<std::uint8_t* const> dst,
                       image::PixelDType dtype, exec::ThreadPool* helpers,
                       std::vector<std::optional<Error>>* errors) = 0;
-  // The engine stops: what was submitted and not yet written by pixels() is dropped (its
-  // `done` may still run, and must find nothing to call).
-  virtual void abandon() = 0;
+  // `owner` stops: what it submitted and pixels() did not write yet is dropped (its `done` is
+  // not called any more).
+  virtual void abandon(const void* owner) = 0;
 };
 
 }  // namespace stoker::pipeline
