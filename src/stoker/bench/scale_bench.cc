@@ -623,6 +623,7 @@ Result<Outcome> run(const ScaleOptions& in) {
     o.height = o.quick ? 1080 : 2160;
   }
   if (o.images <= 0) o.images = o.quick ? 12 : 32;
+  if (o.cpu <= 0) o.cpu = o.quick ? 0.4 : 0.2;
   c.share = o.cpu;
   c.gpu_share = o.gpu_cpu > 0 ? o.gpu_cpu : o.cpu;
   std::vector<int> ks = parse_workers(o.workers);

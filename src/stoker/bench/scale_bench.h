@@ -36,7 +36,8 @@ options:
   --quick             small set, K = 1, 2, short runs (CI smoke, < 2 min on 2 cores)
   --workers LIST      worker host counts for the scaling runs (default 1,2,4; quick 1,2); the
                       largest is the NIC-bound set's K
-  --cpu SHARE         CPU cores per host (default 0.2); a packed host gets K x SHARE
+  --cpu SHARE         CPU cores per host (default 0.2; quick 0.4: start-up, ~1 s of CPU per
+                      rank, dominates short runs); a packed host gets K x SHARE
   --gpu-cpu SHARE     the GPU host's share (default: --cpu)
   --rate RATE         worker NIC rate in the NIC-bound set, tc units (default: 1.3 x one
                       worker's float output, measured)
@@ -62,7 +63,7 @@ options:
 struct ScaleOptions {
   bool quick = false;
   std::string workers;          // "1,2,4"; empty: by --quick
-  double cpu = 0.2, gpu_cpu = -1;
+  double cpu = -1, gpu_cpu = -1;  // -1: 0.2 (quick 0.4)
   std::string rate;             // empty: calibrated
   double step_ms = -1;          // -1: calibrated
   int batch_size = 8;
