@@ -178,6 +178,13 @@ do_up() {
   [ "$(id -u)" = 0 ] || die "up needs root (network namespaces, tc, cgroups)"
   do_down
   detect_cgroup
+  # Only addresses this bed owns: refuse a subnet that something else on this machine uses.
+  local used
+  used=$(ip -4 -o addr show 2>/dev/null | awk -v p="$subnet." '$3 == "inet" && index($4, p) == 1 { print $2 }' | head -1)
+  [ -z "$used" ] || die "subnet $cidr is in use on '$used' (choose another with --subnet)"
+  if ip -4 route show 2>/dev/null | awk '{ print $1 }' | grep -qx "$cidr"; then
+    die "a route to $cidr exists already (choose another --subnet)"
+  fi
   mkdir -p "$dir"
   local i
   for ((i = 0; i < hosts; i++)); do
@@ -438,9 +445,17 @@ if c.rank == 1: print("%.0f" % (n / dt))
   return $fail
 }
 
+# One bed per prefix at a time: up/down/run/check of the same prefix wait for each other.
 case $cmd in
-  up) do_up ;;
-  down) detect_cgroup; do_down; echo "cluster.sh: down: $prefix" ;;
+  up|down|run|check) mkdir -p /run/stoker-bed 2>/dev/null && exec 9>"/run/stoker-bed/$prefix.lock" && flock 9 || true ;;
+esac
+
+case $cmd in
+  up) up_ok=0
+      trap '[ "$up_ok" = 1 ] || do_down' EXIT   # a failed up leaves nothing behind
+      do_up; up_ok=1 ;;
+  down) detect_cgroup; do_down; rm -f "/run/stoker-bed/$prefix.lock"; rmdir /run/stoker-bed 2>/dev/null || true
+        echo "cluster.sh: down: $prefix" ;;
   env) need_up; cat "$dir/env" ;;
   hosts) need_up; cut -f1 "$dir/hosts.tsv" ;;
   stats) do_stats ;;

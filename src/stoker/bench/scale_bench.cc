@@ -16,7 +16,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -45,8 +44,10 @@ using json = nlohmann::json;
 char g_down_store[7][256];
 char* g_down_argv[8] = {};
 volatile sig_atomic_t g_bed_up = 0;
+volatile sig_atomic_t g_child_group = 0;  // the running job's process group (mpirun), or 0
 
 void down_from_signal(int sig) {
+  if (g_child_group > 0) ::kill(-g_child_group, SIGKILL);
   if (g_bed_up) {
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -95,6 +96,10 @@ Result<int> run_logged(const std::vector<std::string>& argv, const std::string& 
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (err != 0) return unavailable("spawning " + argv[0] + ": " + std::strerror(err));
+  g_child_group = pid;
+  struct Forget {
+    ~Forget() { g_child_group = 0; }
+  } forget;
   const Stopwatch clock;
   int status = 0;
   for (;;) {
