@@ -559,6 +559,7 @@ void print_tables(const std::vector<Result1>& rs, double sps1) {
 Status write_csv(const std::string& path, const std::vector<Result1>& rs) {
   std::ofstream out(path);
   if (!out) return permission_denied("cannot write " + path);
+  out.precision(10);
   out << "run,configuration,group,workers,layout,wire,worker_rate,step_ms,samples_per_s,"
          "samples_per_s_whole,wait_pct,wait_receiver_pct,wire_bytes_per_sample,host,role,share,cpu_cores,"
          "tx_MBps,rx_MBps,rate_MBps,drops\n";
