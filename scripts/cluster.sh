@@ -464,10 +464,19 @@ case $cmd in
   exec) need_up; [ ${#rest[@]} -ge 2 ] || die "usage: cluster.sh exec HOST CMD..."
         h=${rest[0]}; exec "$dir/agent.sh" "$h" "${rest[@]:1}" ;;
   run) [ ${#rest[@]} -ge 1 ] || die "usage: cluster.sh run [up options] -- CMD..."
-       trap 'do_down' EXIT INT TERM
+       # CMD runs in the background and the script waits for it: a signal to the script (not only
+       # Ctrl-C to the whole terminal group) then interrupts the wait, kills CMD, tears down.
+       child=""
+       on_signal() { [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true; exit 130; }
+       trap 'do_down' EXIT
+       trap on_signal INT TERM
        do_up
        # shellcheck disable=SC1091
-       ( . "$dir/env"; "${rest[@]}" ) ;;
+       ( . "$dir/env"; exec "${rest[@]}" ) &
+       child=$!
+       rc=0; wait "$child" || rc=$?
+       child=""
+       exit "$rc" ;;
   check) do_check ;;
   probe) do_probe; echo "cluster.sh: probe: a bed can be built here (cgroup $cg_kind)" ;;
   *) die "unknown command '$cmd' (up, down, mpirun, env, exec, stats, counters, hosts, run, probe, check)" ;;
