@@ -387,7 +387,8 @@ do_check() {
   [ "$hosts" -ge 2 ] || hosts=2
   [ "$rates" != none ] || rates=40mbit
   [ "$cpus" != none ] || cpus=0.25
-  trap 'do_down' EXIT INT TERM
+  trap teardown EXIT
+  trap 'exit 130' INT TERM
   do_up
   local fail=0 n=$hosts
   # 1. placement: one rank per host spreads (--map-by node), --map-by slot fills host 0 first.
@@ -445,6 +446,9 @@ if c.rank == 1: print("%.0f" % (n / dt))
   return $fail
 }
 
+# down + the lock file (left by up: a bed that stays up keeps its lock file).
+teardown() { do_down; rm -f "/run/stoker-bed/$prefix.lock"; rmdir /run/stoker-bed 2>/dev/null || true; }
+
 # One bed per prefix at a time: up/down/run/check of the same prefix wait for each other.
 case $cmd in
   up|down|run|check) mkdir -p /run/stoker-bed 2>/dev/null && exec 9>"/run/stoker-bed/$prefix.lock" && flock 9 || true ;;
@@ -454,8 +458,7 @@ case $cmd in
   up) up_ok=0
       trap '[ "$up_ok" = 1 ] || do_down' EXIT   # a failed up leaves nothing behind
       do_up; up_ok=1 ;;
-  down) detect_cgroup; do_down; rm -f "/run/stoker-bed/$prefix.lock"; rmdir /run/stoker-bed 2>/dev/null || true
-        echo "cluster.sh: down: $prefix" ;;
+  down) detect_cgroup; teardown; echo "cluster.sh: down: $prefix" ;;
   env) need_up; cat "$dir/env" ;;
   hosts) need_up; cut -f1 "$dir/hosts.tsv" ;;
   stats) do_stats ;;
@@ -468,7 +471,7 @@ case $cmd in
        # Ctrl-C to the whole terminal group) then interrupts the wait, kills CMD, tears down.
        child=""
        on_signal() { [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true; exit 130; }
-       trap 'do_down' EXIT
+       trap teardown EXIT
        trap on_signal INT TERM
        do_up
        # shellcheck disable=SC1091
