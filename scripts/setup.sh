@@ -18,6 +18,7 @@ debs=(
   python3-torch python3-regex python3-jinja2
   python3-boto3 nginx-light libnginx-mod-http-lua
   openmpi-bin libopenmpi-dev
+  iproute2 python3-mpi4py  # scripts/cluster.sh: ip netns, tc; its MPI transfer self-test
 )
 missing=()
 for p in "${debs[@]}"; do
