@@ -80,12 +80,13 @@ def main(argv):
             xl.append(("gpu" if h["role"] == "gpu" else "w" + h["host"].rsplit("-h", 1)[-1]))
             x += 1
         x += 0.8
-        ax.text(x - 0.8 - len(hosts) / 2, 108, runs[i]["configuration"], ha="center", fontsize=7)
+        ax.text(x - 0.8 - len(hosts) / 2, 106, runs[i]["configuration"], ha="center", fontsize=7)
     ax.set_xticks(xt, xl, fontsize=7)
-    ax.set_ylim(0, 118)
+    ax.set_ylim(0, 130)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("% (unshaped NIC: 0)")
     ax.set_title("NIC-bound set: per host CPU and NIC use", fontsize=9)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", ncol=2, frameon=False)
 
     fig.tight_layout()
     fig.savefig(argv[2])

@@ -19,7 +19,7 @@
 #           (`0.2`, `none` = unlimited); --slots: the hostfile's slots per host (default 4).
 #           A list gives host i the i-th value, the last one
 #           repeating (`--rate 1gbit,40mbit`: host 0 at 1 Gbit/s, the others at 40 Mbit/s).
-#           A host with a share <= 1 core is pinned (cpuset) to one CPU, the least loaded so
+#           A host with a share <= 0.5 core is pinned (cpuset) to one CPU, the least loaded so
 #           far, so that it gets its whole quota on a busy machine (--no-pin: not pinned).
 #   down    kills every process in the bed's namespaces and cgroups, removes them all.
 #   mpirun  [MPIRUN-ARGS...]   mpirun with the bed's hostfile, agent and MCA settings.
@@ -178,6 +178,13 @@ do_up() {
   [ "$(id -u)" = 0 ] || die "up needs root (network namespaces, tc, cgroups)"
   do_down
   detect_cgroup
+  # Only addresses this bed owns: refuse a subnet that something else on this machine uses.
+  local used
+  used=$(ip -4 -o addr show 2>/dev/null | awk -v p="$subnet." '$3 == "inet" && index($4, p) == 1 { print $2 }' | head -1)
+  [ -z "$used" ] || die "subnet $cidr is in use on '$used' (choose another with --subnet)"
+  if ip -4 route show 2>/dev/null | awk '{ print $1 }' | grep -qx "$cidr"; then
+    die "a route to $cidr exists already (choose another --subnet)"
+  fi
   mkdir -p "$dir"
   local i
   for ((i = 0; i < hosts; i++)); do
@@ -192,7 +199,8 @@ do_up() {
   ip addr add "$bridge_addr/24" dev "$bridge"
   ip link set "$bridge" up
   if [ "$cg_kind" = v2 ]; then
-    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
+    { grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null ||
+      die "cannot enable the cgroup v2 cpu controller in /sys/fs/cgroup (a container's root cgroup with processes in it?)"
     mkdir -p "$cg_cpu_root"; echo +cpu > "$cg_cpu_root/cgroup.subtree_control"
     echo 10000 > "$cg_cpu_root/cpu.weight"   # the weight counts level by level: the parent's too
     if [ -n "$cg_set_root" ]; then
@@ -210,10 +218,12 @@ do_up() {
   fi
   : > "$dir/hostfile"
   : > "$dir/hosts.tsv"
-  # CPU pinning (cpuset): a host with a share <= 1 core goes to the allowed CPU with the least
+  # CPU pinning (cpuset): a host with a share <= 0.5 core goes to the allowed CPU with the least
   # share placed so far. CFS hands out quota in per-CPU slices (5 ms): a task that migrates
-  # between CPUs strands the unused part of its slice, and on a busy machine several limited
-  # groups then get only 60-70% of their quota (measured here); pinned, each gets all of it.
+  # between CPUs strands the unused part of its slice, and on a busy machine several small
+  # limited groups then get only 60-70% of their quota (measured here); pinned, each gets all
+  # of it. A larger share (a host with several workers) keeps every CPU: pinned to one, its
+  # processes would time-slice one core's caches (measured: 10-15% more CPU per sample).
   local -a pins=()
   if [ -n "$cg_set_root" ] && [ "$pin" = 1 ]; then
     local allowed
@@ -224,7 +234,7 @@ do_up() {
       c = split(cpus, share, ",")
       for (i = 0; i < n; i++) {
         s = share[(i + 1 <= c) ? i + 1 : c]
-        if (s == "none" || s + 0 > 1 || k < 2) { print "all"; continue }
+        if (s == "none" || s + 0 > 0.5 || k < 2) { print "all"; continue }
         best = 0; for (j = 1; j < k; j++) if (load[j] < load[best]) best = j
         load[best] += s; print cpu[best]
       } }')
@@ -377,7 +387,8 @@ do_check() {
   [ "$hosts" -ge 2 ] || hosts=2
   [ "$rates" != none ] || rates=40mbit
   [ "$cpus" != none ] || cpus=0.25
-  trap 'do_down' EXIT INT TERM
+  trap teardown EXIT
+  trap 'exit 130' INT TERM
   do_up
   local fail=0 n=$hosts
   # 1. placement: one rank per host spreads (--map-by node), --map-by slot fills host 0 first.
@@ -435,9 +446,19 @@ if c.rank == 1: print("%.0f" % (n / dt))
   return $fail
 }
 
+# down + the lock file (left by up: a bed that stays up keeps its lock file).
+teardown() { do_down; rm -f "/run/stoker-bed/$prefix.lock"; rmdir /run/stoker-bed 2>/dev/null || true; }
+
+# One bed per prefix at a time: up/down/run/check of the same prefix wait for each other.
 case $cmd in
-  up) do_up ;;
-  down) detect_cgroup; do_down; echo "cluster.sh: down: $prefix" ;;
+  up|down|run|check) mkdir -p /run/stoker-bed 2>/dev/null && exec 9>"/run/stoker-bed/$prefix.lock" && flock 9 || true ;;
+esac
+
+case $cmd in
+  up) up_ok=0
+      trap '[ "$up_ok" = 1 ] || do_down' EXIT   # a failed up leaves nothing behind
+      do_up; up_ok=1 ;;
+  down) detect_cgroup; teardown; echo "cluster.sh: down: $prefix" ;;
   env) need_up; cat "$dir/env" ;;
   hosts) need_up; cut -f1 "$dir/hosts.tsv" ;;
   stats) do_stats ;;
@@ -446,10 +467,19 @@ case $cmd in
   exec) need_up; [ ${#rest[@]} -ge 2 ] || die "usage: cluster.sh exec HOST CMD..."
         h=${rest[0]}; exec "$dir/agent.sh" "$h" "${rest[@]:1}" ;;
   run) [ ${#rest[@]} -ge 1 ] || die "usage: cluster.sh run [up options] -- CMD..."
-       trap 'do_down' EXIT INT TERM
+       # CMD runs in the background and the script waits for it: a signal to the script (not only
+       # Ctrl-C to the whole terminal group) then interrupts the wait, kills CMD, tears down.
+       child=""
+       on_signal() { [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true; exit 130; }
+       trap teardown EXIT
+       trap on_signal INT TERM
        do_up
        # shellcheck disable=SC1091
-       ( . "$dir/env"; "${rest[@]}" ) ;;
+       ( . "$dir/env"; exec "${rest[@]}" ) &
+       child=$!
+       rc=0; wait "$child" || rc=$?
+       child=""
+       exit "$rc" ;;
   check) do_check ;;
   probe) do_probe; echo "cluster.sh: probe: a bed can be built here (cgroup $cg_kind)" ;;
   *) die "unknown command '$cmd' (up, down, mpirun, env, exec, stats, counters, hosts, run, probe, check)" ;;

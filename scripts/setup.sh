@@ -19,6 +19,7 @@ debs=(
   python3-boto3 nginx-light libnginx-mod-http-lua
   openmpi-bin libopenmpi-dev
   clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer harnesses (src/stoker/fuzz)
+  iproute2 python3-mpi4py  # scripts/cluster.sh: ip netns, tc; its MPI transfer self-test
 )
 missing=()
 for p in "${debs[@]}"; do

@@ -36,14 +36,15 @@ options:
   --quick             small set, K = 1, 2, short runs (CI smoke, < 2 min on 2 cores)
   --workers LIST      worker host counts for the scaling runs (default 1,2,4; quick 1,2); the
                       largest is the NIC-bound set's K
-  --cpu SHARE         CPU cores per host (default 0.2); a packed host gets K x SHARE
+  --cpu SHARE         CPU cores per host (default 0.2; quick 0.4: start-up, ~1 s of CPU per
+                      rank, dominates short runs); a packed host gets K x SHARE
   --gpu-cpu SHARE     the GPU host's share (default: --cpu)
   --rate RATE         worker NIC rate in the NIC-bound set, tc units (default: 1.3 x one
                       worker's float output, measured)
   --step-ms MS        the trainer's step in the trainer series (default: demand = 0.75 x the
                       largest K's samples/s)
   --batch-size B      samples per batch (default 8)
-  --seconds S         steady part of each run (its last 2/3 of batches; default 10, quick 3)
+  --seconds S         steady part of each run (its last 2/3 of batches; default 10, quick 2)
   --images N          photo-like JPEGs in the synthetic set, one per record (default 32;
                       quick 12); epochs cycle
   --size WxH          their size (default 3840x2160, quick 1920x1080: decode + resize
@@ -62,7 +63,7 @@ options:
 struct ScaleOptions {
   bool quick = false;
   std::string workers;          // "1,2,4"; empty: by --quick
-  double cpu = 0.2, gpu_cpu = -1;
+  double cpu = -1, gpu_cpu = -1;  // -1: 0.2 (quick 0.4)
   std::string rate;             // empty: calibrated
   double step_ms = -1;          // -1: calibrated
   int batch_size = 8;

@@ -26,7 +26,7 @@ Result<bench::ScaleOptions> parse(const Args& args) {
       o.height < 32 || o.width > 16384 || o.height > 16384))
     return invalid_argument("--size WxH (32..16384 each), not '" + size + "'");
   constexpr int kIntMax = std::numeric_limits<int>::max();
-  STOKER_ASSIGN_OR_RETURN(o.cpu, args.get_double("cpu", o.cpu, 0.01, 64));
+  STOKER_ASSIGN_OR_RETURN(o.cpu, args.get_double("cpu", -1, 0.01, 64));
   STOKER_ASSIGN_OR_RETURN(o.gpu_cpu, args.get_double("gpu-cpu", -1, 0.01, 64));
   STOKER_ASSIGN_OR_RETURN(o.step_ms, args.get_double("step-ms", -1, 1, 86'400'000));
   STOKER_ASSIGN_OR_RETURN(o.batch_size, args.get_int<int>("batch-size", 8, 1, 4096));
