@@ -17,6 +17,7 @@ debs=(
   python3 python3-dev pybind11-dev python3-pil python3-numpy python3-pytest python3-matplotlib
   python3-torch python3-regex python3-jinja2
   python3-boto3 nginx-light libnginx-mod-http-lua
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg python3-av python3-torchvision
 )
 missing=()
 for p in "${debs[@]}"; do
