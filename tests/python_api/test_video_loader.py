@@ -171,3 +171,37 @@ def test_packed_and_served_videos(stoker, video_data, tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_bad_videos_fail_their_samples_with_reasons(video_data, tmp_path):
+    """`stoker run` over good and bad video records: the bad ones are reported, one reason each."""
+    d, records = video_data
+    good = next(r for r in records if list(video_parts(r)))
+    part = next(iter(video_parts(good)))
+    src = (d / part["video"]).read_bytes()
+    (d / "cut.mp4").write_bytes(src[: len(src) // 2])
+    lines = [good]
+    for name in ("videos/one_frame.mp4", "cut.mp4", "missing.mp4", "images"):
+        bad = json.loads(json.dumps(good))
+        bad["id"] = "bad-" + name
+        for p in video_parts(bad):
+            p["video"] = name
+        lines.append(bad)
+    data = tmp_path / "mixed.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    for p in d.iterdir():  # media paths are relative to the manifest
+        target = tmp_path / p.name
+        if not target.exists():
+            target.symlink_to(p)
+    report = tmp_path / "errors.jsonl"
+    run = subprocess.run([_stoker_bin(), "run", str(data), "--batch-size", "2", "--quiet",
+                          "--max-error-rate", "1", "--error-report", str(report)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "wait ratio" in run.stderr + run.stdout
+    errors = {json.loads(l)["line"]: json.loads(l) for l in report.read_text().splitlines()}
+    assert set(errors) == {2, 3, 4, 5}, errors
+    assert "nframes should be in [2, 1]" in errors[2]["reason"]
+    assert errors[3]["code"] == "DataLoss" and "video 0" in errors[3]["reason"]
+    assert errors[4]["code"] == "NotFound"
+    assert errors[5]["stage"] in ("fetch", "decode")
