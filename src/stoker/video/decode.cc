@@ -184,7 +184,7 @@ struct VideoReader::Impl {
     if (!dec) return unimplemented("video: no decoder for codec " + info.codec);
     if (const std::uint8_t* m = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, nullptr)) {
       double r = av_display_rotation_get(reinterpret_cast<const std::int32_t*>(m));
-      if (r == r) info.rotation = static_cast<int>(std::lround(-r)) % 360;
+      if (r == r) info.rotation = ((static_cast<int>(std::lround(r)) % 360) + 360) % 360;
     }
     for (unsigned i = 0; i < fmt->nb_streams; ++i) {
       if (static_cast<int>(i) != stream) fmt->streams[i]->discard = AVDISCARD_ALL;
