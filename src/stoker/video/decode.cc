@@ -498,11 +498,10 @@ Status VideoReader::decode(std::span<const std::int64_t> positions, const Sink& 
     std::int64_t p = pts[static_cast<std::size_t>(i)];
     if (i != last_done) {
       std::int64_t kd = m.keyframe_for(p);
-      // Not decoding yet, or the wanted frame's keyframe has not been fed: jump there (skip
-      // reading or seeking past everything in between).
-      if (!m.active || m.flushed || kd >= m.next_packet + (m.pending ? 0 : 0)) {
-        if (!m.active || m.flushed || kd >= m.next_packet) STOKER_RETURN_IF_ERROR(m.jump_to(kd, stats));
-      }
+      // Not decoding yet, or the wanted frame's keyframe has not been fed to the decoder (packets
+      // before next_packet have been): jump there, skip-reading or seeking past everything in
+      // between. Otherwise decode forward inside the current GOP.
+      if (!m.active || m.flushed || kd >= m.next_packet) STOKER_RETURN_IF_ERROR(m.jump_to(kd, stats));
       STOKER_RETURN_IF_ERROR(m.decode_until(p, stats));
       last_done = i;
     }
