@@ -189,10 +189,9 @@ def test_bad_videos_fail_their_samples_with_reasons(video_data, tmp_path):
         lines.append(bad)
     data = tmp_path / "mixed.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    for p in d.iterdir():  # media paths are relative to the manifest
-        target = tmp_path / p.name
-        if not target.exists():
-            target.symlink_to(p)
+    import shutil  # media paths are relative to the manifest, beneath it (no symlinks out)
+    shutil.copytree(d / "videos", tmp_path / "videos")
+    shutil.copy(d / "cut.mp4", tmp_path / "cut.mp4")
     report = tmp_path / "errors.jsonl"
     run = subprocess.run([_stoker_bin(), "run", str(data), "--batch-size", "2", "--quiet",
                           "--max-error-rate", "1", "--error-report", str(report)],
