@@ -20,6 +20,7 @@ debs=(
   openmpi-bin libopenmpi-dev
   clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer harnesses (src/stoker/fuzz)
   iproute2 python3-mpi4py  # scripts/cluster.sh: ip netns, tc; its MPI transfer self-test
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg python3-av python3-torchvision
 )
 missing=()
 for p in "${debs[@]}"; do

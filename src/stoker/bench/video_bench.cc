@@ -97,9 +97,8 @@ Result<Outcome> run_video_bench(const VideoBenchOptions& in) {
       STOKER_ASSIGN_OR_RETURN(auto reader, video::VideoReader::open(blobs[k], proc.config().limits));
       STOKER_ASSIGN_OR_RETURN(video::VideoPlan plan, proc.plan(*reader, vopt));
       video::DecodeStats stats;
-      STOKER_RETURN_IF_ERROR(proc.read_frames(*reader, plan, &frames_out, &stats));
       pixels.resize(static_cast<std::size_t>(plan.rows() * proc.columns()));
-      proc.patchify(frames_out, plan, video::VideoDType::kFloat32, pixels.data());
+      STOKER_RETURN_IF_ERROR(proc.process(*reader, plan, video::VideoDType::kFloat32, pixels.data(), &stats));
       t.cpu_s += process_cpu_s() - c0;
       t.wall_s += static_cast<double>(now_ns() - w0) * 1e-9;
       StokerVideo& v = mine[k];

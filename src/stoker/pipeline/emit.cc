@@ -150,33 +150,85 @@ Result<Batch> Engine::start_batch(const std::vector<Prepared>& goods, std::uint6
 }
 
 // Every video of the batch: decoded (only the frames kept), resized, normalised and patchified
-// into pixel_values_videos, samples in order. A video that fails breaks its sample.
-void Engine::process_videos(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
-                            std::vector<BrokenImage>* broken) {
-  const video::VideoProcessor& vp = *ctx_.video_processor;
-  const video::VideoDType dtype = options_.pixel_dtype == image::PixelDType::kFloat32
-                                      ? video::VideoDType::kFloat32
-                                      : video::VideoDType::kBFloat16;
-  std::uint8_t* base = arena_->base();
-  std::int64_t row = 0;
-  video::VideoFrames frames;
-  for (std::size_t s = 0; s < goods.size(); ++s) {
-    const Prepared& p = goods[s];
-    for (std::size_t v = 0; v < p.videos.size(); ++v) {
+// into pixel_values_videos. Claimed by index, longest first, by this thread and the emit pool's
+// helpers (as images are); a video that fails breaks its sample (the first failing one named).
+struct VideoJob {
+  const Context* ctx = nullptr;
+  video::VideoDType dtype = video::VideoDType::kFloat32;
+  struct Item {
+    const Prepared::Video* video;
+    std::uint8_t* dst;
+    std::size_t sample, index;
+  };
+  std::vector<Item> items;
+  std::vector<std::optional<Error>> errors;
+  StageCounters* counters = nullptr;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+
+  void work() {
+    for (;;) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= items.size()) return;
+      const Item& it = items[i];
       const std::int64_t t0 = now_ns();
-      Status st = decode_video(ctx_, p.videos[v], &frames);
-      if (st.ok()) {
-        vp.patchify(frames, p.videos[v].plan, dtype, batch::video_row_address(base, layout, row));
-      }
-      ctx_.counters.add(kEmit, now_ns() - t0);
-      row += p.videos[v].plan.rows();
-      if (!st.ok()) {
-        broken->push_back(BrokenImage{s, p.plans.size() + v,
-                                      Error(st.error()).with_context("video " + std::to_string(v))});
-        break;
+      Status st = process_video(*ctx, *it.video, dtype, it.dst);
+      if (!st.ok()) errors[i] = std::move(st).error();
+      counters->add(kEmit, now_ns() - t0);
+      if (done.fetch_add(1) + 1 == items.size()) {
+        std::lock_guard lock(mu);
+        cv.notify_all();
       }
     }
   }
+};
+
+void Engine::process_videos(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
+                            std::vector<BrokenImage>* broken) {
+  auto job = std::make_shared<VideoJob>();
+  job->ctx = &ctx_;
+  job->dtype = options_.pixel_dtype == image::PixelDType::kFloat32 ? video::VideoDType::kFloat32
+                                                                   : video::VideoDType::kBFloat16;
+  job->counters = &ctx_.counters;
+  std::uint8_t* base = arena_->base();
+  std::int64_t row = 0;
+  for (std::size_t s = 0; s < goods.size(); ++s) {
+    const Prepared& p = goods[s];
+    for (std::size_t v = 0; v < p.videos.size(); ++v) {
+      job->items.push_back({&p.videos[v], batch::video_row_address(base, layout, row), s, v});
+      row += p.videos[v].plan.rows();
+    }
+  }
+  if (job->items.empty()) return;
+  std::stable_sort(job->items.begin(), job->items.end(),
+                   [](const VideoJob::Item& a, const VideoJob::Item& b) {
+                     return a.video->plan.frames.indices.size() > b.video->plan.frames.indices.size();
+                   });
+  job->errors.resize(job->items.size());
+  if (emit_ != nullptr) {
+    int helpers = std::min<int>(static_cast<int>(job->items.size()) - 1, emit_->num_threads());
+    for (int h = 0; h < helpers; ++h) (void)emit_->submit([job] { job->work(); });
+  }
+  job->work();
+  {
+    std::unique_lock lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == job->items.size(); });
+  }
+  std::map<std::size_t, BrokenImage> failed;
+  for (std::size_t k = 0; k < job->items.size(); ++k) {
+    if (!job->errors[k]) continue;
+    const VideoJob::Item& it = job->items[k];
+    const std::size_t index = goods[it.sample].plans.size() + it.index;
+    auto f = failed.find(it.sample);
+    if (f == failed.end() || index < f->second.image) {
+      failed.insert_or_assign(
+          it.sample, BrokenImage{it.sample, index,
+                                 Error(*job->errors[k]).with_context("video " + std::to_string(it.index))});
+    }
+  }
+  for (auto& [s, b] : failed) broken->push_back(std::move(b));
 }
 
 void Engine::process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,

@@ -188,12 +188,15 @@ Status plan_video(const Context& ctx, const dataset::VideoParams& params, Prepar
 
 }  // namespace
 
-Status decode_video(const Context& ctx, const Prepared::Video& v, video::VideoFrames* out) {
+Status process_video(const Context& ctx, const Prepared::Video& v, video::VideoDType dtype,
+                     void* dst) {
   const video::VideoProcessor& vp = *ctx.video_processor;
   if (!v.frame_list) {
     STOKER_ASSIGN_OR_RETURN(auto reader, video::VideoReader::open(v.encoded[0], vp.config().limits));
-    return vp.read_frames(*reader, v.plan, out);
+    return vp.process(*reader, v.plan, dtype, dst);
   }
+  video::VideoFrames frames;  // a frame list's frames are images already in memory
+  video::VideoFrames* out = &frames;
   out->width = v.plan.frames.width;
   out->height = v.plan.frames.height;
   const std::size_t frame_bytes = static_cast<std::size_t>(out->width) * out->height * 3;
@@ -203,9 +206,9 @@ Status decode_video(const Context& ctx, const Prepared::Video& v, video::VideoFr
   std::int64_t done = -1;
   for (std::size_t k = 0; k < v.plan.stream_positions.size(); ++k) {
     const std::int64_t i = v.plan.stream_positions[k];
-    std::uint8_t* dst = out->pixels.data() + k * frame_bytes;
+    std::uint8_t* frame = out->pixels.data() + k * frame_bytes;
     if (i == done) {  // the padding frame repeats the last one
-      std::memcpy(dst, dst - frame_bytes, frame_bytes);
+      std::memcpy(frame, frame - frame_bytes, frame_bytes);
       continue;
     }
     Status st = image::decode_rgb(v.encoded[static_cast<std::size_t>(i)], {}, &decoded);
@@ -213,9 +216,10 @@ Status decode_video(const Context& ctx, const Prepared::Video& v, video::VideoFr
     image::resize_bicubic_exact(decoded, v.frame_width, v.frame_height, &sized);
     video::resize_bicubic_torch(sized.pixels.data(), sized.width, sized.height,
                                 static_cast<std::size_t>(sized.width) * 3, out->width,
-                                out->height, dst, &scratch);
+                                out->height, frame, &scratch);
     done = i;
   }
+  vp.patchify(frames, v.plan, dtype, dst);
   return {};
 }
 

@@ -155,10 +155,13 @@ inline obs::Tracer* Context::trace_for(const Item& item) const {
   return tracer != nullptr && tracer->keeps(item.seq) ? tracer.get() : nullptr;
 }
 
-// Decodes one prepared video into resized frames (the engine, at emit): a file through the
-// VideoReader; a frame list as qwen-vl-utils does (each frame an image: decoded, smart_resize'd
-// with the image bounds and resized with Pillow's bicubic, then resized as a video frame).
-Status decode_video(const Context& ctx, const Prepared::Video& v, video::VideoFrames* out);
+// Decodes one prepared video into `out` (plan.rows() × columns of `dtype`: its rows of
+// pixel_values_videos), at emit: a file streamed through the VideoReader (memory: one temporal
+// group of frames); a frame list as qwen-vl-utils does (each frame an image: decoded,
+// smart_resize'd with the image bounds and resized with Pillow's bicubic, then resized as a
+// video frame).
+Status process_video(const Context& ctx, const Prepared::Video& v, video::VideoDType dtype,
+                     void* out);
 
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop);
 // The read half alone (record → conversation → media URIs); for the asynchronous fetch path.

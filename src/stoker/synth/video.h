@@ -24,7 +24,7 @@ struct VideoSpec {
   int bframes = 2;       // h264 / mpeg4
   bool vfr = false;      // irregular frame durations (pts jitter, a pause)
   bool audio = false;    // an AAC (mp4) / Opus-less: AAC only track next to the video
-  int rotation = 0;      // display matrix: 0, 90, 180, 270
+  int rotation = 0;      // display matrix, degrees counterclockwise (ffprobe "rotation"): 0/90/180/270
   std::uint64_t seed = 0;
   Status validate() const;
   std::string container() const { return codec == "vp9" || codec == "av1" ? "webm" : "mp4"; }

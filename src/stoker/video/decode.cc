@@ -184,7 +184,7 @@ struct VideoReader::Impl {
     if (!dec) return unimplemented("video: no decoder for codec " + info.codec);
     if (const std::uint8_t* m = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, nullptr)) {
       double r = av_display_rotation_get(reinterpret_cast<const std::int32_t*>(m));
-      if (r == r) info.rotation = static_cast<int>(std::lround(-r)) % 360;
+      if (r == r) info.rotation = ((static_cast<int>(std::lround(r)) % 360) + 360) % 360;
     }
     for (unsigned i = 0; i < fmt->nb_streams; ++i) {
       if (static_cast<int>(i) != stream) fmt->streams[i]->discard = AVDISCARD_ALL;
@@ -498,11 +498,10 @@ Status VideoReader::decode(std::span<const std::int64_t> positions, const Sink& 
     std::int64_t p = pts[static_cast<std::size_t>(i)];
     if (i != last_done) {
       std::int64_t kd = m.keyframe_for(p);
-      // Not decoding yet, or the wanted frame's keyframe has not been fed: jump there (skip
-      // reading or seeking past everything in between).
-      if (!m.active || m.flushed || kd >= m.next_packet + (m.pending ? 0 : 0)) {
-        if (!m.active || m.flushed || kd >= m.next_packet) STOKER_RETURN_IF_ERROR(m.jump_to(kd, stats));
-      }
+      // Not decoding yet, or the wanted frame's keyframe has not been fed to the decoder (packets
+      // before next_packet have been): jump there, skip-reading or seeking past everything in
+      // between. Otherwise decode forward inside the current GOP.
+      if (!m.active || m.flushed || kd >= m.next_packet) STOKER_RETURN_IF_ERROR(m.jump_to(kd, stats));
       STOKER_RETURN_IF_ERROR(m.decode_until(p, stats));
       last_done = i;
     }

@@ -41,7 +41,9 @@ struct StreamInfo {
   std::string codec;
   std::vector<std::int64_t> pts;  // every frame's pts, ascending, unique
   std::int64_t keyframes = 0;
-  int rotation = 0;  // display-matrix rotation in degrees (reported, not applied: PyAV ignores it)
+  // Display-matrix rotation, degrees counterclockwise in [0, 360) (what ffprobe prints as the side
+  // data "rotation"); reported, not applied: PyAV/torchvision ignore it.
+  int rotation = 0;
 };
 
 struct RgbFrame {

@@ -121,46 +121,79 @@ Status VideoProcessor::read_frames(VideoReader& reader, const VideoPlan& plan, V
   }, stats);
 }
 
-void VideoProcessor::patchify(const VideoFrames& frames, const VideoPlan& plan, VideoDType dtype,
-                              void* out) const {
+void VideoProcessor::patchify_group(const std::uint8_t* const* frames, const VideoPlan& plan,
+                                    int gt, VideoDType dtype, void* out) const {
   const int P = config_.patch_size, tps = config_.temporal_patch_size, m = config_.merge_size;
-  const int W = frames.width;
-  const std::int64_t T = frames.count();
+  const int W = plan.frames.width;
   const std::int64_t cols = columns();
   const int hb_n = plan.grid_h / m, wb_n = plan.grid_w / m;
   std::vector<float> row(static_cast<std::size_t>(cols));
-  std::int64_t r = 0;
-  for (int gt = 0; gt < plan.grid_t; ++gt) {
-    for (int hb = 0; hb < hb_n; ++hb) {
-      for (int wb = 0; wb < wb_n; ++wb) {
-        for (int mh = 0; mh < m; ++mh) {
-          for (int mw = 0; mw < m; ++mw, ++r) {
-            std::size_t k = 0;
-            for (int c = 0; c < 3; ++c) {
-              for (int tp = 0; tp < tps; ++tp) {
-                // Frames past the end repeat the last one (temporal padding).
-                std::int64_t t = std::min<std::int64_t>(std::int64_t{gt} * tps + tp, T - 1);
-                const std::uint8_t* img = frames.frame(t);
-                for (int py = 0; py < P; ++py) {
-                  int y = (hb * m + mh) * P + py;
-                  const std::uint8_t* src = img + (static_cast<std::size_t>(y) * W + (wb * m + mw) * P) * 3 + c;
-                  for (int px = 0; px < P; ++px) {
-                    row[k++] = (static_cast<float>(src[px * 3]) - mean255_[c]) / std255_[c];
-                  }
+  std::int64_t r = std::int64_t{gt} * plan.grid_h * plan.grid_w;
+  for (int hb = 0; hb < hb_n; ++hb) {
+    for (int wb = 0; wb < wb_n; ++wb) {
+      for (int mh = 0; mh < m; ++mh) {
+        for (int mw = 0; mw < m; ++mw, ++r) {
+          std::size_t k = 0;
+          for (int c = 0; c < 3; ++c) {
+            for (int tp = 0; tp < tps; ++tp) {
+              const std::uint8_t* img = frames[tp];
+              for (int py = 0; py < P; ++py) {
+                int y = (hb * m + mh) * P + py;
+                const std::uint8_t* src = img + (static_cast<std::size_t>(y) * W + (wb * m + mw) * P) * 3 + c;
+                for (int px = 0; px < P; ++px) {
+                  row[k++] = (static_cast<float>(src[px * 3]) - mean255_[c]) / std255_[c];
                 }
               }
             }
-            if (dtype == VideoDType::kFloat32) {
-              std::memcpy(static_cast<float*>(out) + r * cols, row.data(), row.size() * sizeof(float));
-            } else {
-              auto* o = static_cast<std::uint16_t*>(out) + r * cols;
-              for (std::size_t i = 0; i < row.size(); ++i) o[i] = to_bf16(row[i]);
-            }
+          }
+          if (dtype == VideoDType::kFloat32) {
+            std::memcpy(static_cast<float*>(out) + r * cols, row.data(), row.size() * sizeof(float));
+          } else {
+            auto* o = static_cast<std::uint16_t*>(out) + r * cols;
+            for (std::size_t i = 0; i < row.size(); ++i) o[i] = to_bf16(row[i]);
           }
         }
       }
     }
   }
+}
+
+void VideoProcessor::patchify(const VideoFrames& frames, const VideoPlan& plan, VideoDType dtype,
+                              void* out) const {
+  const int tps = config_.temporal_patch_size;
+  const std::int64_t T = frames.count();
+  std::vector<const std::uint8_t*> group(static_cast<std::size_t>(tps));
+  for (int gt = 0; gt < plan.grid_t; ++gt) {
+    for (int tp = 0; tp < tps; ++tp) {
+      // Frames past the end repeat the last one (temporal padding).
+      group[static_cast<std::size_t>(tp)] = frames.frame(std::min<std::int64_t>(std::int64_t{gt} * tps + tp, T - 1));
+    }
+    patchify_group(group.data(), plan, gt, dtype, out);
+  }
+}
+
+Status VideoProcessor::process(VideoReader& reader, const VideoPlan& plan, VideoDType dtype,
+                               void* out, DecodeStats* stats) const {
+  const int tps = config_.temporal_patch_size;
+  const std::size_t frame_bytes = static_cast<std::size_t>(plan.frames.width) * plan.frames.height * 3;
+  std::vector<std::uint8_t> buf(frame_bytes * static_cast<std::size_t>(tps));
+  std::vector<const std::uint8_t*> group(static_cast<std::size_t>(tps));
+  for (int tp = 0; tp < tps; ++tp) group[static_cast<std::size_t>(tp)] = buf.data() + tp * frame_bytes;
+  ResizeScratch scratch;
+  const std::size_t n = plan.stream_positions.size();
+  STOKER_RETURN_IF_ERROR(reader.decode(plan.stream_positions, [&](std::size_t k, const RgbFrame& f) -> Status {
+    const std::size_t tp = k % static_cast<std::size_t>(tps);
+    resize_bicubic_torch(f.data, f.width, f.height, f.stride, plan.frames.width, plan.frames.height,
+                         buf.data() + tp * frame_bytes, &scratch);
+    const bool last = k + 1 == n;
+    if (tp + 1 == static_cast<std::size_t>(tps) || last) {
+      for (std::size_t p = tp + 1; p < static_cast<std::size_t>(tps); ++p) group[p] = group[tp];
+      patchify_group(group.data(), plan, static_cast<int>(k / static_cast<std::size_t>(tps)), dtype, out);
+      for (int q = 0; q < tps; ++q) group[static_cast<std::size_t>(q)] = buf.data() + q * frame_bytes;
+    }
+    return {};
+  }, stats));
+  return {};
 }
 
 Result<ProcessedVideo> process_video(std::span<const std::uint8_t> bytes,
@@ -169,9 +202,12 @@ Result<ProcessedVideo> process_video(std::span<const std::uint8_t> bytes,
   ProcessedVideo v;
   v.info = reader->info();
   STOKER_ASSIGN_OR_RETURN(v.plan, processor.plan(*reader, options));
-  STOKER_RETURN_IF_ERROR(processor.read_frames(*reader, v.plan, &v.frames, &v.stats));
+  // pixel_values from the production (streaming) path; the frames from a second decode.
   v.pixel_values.resize(static_cast<std::size_t>(v.plan.rows() * processor.columns()));
-  processor.patchify(v.frames, v.plan, VideoDType::kFloat32, v.pixel_values.data());
+  STOKER_RETURN_IF_ERROR(processor.process(*reader, v.plan, VideoDType::kFloat32,
+                                           v.pixel_values.data(), &v.stats));
+  STOKER_ASSIGN_OR_RETURN(auto again, VideoReader::open(bytes, processor.config().limits));
+  STOKER_RETURN_IF_ERROR(processor.read_frames(*again, v.plan, &v.frames));
   return v;
 }
 

@@ -76,6 +76,14 @@ class VideoProcessor {
   // Normalise + patchify resized frames into plan.rows() × columns() elements of `dtype`.
   void patchify(const VideoFrames& frames, const VideoPlan& plan, VideoDType dtype,
                 void* out) const;
+  // The rows of temporal group `gt` from its temporal_patch_size resized frames (`frames[tp]`,
+  // plan.frames.width × height × 3), at `out` + gt · (grid_h·grid_w) rows.
+  void patchify_group(const std::uint8_t* const* frames, const VideoPlan& plan, int gt,
+                      VideoDType dtype, void* out) const;
+  // Streaming: decode → resize → patchify group by group straight into `out` (rows × columns of
+  // `dtype`); memory: one temporal group of resized frames.
+  Status process(VideoReader& reader, const VideoPlan& plan, VideoDType dtype, void* out,
+                 DecodeStats* stats = nullptr) const;
 
  private:
   explicit VideoProcessor(const VideoProcessorConfig& c);
@@ -83,7 +91,8 @@ class VideoProcessor {
   std::array<float, 3> mean255_{}, std255_{};
 };
 
-// Convenience for tools and tests: open + plan + read + patchify in one call.
+// Convenience for tools and tests: open + plan + process (streaming: pixel_values, stats), and
+// the resized frames from a second decode.
 struct ProcessedVideo {
   StreamInfo info;
   VideoPlan plan;

@@ -4,7 +4,9 @@
     loader = stoker.Loader(data="data.jsonl", model="qwen2.5-vl", batch_size=8)
     for epoch in range(3):             # or epochs=N in one Loader; each `for` is one epoch
         for batch in loader:           # dict: input_ids, labels, attention_mask, position_ids,
-            ...                        #       pixel_values, image_grid_thw, sample_ids
+            ...                        #       pixel_values, image_grid_thw, sample_ids (+ with
+                                       #       videos: pixel_values_videos, video_grid_thw,
+                                       #       second_per_grid_ts)
     sd = loader.state_dict()           # small dict; Loader(...).load_state_dict(sd) resumes
 
 Tensors are zero-copy views (DLPack) into the engine's arena; a batch's memory goes back to the
