@@ -67,7 +67,7 @@ class Reader {
     std::uint64_t n = 0;
     if (!get(&n) || n > (b_.size() - at_) / sizeof(T)) return fail();
     v->resize(n);
-    std::memcpy(v->data(), b_.data() + at_, n * sizeof(T));
+    if (n > 0) std::memcpy(v->data(), b_.data() + at_, n * sizeof(T));  // data() may be null at 0
     at_ += n * sizeof(T);
     return true;
   }
