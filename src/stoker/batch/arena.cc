@@ -1,5 +1,6 @@
 // Arena: one mapping (memfd or anonymous), a first-fit free list ordered by offset with
-// coalescing on release, and a condition variable that blocks allocate() while nothing fits.
+// coalescing on release, a condition variable that blocks allocate() while nothing fits, and
+// the toucher thread (prefault_loop) that keeps the pages ahead of use resident.
 #include "stoker/batch/arena.h"
 
 #include <pthread.h>
@@ -29,7 +30,9 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
-constexpr std::uint64_t kPrefaultChunk = std::uint64_t{8} << 20;  // per madvise call
+// Per madvise call, and per warm write: the longest a chunk is held out of the free list (one
+// huge page; ~1-16 ms of CPU here) and about the longest a destructor waits for the toucher.
+constexpr std::uint64_t kPrefaultChunk = std::uint64_t{2} << 20;
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 
 }  // namespace
@@ -40,15 +43,51 @@ struct Arena::State {
   std::map<std::uint64_t, std::uint64_t> free;  // offset → size, disjoint, never adjacent
   std::uint64_t in_use = 0;
   std::uint64_t peak = 0;
-  // Prefault: the end of the highest block handed out, the largest block, how far the
-  // background thread has populated, and the thread (joined before the mapping goes).
+  // The toucher: the end of the highest block handed out, the largest block, how far it has
+  // made pages resident, the end of the warm pool, and the thread (joined before the mapping
+  // goes).
   std::uint64_t prefault_ahead = 0;
-  std::uint64_t high_water = 0, largest = 0, populated = 0;
+  std::uint64_t high_water = 0, largest = 0, populated = 0, warm_end = 0;
   std::condition_variable_any want_more;
   std::jthread prefaulter;
 
   std::uint64_t prefault_target(std::uint64_t capacity) const {
     return std::min(capacity, high_water + std::max(prefault_ahead, largest));
+  }
+
+  // Returns [offset, offset + size) to the free list, merged with its neighbours.
+  void insert_free(std::uint64_t offset, std::uint64_t size) {
+    auto next = free.lower_bound(offset);
+    STOKER_CHECK(next == free.end() || next->first >= offset + size,
+                 "arena: double release or overlapping block");
+    const std::uint64_t end = offset + size;
+    if (next != free.begin()) {
+      auto prev = std::prev(next);
+      STOKER_CHECK(prev->first + prev->second <= offset, "arena: double release");
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        size += prev->second;
+        free.erase(prev);
+      }
+    }
+    if (next != free.end() && next->first == end) {
+      size += next->second;
+      free.erase(next);
+    }
+    free.emplace(offset, size);
+  }
+
+  // Takes [offset, offset + size) out of the free list if it is all free.
+  bool take_free(std::uint64_t offset, std::uint64_t size) {
+    auto it = free.upper_bound(offset);
+    if (it == free.begin()) return false;
+    --it;
+    const std::uint64_t start = it->first, end = it->first + it->second;
+    if (offset + size > end) return false;
+    free.erase(it);
+    if (start < offset) free.emplace(start, offset - start);
+    if (offset + size < end) free.emplace(offset + size, end - offset - size);
+    return true;
   }
 };
 
@@ -103,25 +142,29 @@ Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
       capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
   state_->prefault_ahead = prefault_ahead;
-  // The warm pool: fresh pages hold zeros, so writing zeros changes nothing but makes them
-  // resident and writable without a fault (see ArenaOptions::warm_bytes).
-  const std::uint64_t warm = std::min<std::uint64_t>(round_up(warm_bytes), capacity);
-  std::memset(base_, 0, warm);
-  state_->populated = warm;
+  state_->warm_end = std::min<std::uint64_t>(round_up(warm_bytes), capacity);
   if (prefault_ahead > 0) {
     state_->prefaulter = std::jthread([this](std::stop_token stop) { prefault_loop(stop); });
     pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");
   }
 }
 
-// Populates [populated, target) in chunks, outside the lock; MADV_POPULATE_WRITE faults pages in
-// as a write would but leaves their contents alone, so live blocks in that range are safe. Stops
-// for good if the kernel refuses (before 5.14: EINVAL) — pages are then touched by their writers.
+// Makes [populated, target) resident in chunks, outside the lock. Within the warm pool and
+// above the highest block ever handed out, a chunk is taken out of the free list (no block can
+// be placed over it meanwhile), written with zeros (fresh pages hold zeros: contents unchanged)
+// and put back; elsewhere MADV_POPULATE_WRITE faults pages in as a write would but leaves their
+// contents alone, so live blocks in that range are safe. If the kernel refuses it (before 5.14:
+// EINVAL), pages outside the warm pool are left to their writers and the toucher stops there.
+// SCHED_BATCH, not SCHED_IDLE: an idle-class thread gets nothing while the cores are busy
+// (measured: a destructor waited 128 s to join it mid-chunk on a loaded 2-core VM), and an
+// allocate() may wait for a held chunk. The work is bounded by use (the high water plus
+// prefault_ahead), and it is work the producer's threads would otherwise do on fresh pages.
 void Arena::prefault_loop(std::stop_token stop) {
-  (void)exec::set_current_thread_sched(exec::SchedClass::kIdle);  // spare CPU only
+  (void)exec::set_current_thread_sched(exec::SchedClass::kBatch);
   State& st = *state_;
   for (;;) {
     std::uint64_t from = 0, to = 0;
+    bool write = false;
     {
       std::unique_lock lock(st.mu);
       if (!st.want_more.wait(lock, stop,
@@ -130,10 +173,22 @@ void Arena::prefault_loop(std::stop_token stop) {
       }
       from = st.populated;
       to = std::min(st.prefault_target(capacity_), from + kPrefaultChunk);
+      if (from >= st.high_water && from < st.warm_end) {
+        to = std::min(to, st.warm_end);
+        write = st.take_free(from, to - from);
+      }
     }
-    if (madvise(base_ + from, to - from, MADV_POPULATE_WRITE) != 0) return;
-    std::lock_guard lock(st.mu);
-    st.populated = to;
+    if (write) {
+      std::memset(base_ + from, 0, to - from);
+    } else if (madvise(base_ + from, to - from, MADV_POPULATE_WRITE) != 0) {
+      return;
+    }
+    {
+      std::lock_guard lock(st.mu);
+      if (write) st.insert_free(from, to - from);
+      st.populated = to;
+    }
+    if (write) st.freed.notify_all();  // an allocate() may have been waiting for the chunk
   }
 }
 
@@ -182,26 +237,8 @@ void Arena::release(Block block) {
   if (block.size == 0) return;
   {
     std::lock_guard lock(state_->mu);
-    auto& free = state_->free;
     STOKER_CHECK(block.offset + block.size <= capacity_, "arena: release of a foreign block");
-    auto next = free.lower_bound(block.offset);
-    STOKER_CHECK(next == free.end() || next->first >= block.offset + block.size,
-                 "arena: double release or overlapping block");
-    std::uint64_t offset = block.offset, size = block.size;
-    if (next != free.begin()) {
-      auto prev = std::prev(next);
-      STOKER_CHECK(prev->first + prev->second <= offset, "arena: double release");
-      if (prev->first + prev->second == offset) {
-        offset = prev->first;
-        size += prev->second;
-        free.erase(prev);
-      }
-    }
-    if (next != free.end() && next->first == block.offset + block.size) {
-      size += next->second;
-      free.erase(next);
-    }
-    free.emplace(offset, size);
+    state_->insert_free(block.offset, block.size);
     state_->in_use -= block.size;
   }
   state_->freed.notify_all();

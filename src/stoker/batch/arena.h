@@ -5,12 +5,13 @@
 // ResourceExhausted for a request larger than the whole arena. Blocks are 4 KiB aligned.
 // First touches of fresh pages are expensive (on this project's paravirtualised VMs 3-8 ms per
 // MB with 4 KiB pages, ~1 ms with huge pages: a 400 MB batch block costs seconds), and a
-// producer that meets them mid-batch stalls the trainer. Huge pages (`huge_pages`) and a warm
-// pool written at create (`warm_bytes`) take most of it out of the run. With
-// `prefault_ahead` > 0 a background thread of the lowest scheduling class (SCHED_IDLE: only spare
-// CPU) keeps the pages past the highest block handed out so far resident — at least
-// `prefault_ahead` bytes or the largest block, whichever is more — with
-// MADV_POPULATE_WRITE, which never changes contents, so it may run over live blocks.
+// producer that meets them mid-batch stalls the trainer. Huge pages (`huge_pages`) and a
+// background toucher take most of it out of the run: with `prefault_ahead` > 0 a thread
+// (SCHED_BATCH: it never preempts the trainer) keeps the pages past the highest block handed
+// out so far resident — at least `prefault_ahead` bytes or the largest block, whichever
+// is more, never further — so an arena used a little costs a little (RSS, CPU) whatever its
+// size. Within the warm pool (`warm_bytes` from the base) it writes them (zeros over zeros);
+// elsewhere, and over live blocks, it uses MADV_POPULATE_WRITE, which never changes contents.
 // Thread-safe. Owns the mapping and fd; move-only through unique_ptr.
 // Errors: ResourceExhausted, Cancelled (stop requested while waiting), Internal (mmap/memfd).
 #pragma once
@@ -30,12 +31,13 @@ struct ArenaOptions {
   bool shared = true;           // memfd (0600, never visible in the filesystem) vs anonymous
   std::string name = "stoker-arena";
   std::size_t prefault_ahead = 0;  // see above; 0: pages are touched by their first writer
-  // A warm pool: create() writes the first `warm_bytes` itself, on the caller's thread (zeros
-  // over zeros: contents unchanged), so the first batches are assembled in pages as warm as
-  // later ones (first fit hands the same low pages out again as batches are released): the
-  // first epoch costs what later ones do; the first-touch cost is paid once, before any batch.
-  // A real write, not MADV_POPULATE_WRITE: on paravirtualised VMs (this project's machines)
+  // The warm pool: the first `warm_bytes` of the arena are made resident ahead of use by real
+  // writes rather than MADV_POPULATE_WRITE: on paravirtualised VMs (this project's machines)
   // populated 4 KiB pages still fault on their first write (~3 ms per MB), written ones do not.
+  // The toucher writes only above the highest block ever handed out, one 2 MiB chunk at a time
+  // held out of the free list while it is written, so no block can meet the write; first fit
+  // then hands the same low, warm pages out again as batches are released. Needs
+  // `prefault_ahead` > 0 (the toucher); nothing is written on the caller's thread.
   std::size_t warm_bytes = 0;
   // Ask for transparent huge pages (MADV_HUGEPAGE; the mapping 2 MiB-aligned): one fault per
   // 2 MiB instead of 512. Measured here, first writes of a fresh anonymous region: 0.7-1.2 ms
@@ -65,7 +67,7 @@ class Arena {
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t in_use() const;
   std::uint64_t peak_in_use() const;
-  // Bytes from the base made resident by the prefault thread so far (0 when it is off).
+  // Bytes from the base made resident by the toucher so far (0 when it is off).
   std::uint64_t prefaulted() const;
   // Bytes of the arena in memory now (mincore): pages once written stay resident — blocks are
   // reused first-fit and never handed back to the kernel, so a warm arena costs no faults — so

@@ -94,6 +94,7 @@ TEST_F(ManifestTest, SkipsBlankLinesKeepsLineNumbersHandlesCrlfAndNoFinalNewline
 
 TEST_F(ManifestTest, EdgeShapedFiles) {
   const std::string cases[] = {"", "\n", "\n\n\n", "x", "x\n", "x\r", "x\r\n", "\r\n",
+                               "x\r\r\n", "x\r\r", "\r\r\n",  // one CR is the line end's
                                "\xEF\xBB\xBF{}\n{}", "\xEF\xBB\xBF", " x \n", "a\n\nb\n\n"};
   int i = 0;
   for (const std::string& text : cases) {
