@@ -30,8 +30,8 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
-// Per madvise call, and per warm write: the longest a chunk is held out of the free list (one
-// huge page; ~1-16 ms of CPU here) and about the longest a destructor waits for the toucher.
+// Per madvise call, and per warm write: the longest an allocate() waits for a write (one huge
+// page; ~1-16 ms of CPU here) and about the longest a destructor waits for the toucher.
 constexpr std::uint64_t kPrefaultChunk = std::uint64_t{2} << 20;
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 
@@ -48,6 +48,10 @@ struct Arena::State {
   // goes).
   std::uint64_t prefault_ahead = 0;
   std::uint64_t high_water = 0, largest = 0, populated = 0, warm_end = 0;
+  // The chunk being written ([writing_from, writing_to), empty when none): a block handed out
+  // over it waits until it is done (chunk_done), so a warm write never meets a live block.
+  std::uint64_t writing_from = 0, writing_to = 0;
+  std::condition_variable chunk_done;
   std::condition_variable_any want_more;
   std::jthread prefaulter;
 
@@ -75,19 +79,6 @@ struct Arena::State {
       free.erase(next);
     }
     free.emplace(offset, size);
-  }
-
-  // Takes [offset, offset + size) out of the free list if it is all free.
-  bool take_free(std::uint64_t offset, std::uint64_t size) {
-    auto it = free.upper_bound(offset);
-    if (it == free.begin()) return false;
-    --it;
-    const std::uint64_t start = it->first, end = it->first + it->second;
-    if (offset + size > end) return false;
-    free.erase(it);
-    if (start < offset) free.emplace(start, offset - start);
-    if (offset + size < end) free.emplace(offset + size, end - offset - size);
-    return true;
   }
 };
 
@@ -131,36 +122,36 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
   }
   if (options.huge_pages) (void)madvise(base, capacity, MADV_HUGEPAGE);  // advice: may be refused
   return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(map), map_bytes, base,
-                                          capacity, fd, options.prefault_ahead,
-                                          options.warm_bytes));
+                                          capacity, fd, options));
 }
 
 Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
-             std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
-             std::uint64_t warm_bytes)
+             std::uint64_t capacity, int fd, const ArenaOptions& options)
     : state_(std::make_unique<State>()), map_(map), map_bytes_(map_bytes), base_(base),
       capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
-  state_->prefault_ahead = prefault_ahead;
-  state_->warm_end = std::min<std::uint64_t>(round_up(warm_bytes), capacity);
-  if (prefault_ahead > 0) {
-    state_->prefaulter = std::jthread([this](std::stop_token stop) { prefault_loop(stop); });
+  state_->prefault_ahead = options.prefault_ahead;
+  state_->warm_end = std::min<std::uint64_t>(round_up(options.warm_bytes), capacity);
+  if (options.prefault_ahead > 0) {
+    state_->prefaulter = std::jthread(
+        [this, sched = options.toucher_sched](std::stop_token stop) { prefault_loop(stop, sched); });
     pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");
   }
 }
 
 // Makes [populated, target) resident in chunks, outside the lock. Within the warm pool and
-// above the highest block ever handed out, a chunk is taken out of the free list (no block can
-// be placed over it meanwhile), written with zeros (fresh pages hold zeros: contents unchanged)
-// and put back; elsewhere MADV_POPULATE_WRITE faults pages in as a write would but leaves their
-// contents alone, so live blocks in that range are safe. If the kernel refuses it (before 5.14:
+// above the highest block ever handed out, a chunk is written with zeros (fresh pages hold
+// zeros: contents unchanged); allocate() does not hand out a block over it until the write is
+// done (first fit still places blocks where it would: the low, warm pages are reused); elsewhere
+// MADV_POPULATE_WRITE faults pages in as a write would but leaves their contents alone, so live
+// blocks in that range are safe. If the kernel refuses it (before 5.14:
 // EINVAL), pages outside the warm pool are left to their writers and the toucher stops there.
-// SCHED_BATCH, not SCHED_IDLE: an idle-class thread gets nothing while the cores are busy
-// (measured: a destructor waited 128 s to join it mid-chunk on a loaded 2-core VM), and an
+// SCHED_BATCH by default, not SCHED_IDLE: an idle-class thread gets nothing while the cores are
+// busy (measured: a destructor waited 128 s to join it mid-chunk on a loaded 2-core VM), and an
 // allocate() may wait for a held chunk. The work is bounded by use (the high water plus
 // prefault_ahead), and it is work the producer's threads would otherwise do on fresh pages.
-void Arena::prefault_loop(std::stop_token stop) {
-  (void)exec::set_current_thread_sched(exec::SchedClass::kBatch);
+void Arena::prefault_loop(std::stop_token stop, exec::SchedClass sched) {
+  (void)exec::set_current_thread_sched(sched);
   State& st = *state_;
   for (;;) {
     std::uint64_t from = 0, to = 0;
@@ -175,7 +166,9 @@ void Arena::prefault_loop(std::stop_token stop) {
       to = std::min(st.prefault_target(capacity_), from + kPrefaultChunk);
       if (from >= st.high_water && from < st.warm_end) {
         to = std::min(to, st.warm_end);
-        write = st.take_free(from, to - from);
+        write = true;
+        st.writing_from = from;
+        st.writing_to = to;
       }
     }
     if (write) {
@@ -185,10 +178,10 @@ void Arena::prefault_loop(std::stop_token stop) {
     }
     {
       std::lock_guard lock(st.mu);
-      if (write) st.insert_free(from, to - from);
+      st.writing_from = st.writing_to = 0;
       st.populated = to;
     }
-    if (write) st.freed.notify_all();  // an allocate() may have been waiting for the chunk
+    if (write) st.chunk_done.notify_all();
   }
 }
 
@@ -222,6 +215,11 @@ Result<Block> Arena::allocate(std::uint64_t bytes, std::stop_token stop) {
   };
   if (!state_->freed.wait(lock, stop, fits)) {
     return cancelled("arena: stopped while waiting for " + std::to_string(size) + " bytes");
+  }
+  // The toucher may be writing zeros where this block lies (above every earlier block): at most
+  // one 2 MiB chunk, the first-touch cost this block's writer would have paid anyway.
+  while (block.offset < state_->writing_to && state_->writing_from < block.offset + size) {
+    state_->chunk_done.wait(lock);
   }
   state_->in_use += size;
   if (state_->in_use > state_->peak) state_->peak = state_->in_use;

@@ -7,8 +7,8 @@
 // MB with 4 KiB pages, ~1 ms with huge pages: a 400 MB batch block costs seconds), and a
 // producer that meets them mid-batch stalls the trainer. Huge pages (`huge_pages`) and a
 // background toucher take most of it out of the run: with `prefault_ahead` > 0 a thread
-// (SCHED_BATCH: it never preempts the trainer) keeps the pages past the highest block handed
-// out so far resident — at least `prefault_ahead` bytes or the largest block, whichever
+// (`toucher_sched`, SCHED_BATCH by default: it never preempts the trainer) keeps the pages past
+// the highest block handed out so far resident — at least `prefault_ahead` bytes or the largest block, whichever
 // is more, never further — so an arena used a little costs a little (RSS, CPU) whatever its
 // size. Within the warm pool (`warm_bytes` from the base) it writes them (zeros over zeros);
 // elsewhere, and over live blocks, it uses MADV_POPULATE_WRITE, which never changes contents.
@@ -23,6 +23,7 @@
 #include <string>
 
 #include "stoker/base/result.h"
+#include "stoker/exec/sched.h"
 
 namespace stoker::batch {
 
@@ -31,12 +32,17 @@ struct ArenaOptions {
   bool shared = true;           // memfd (0600, never visible in the filesystem) vs anonymous
   std::string name = "stoker-arena";
   std::size_t prefault_ahead = 0;  // see above; 0: pages are touched by their first writer
+  // The toucher's scheduling class (the Loader passes its worker_sched). Not kIdle unless the
+  // machine has spare CPU: an idle-class thread gets nothing while the cores are busy, and the
+  // destructor joins it (measured: 128 s mid-chunk on a loaded 2-core VM).
+  exec::SchedClass toucher_sched = exec::SchedClass::kBatch;
   // The warm pool: the first `warm_bytes` of the arena are made resident ahead of use by real
   // writes rather than MADV_POPULATE_WRITE: on paravirtualised VMs (this project's machines)
   // populated 4 KiB pages still fault on their first write (~3 ms per MB), written ones do not.
-  // The toucher writes only above the highest block ever handed out, one 2 MiB chunk at a time
-  // held out of the free list while it is written, so no block can meet the write; first fit
-  // then hands the same low, warm pages out again as batches are released. Needs
+  // The toucher writes only above the highest block ever handed out, one 2 MiB chunk at a time,
+  // and a block placed over the chunk being written is handed out when the write is done, so no
+  // block meets the write; first fit hands the same low, warm pages out again as batches are
+  // released. Needs
   // `prefault_ahead` > 0 (the toucher); nothing is written on the caller's thread.
   std::size_t warm_bytes = 0;
   // Ask for transparent huge pages (MADV_HUGEPAGE; the mapping 2 MiB-aligned): one fault per
@@ -77,8 +83,8 @@ class Arena {
 
  private:
   Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base, std::uint64_t capacity,
-        int fd, std::uint64_t prefault_ahead, std::uint64_t warm_bytes);
-  void prefault_loop(std::stop_token stop);
+        int fd, const ArenaOptions& options);
+  void prefault_loop(std::stop_token stop, exec::SchedClass sched);
   struct State;
   std::unique_ptr<State> state_;
   std::uint8_t* map_ = nullptr;  // the mapping as mmap returned it (base_ may be aligned within)

@@ -164,9 +164,9 @@ TEST(ArenaPrefaultTest, KeepsPagesAheadResidentWithoutTouchingContents) {
 }
 
 // The warm pool is written by the toucher, ahead of use only: prefault_ahead past the high
-// water, never beyond, nothing on the caller's thread; a block handed out while the toucher
-// writes never overlaps the chunk being written, and keeps its contents; first fit hands the
-// same low pages out again as blocks are released.
+// water, never beyond, nothing on the caller's thread; blocks handed out while the toucher
+// writes go where first fit puts them and keep their contents (a block over the chunk being
+// written waits for it); first fit hands the same low pages out again as blocks are released.
 TEST(ArenaPrefaultTest, WarmPoolIsWrittenAheadOfUseOnly) {
   constexpr std::uint64_t kMiB = 1 << 20;
   for (bool shared : {true, false}) {
@@ -186,6 +186,8 @@ TEST(ArenaPrefaultTest, WarmPoolIsWrittenAheadOfUseOnly) {
       auto b = (*a)->allocate(3 * kMiB + 4096 * static_cast<std::uint64_t>(i));
       ASSERT_TRUE(b.ok());
       std::memset((*a)->base() + b->offset, 0x40 + i, b->size);
+      // First fit as without the toucher: each block right after the previous one.
+      EXPECT_EQ(b->offset, blocks.empty() ? 0 : blocks.back().offset + blocks.back().size) << i;
       blocks.push_back(*b);
     }
     std::uint64_t high = 0;

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "stoker/base/byte_reader.h"
+
 namespace stoker::cluster {
 
 Result<Wire> parse_wire(std::string_view s) {
@@ -45,43 +47,7 @@ class Writer {
   std::vector<std::uint8_t> out;
 };
 
-class Reader {
- public:
-  explicit Reader(const std::vector<std::uint8_t>& b) : b_(b) {}
-  template <typename T>
-  bool get(T* v) {
-    if (b_.size() - at_ < sizeof(T)) return fail();
-    std::memcpy(v, b_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return true;
-  }
-  bool str(std::string* s) {
-    std::uint64_t n = 0;
-    if (!get(&n) || n > b_.size() - at_) return fail();
-    s->assign(reinterpret_cast<const char*>(b_.data() + at_), n);
-    at_ += n;
-    return true;
-  }
-  template <typename T>
-  bool vec(std::vector<T>* v) {
-    std::uint64_t n = 0;
-    if (!get(&n) || n > (b_.size() - at_) / sizeof(T)) return fail();
-    v->resize(n);
-    if (n > 0) std::memcpy(v->data(), b_.data() + at_, n * sizeof(T));  // data() may be null at 0
-    at_ += n * sizeof(T);
-    return true;
-  }
-  bool done() const { return ok_ && at_ == b_.size(); }
-
- private:
-  bool fail() {
-    ok_ = false;
-    return false;
-  }
-  const std::vector<std::uint8_t>& b_;
-  std::size_t at_ = 0;
-  bool ok_ = true;
-};
+using Reader = ByteReader;
 
 constexpr std::uint32_t kMaxImages = 1 << 16;  // per sample; a larger count is a broken message
 

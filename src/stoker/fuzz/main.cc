@@ -22,7 +22,7 @@ const Target* const kTargets[] = {
     &stoker::fuzz::kWebpTarget,     &stoker::fuzz::kWireTarget,
     &stoker::fuzz::kHttpTarget,     &stoker::fuzz::kXmlTarget,
     &stoker::fuzz::kAwsTarget,      &stoker::fuzz::kUriTarget,
-    &stoker::fuzz::kStateTarget,
+    &stoker::fuzz::kStateTarget,    &stoker::fuzz::kVideoTarget,
 };
 
 const Target* g_target = nullptr;

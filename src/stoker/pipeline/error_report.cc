@@ -64,6 +64,7 @@ std::string reason_pattern(const std::string& reason) {
 
 void FailureTally::add(const SampleFailure& f) {
   ++total_;
+  ++by_stage_code_[{f.stage, f.code}];
   std::string pattern = reason_pattern(f.reason);
   for (FailureKind& k : kinds_) {
     if (k.stage == f.stage && k.code == f.code && k.pattern == pattern) {

@@ -7,12 +7,15 @@
 // writes it). Errors: those of opening/writing the file.
 // FailureTally groups failures by kind for summaries (`stoker run`, Python stats()): stage, code
 // and the reason with its numbers, quoted names and paths masked, each with its count and its
-// first sample as the example. Not thread-safe (the Loader guards it).
+// first sample as the example; and counts them by (stage, code) exactly, whatever the number of
+// kinds (the metrics endpoint's failures by code). Not thread-safe (the Loader guards it).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stoker/base/result.h"
@@ -47,9 +50,12 @@ class FailureTally {
   // The `n` most frequent kinds (ties: first seen first); `other` below them.
   std::vector<FailureKind> top(std::size_t n) const;
   std::int64_t total() const { return total_; }
+  using ByStageCode = std::map<std::pair<std::string, std::string>, std::int64_t>;
+  const ByStageCode& by_stage_code() const { return by_stage_code_; }
 
  private:
   std::vector<FailureKind> kinds_;  // in first-seen order
+  ByStageCode by_stage_code_;       // (stage, code) → count: a few dozen at most
   std::int64_t total_ = 0;
 };
 

@@ -156,7 +156,6 @@ struct Loader::Impl {
   FailureTally failure_kinds;
   LoaderStats tokens;  // its token, efficiency and balance fields only
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
-  std::map<std::pair<std::string, std::string>, std::int64_t> failed_by;  // (stage, code)
   obs::Histogram next_wait;
   // Tracing: the loader's own tracer (config.trace_path) is written when the loader goes.
   bool owns_trace = false;
@@ -380,6 +379,13 @@ void trace_counters(Context& ctx, const dataset::RankInfo& rank) {
   ctx.budget->trace_to(&t, ctx.trace_ids.fetch_bytes);
 }
 
+// The arena as configured, its toucher in the loader's threads' scheduling class.
+batch::ArenaOptions arena_options(const LoaderConfig& config) {
+  batch::ArenaOptions o = config.arena;
+  o.toucher_sched = config.worker_sched;
+  return o;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
@@ -393,7 +399,8 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
     impl->owns_trace = true;
   }
   if (impl->ctx->tracer != nullptr) trace_counters(*impl->ctx, impl->rank);
-  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena,
+                          batch::Arena::create(arena_options(config)));
   impl->arena = std::move(arena);
   if (config.mode == Mode::kPrefetch && config.prefetch_on_create) {
     // A failure here (e.g. an empty dataset) is left for the first next() to report, as
@@ -481,7 +488,6 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   m.last_ns = t1;
   m.failed += static_cast<std::int64_t>(rb.failures.size());
   for (const SampleFailure& f : rb.failures) m.failure_kinds.add(f);
-  for (const SampleFailure& f : rb.failures) ++m.failed_by[{f.stage, f.code}];
   if (rb.state_after) m.state = *rb.state_after;
   if (!written.ok()) rb.fatal = std::move(written).error();
   if (rb.fatal) {
@@ -546,7 +552,7 @@ LoaderStats Loader::stats() const {
       s.prepared_waiting = d.prepared;
     }
     if (m.ring) s.ready_batches = static_cast<std::int64_t>(m.ring->size());
-    s.failed_by = m.failed_by;
+    s.failed_by = m.failure_kinds.by_stage_code();
     cpu_threads = m.cpu_threads;
     emit_threads = m.emit_threads;
   }

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "stoker/base/byte_reader.h"
+
 namespace stoker::shm::detail {
 namespace {
 
@@ -46,29 +48,6 @@ class Writer {
 
  private:
   std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
-  template <typename T>
-  bool get(T& v) {
-    if (bytes_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool get_string(std::size_t n, std::string& s) {
-    if (bytes_.size() - pos_ < n) return false;
-    s.assign(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
-    pos_ += n;
-    return true;
-  }
-  bool at_end() const { return pos_ == bytes_.size(); }
-
- private:
-  std::span<const std::uint8_t> bytes_;
-  std::size_t pos_ = 0;
 };
 
 Error malformed(const std::string& what) {
@@ -179,10 +158,10 @@ std::string encode_refuse(std::string_view reason) {
 }
 
 Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   std::uint32_t magic = 0;
   std::uint16_t version = 0, type = 0;
-  if (!r.get(magic) || !r.get(version) || !r.get(type)) return malformed("short header");
+  if (!r.get(&magic) || !r.get(&version) || !r.get(&type)) return malformed("short header");
   if (magic != kMagic) return malformed("bad magic (not a stoker hand-off socket?)");
   if (version != kVersion)
     return malformed("protocol version " + std::to_string(version) + ", expected " +
@@ -191,18 +170,18 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
   m.type = static_cast<MsgType>(type);
   switch (m.type) {
     case MsgType::kHello:
-      if (!r.get(m.hello.arena_bytes) || !r.get(m.hello.server_pid)) return malformed("short hello");
+      if (!r.get(&m.hello.arena_bytes) || !r.get(&m.hello.server_pid)) return malformed("short hello");
       break;
     case MsgType::kEnd:
       break;
     case MsgType::kRelease:
-      if (!r.get(m.release_id)) return malformed("short release");
+      if (!r.get(&m.release_id)) return malformed("short release");
       break;
     case MsgType::kAttach: {
       std::uint8_t has = 0;
       Attach& a = m.attach;
-      if (!r.get(a.rank) || !r.get(a.world_size) || !r.get(has) || !r.get(a.epoch) ||
-          !r.get(a.position) || !r.get(a.errors) || !r.get(a.packs) || !r.get(a.plan))
+      if (!r.get(&a.rank) || !r.get(&a.world_size) || !r.get(&has) || !r.get(&a.epoch) ||
+          !r.get(&a.position) || !r.get(&a.errors) || !r.get(&a.packs) || !r.get(&a.plan))
         return malformed("short attach");
       if (has > 1 || a.world_size < 1 || a.rank < 0 || a.rank >= a.world_size)
         return malformed("attach: rank " + std::to_string(a.rank) + " of " +
@@ -212,22 +191,22 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
     }
     case MsgType::kRefuse: {
       std::uint16_t len = 0;
-      if (!r.get(len) || len > 1024 || !r.get_string(len, m.reason)) return malformed("short refuse");
+      if (!r.get(&len) || len > 1024 || !r.bytes(len, &m.reason)) return malformed("short refuse");
       break;
     }
     case MsgType::kBatch: {
       BatchMsg& b = m.batch;
       batch::BatchLayout& l = b.layout;
       std::uint32_t n = 0;
-      if (!r.get(b.id) || !r.get(b.sent_ns) || !r.get(l.step) || !r.get(l.epoch) ||
-          !r.get(l.block.offset) || !r.get(l.block.size) || !r.get(n))
+      if (!r.get(&b.id) || !r.get(&b.sent_ns) || !r.get(&l.step) || !r.get(&l.epoch) ||
+          !r.get(&l.block.offset) || !r.get(&l.block.size) || !r.get(&n))
         return malformed("short batch header");
       if (n > kMaxTensors) return malformed(std::to_string(n) + " tensors");
       l.tensors.resize(n);
       for (batch::TensorView& t : l.tensors) {
         std::uint8_t code = 0, rank = 0;
         std::uint16_t name_len = 0;
-        if (!r.get(code) || !r.get(rank) || !r.get(name_len) || !r.get(t.offset))
+        if (!r.get(&code) || !r.get(&rank) || !r.get(&name_len) || !r.get(&t.offset))
           return malformed("short tensor");
         const DTypeCode* d = from_code(code);
         if (d == nullptr) return malformed("dtype code " + std::to_string(code));
@@ -235,8 +214,8 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
         if (rank > kMaxRank) return malformed("rank " + std::to_string(rank));
         t.shape.resize(rank);
         for (std::int64_t& dim : t.shape)
-          if (!r.get(dim)) return malformed("short shape");
-        if (!r.get_string(name_len, t.name)) return malformed("short name");
+          if (!r.get(&dim)) return malformed("short shape");
+        if (!r.bytes(name_len, &t.name)) return malformed("short name");
       }
       STOKER_RETURN_IF_ERROR(validate_layout(l, arena_bytes));
       break;
@@ -244,7 +223,7 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
     default:
       return malformed("message type " + std::to_string(type));
   }
-  if (!r.at_end()) return malformed("trailing bytes");
+  if (!r.done()) return malformed("trailing bytes");
   return m;
 }
 
