@@ -53,6 +53,7 @@ struct Arena::State {
   std::uint64_t writing_from = 0, writing_to = 0;
   std::condition_variable chunk_done;
   std::condition_variable_any want_more;
+  std::mutex prefaulter_mu;  // stop_toucher() and the destructor
   std::jthread prefaulter;
 
   std::uint64_t prefault_target(std::uint64_t capacity) const {
@@ -185,11 +186,16 @@ void Arena::prefault_loop(std::stop_token stop, exec::SchedClass sched) {
   }
 }
 
-Arena::~Arena() {
+void Arena::stop_toucher() {
+  std::lock_guard lock(state_->prefaulter_mu);
   if (state_->prefaulter.joinable()) {
     state_->prefaulter.request_stop();  // wakes the wait; a chunk in progress finishes first
     state_->prefaulter.join();
   }
+}
+
+Arena::~Arena() {
+  stop_toucher();
   munmap(map_, map_bytes_);
   if (fd_ >= 0) close(fd_);
 }

@@ -73,6 +73,9 @@ class Arena {
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t in_use() const;
   std::uint64_t peak_in_use() const;
+  // Stops the toucher for good (idempotent, thread-safe): the owner will ask for no more blocks
+  // (the Loader's producer is done), so warming ahead would only add RSS and CPU.
+  void stop_toucher();
   // Bytes from the base made resident by the toucher so far (0 when it is off).
   std::uint64_t prefaulted() const;
   // Bytes of the arena in memory now (mincore): pages once written stay resident — blocks are

@@ -288,6 +288,7 @@ Status Loader::Impl::start_engine() {
       for (;;) {
         ReadyBatch rb = engine->produce(stop);
         bool last = rb.end || rb.fatal.has_value();
+        if (last) arena->stop_toucher();  // no block will be asked for again
         if (!ring->push(std::move(rb), stop)) return;
         if (ctx->tracer != nullptr) {
           ctx->tracer->counter(ctx->trace_ids.ready_batches, static_cast<std::int64_t>(ring->size()));
@@ -301,7 +302,11 @@ Status Loader::Impl::start_engine() {
 
 std::optional<ReadyBatch> Loader::Impl::produce_one(const std::function<bool()>* interrupted,
                                                     std::chrono::milliseconds poll) {
-  if (config.mode != Mode::kPrefetch) return engine->produce({});
+  if (config.mode != Mode::kPrefetch) {
+    ReadyBatch rb = engine->produce({});
+    if (rb.end || rb.fatal) arena->stop_toucher();  // no block will be asked for again
+    return rb;
+  }
   std::optional<ReadyBatch> rb;
   if (interrupted == nullptr) {
     rb = ring->pop();
