@@ -2,9 +2,10 @@
 # Fuzzes every parser of untrusted bytes (src/stoker/fuzz/README.md): builds stoker_fuzz with
 # clang (ASan + UBSan + libFuzzer) in its own tree, makes the seed corpora, runs each target for
 # N seconds, J targets at a time, and prints the executions per target. Exit 1 on any finding.
-#   scripts/fuzz.sh [--seconds N] [--targets a,b,...] [--jobs J] [--build-dir DIR]
+#   scripts/fuzz.sh [--seconds N] [--targets a,b,...] [--jobs J] [--build-dir DIR] [--build-only]
 #     --seconds N   per target (default 60)        --jobs J   targets at once (default: nproc)
 #     --targets     a comma list (default: all)    --build-dir  default build-fuzz
+#     --build-only  configure and build stoker_fuzz, then stop (scripts/test.sh builds it early)
 # Corpora grow in DIR/fuzz/corpus/T (kept between runs), seeds are remade in DIR/fuzz/seeds/T
 # (from build/stoker when it exists: synth seeds), findings land in DIR/fuzz/findings/T
 # (crash-*, leak-*, timeout-*, oom-*; an earlier run's are moved to DIR/fuzz/findings-earlier),
@@ -13,14 +14,15 @@
 # The machine is shared? Run it under `nice -n 15`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=60 jobs=$(nproc) targets="" build="$root/build-fuzz"
+seconds=60 jobs=$(nproc) targets="" build="$root/build-fuzz" build_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --targets) targets=$2; shift 2 ;;
     --build-dir) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fuzz.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -35,6 +37,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DSTOKER_BUILD_TESTS=OFF -DSTOKER_BUILD_BENCH=OFF ${STOKER_FUZZ_CMAKE_ARGS:-} >/dev/null
 fi
 ninja -C "$build" -j"$jobs" stoker_fuzz
+[ "$build_only" = 0 ] || exit 0
 t_built=$(date +%s)
 fuzz="$build/stoker_fuzz"
 work="$build/fuzz"
