@@ -145,11 +145,11 @@ Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
 // zeros: contents unchanged); allocate() does not hand out a block over it until the write is
 // done (first fit still places blocks where it would: the low, warm pages are reused); elsewhere
 // MADV_POPULATE_WRITE faults pages in as a write would but leaves their contents alone, so live
-// blocks in that range are safe. If the kernel refuses it (before 5.14:
-// EINVAL), pages outside the warm pool are left to their writers and the toucher stops there.
+// blocks in that range are safe. If the kernel refuses it (before 5.14: EINVAL) the toucher
+// stops there: the remaining pages are touched by their writers.
 // SCHED_BATCH by default, not SCHED_IDLE: an idle-class thread gets nothing while the cores are
 // busy (measured: a destructor waited 128 s to join it mid-chunk on a loaded 2-core VM), and an
-// allocate() may wait for a held chunk. The work is bounded by use (the high water plus
+// allocate() may wait for the chunk being written. The work is bounded by use (the high water plus
 // prefault_ahead), and it is work the producer's threads would otherwise do on fresh pages.
 void Arena::prefault_loop(std::stop_token stop, exec::SchedClass sched) {
   (void)exec::set_current_thread_sched(sched);
