@@ -11,6 +11,7 @@ extern "C" {
 #include <libavformat/avformat.h>
 #include <libavutil/display.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/mem.h>
 #include <libswscale/swscale.h>
 }
 
@@ -118,8 +119,14 @@ struct VideoReader::Impl {
   Status open(std::span<const std::uint8_t> bytes) {
     // FFmpeg's own log lines (concealment, "Packet corrupt", ...) would go to stderr from every
     // worker; stoker reports failures as errors instead.
+    // And a bound on any single FFmpeg allocation: a 3,428-byte MP4 (fuzz, 2026-12-01) made the
+    // mov demuxer ask for 943 MB inside avformat_open_input on a header's claim. 448 MiB is
+    // above what the frame cap legitimately needs (8192 x 8192 YUV 4:4:4 at 16 bits: 402 MB)
+    // and below the fuzzer's 512 MiB allocation limit. Process-wide (FFmpeg has one setting):
+    // it bounds other FFmpeg users in this process the same way.
     static const bool quiet = [] {
       av_log_set_level(AV_LOG_QUIET);
+      av_max_alloc(std::size_t{448} << 20);
       return true;
     }();
     (void)quiet;
