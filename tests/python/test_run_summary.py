@@ -97,7 +97,7 @@ def test_peak_rss_is_what_the_kernel_reports(stoker_bin, bad_data):
                       r"([\d.]+) files; the batch arena is ([\d.]+) MiB", out)
     now, anon, shmem, files, arena = map(float, parts.groups())
     assert abs(anon + shmem + files - now) < 0.5, out
-    assert 0 < arena <= 256 and arena <= now + 0.5, out  # --arena-mb 256, written ahead of use
+    assert 0 < arena <= 256 and arena <= now + 0.5, out  # --arena-mb 256, written at start
 
 
 def test_version_is_the_project_version(stoker_bin):

@@ -1,6 +1,5 @@
 // Arena: one mapping (memfd or anonymous), a first-fit free list ordered by offset with
-// coalescing on release, a condition variable that blocks allocate() while nothing fits, and
-// the toucher thread (prefault_loop) that keeps the pages ahead of use resident.
+// coalescing on release, and a condition variable that blocks allocate() while nothing fits.
 #include "stoker/batch/arena.h"
 
 #include <pthread.h>
@@ -30,9 +29,7 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
-// Per madvise call, and per warm write: the longest an allocate() waits for a write (one huge
-// page; ~1-16 ms of CPU here) and about the longest a destructor waits for the toucher.
-constexpr std::uint64_t kPrefaultChunk = std::uint64_t{2} << 20;
+constexpr std::uint64_t kPrefaultChunk = std::uint64_t{8} << 20;  // per madvise call
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 
 }  // namespace
@@ -43,43 +40,16 @@ struct Arena::State {
   std::map<std::uint64_t, std::uint64_t> free;  // offset → size, disjoint, never adjacent
   std::uint64_t in_use = 0;
   std::uint64_t peak = 0;
-  // The toucher: the end of the highest block handed out, the largest block, how far it has
-  // made pages resident, the end of the warm pool, and the thread (joined before the mapping
-  // goes).
+  // Prefault: the end of the highest block handed out, the largest block, how far the
+  // background thread has populated, and the thread (joined before the mapping goes).
   std::uint64_t prefault_ahead = 0;
-  std::uint64_t high_water = 0, largest = 0, populated = 0, warm_end = 0;
-  // The chunk being written ([writing_from, writing_to), empty when none): a block handed out
-  // over it waits until it is done (chunk_done), so a warm write never meets a live block.
-  std::uint64_t writing_from = 0, writing_to = 0;
-  std::condition_variable chunk_done;
+  std::uint64_t high_water = 0, largest = 0, populated = 0;
   std::condition_variable_any want_more;
-  std::mutex prefaulter_mu;  // stop_toucher() and the destructor
+  std::mutex prefaulter_mu;  // stop_prefault() and the destructor
   std::jthread prefaulter;
 
   std::uint64_t prefault_target(std::uint64_t capacity) const {
     return std::min(capacity, high_water + std::max(prefault_ahead, largest));
-  }
-
-  // Returns [offset, offset + size) to the free list, merged with its neighbours.
-  void insert_free(std::uint64_t offset, std::uint64_t size) {
-    auto next = free.lower_bound(offset);
-    STOKER_CHECK(next == free.end() || next->first >= offset + size,
-                 "arena: double release or overlapping block");
-    const std::uint64_t end = offset + size;
-    if (next != free.begin()) {
-      auto prev = std::prev(next);
-      STOKER_CHECK(prev->first + prev->second <= offset, "arena: double release");
-      if (prev->first + prev->second == offset) {
-        offset = prev->first;
-        size += prev->second;
-        free.erase(prev);
-      }
-    }
-    if (next != free.end() && next->first == end) {
-      size += next->second;
-      free.erase(next);
-    }
-    free.emplace(offset, size);
   }
 };
 
@@ -123,40 +93,37 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
   }
   if (options.huge_pages) (void)madvise(base, capacity, MADV_HUGEPAGE);  // advice: may be refused
   return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(map), map_bytes, base,
-                                          capacity, fd, options));
+                                          capacity, fd, options.prefault_ahead,
+                                          options.warm_bytes, options.prefault_sched));
 }
 
 Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
-             std::uint64_t capacity, int fd, const ArenaOptions& options)
+             std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
+             std::uint64_t warm_bytes, exec::SchedClass sched)
     : state_(std::make_unique<State>()), map_(map), map_bytes_(map_bytes), base_(base),
       capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
-  state_->prefault_ahead = options.prefault_ahead;
-  state_->warm_end = std::min<std::uint64_t>(round_up(options.warm_bytes), capacity);
-  if (options.prefault_ahead > 0) {
-    state_->prefaulter = std::jthread(
-        [this, sched = options.toucher_sched](std::stop_token stop) { prefault_loop(stop, sched); });
+  state_->prefault_ahead = prefault_ahead;
+  // The warm pool: fresh pages hold zeros, so writing zeros changes nothing but makes them
+  // resident and writable without a fault (see ArenaOptions::warm_bytes).
+  const std::uint64_t warm = std::min<std::uint64_t>(round_up(warm_bytes), capacity);
+  std::memset(base_, 0, warm);
+  state_->populated = warm;
+  if (prefault_ahead > 0) {
+    state_->prefaulter =
+        std::jthread([this, sched](std::stop_token stop) { prefault_loop(stop, sched); });
     pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");
   }
 }
 
-// Makes [populated, target) resident in chunks, outside the lock. Within the warm pool and
-// above the highest block ever handed out, a chunk is written with zeros (fresh pages hold
-// zeros: contents unchanged); allocate() does not hand out a block over it until the write is
-// done (first fit still places blocks where it would: the low, warm pages are reused); elsewhere
-// MADV_POPULATE_WRITE faults pages in as a write would but leaves their contents alone, so live
-// blocks in that range are safe. If the kernel refuses it (before 5.14: EINVAL) the toucher
-// stops there: the remaining pages are touched by their writers.
-// SCHED_BATCH by default, not SCHED_IDLE: an idle-class thread gets nothing while the cores are
-// busy (measured: a destructor waited 128 s to join it mid-chunk on a loaded 2-core VM), and an
-// allocate() may wait for the chunk being written. The work is bounded by use (the high water plus
-// prefault_ahead), and it is work the producer's threads would otherwise do on fresh pages.
+// Populates [populated, target) in chunks, outside the lock; MADV_POPULATE_WRITE faults pages in
+// as a write would but leaves their contents alone, so live blocks in that range are safe. Stops
+// for good if the kernel refuses (before 5.14: EINVAL) — pages are then touched by their writers.
 void Arena::prefault_loop(std::stop_token stop, exec::SchedClass sched) {
-  (void)exec::set_current_thread_sched(sched);
+  (void)exec::set_current_thread_sched(sched);  // idle by default: spare CPU only
   State& st = *state_;
   for (;;) {
     std::uint64_t from = 0, to = 0;
-    bool write = false;
     {
       std::unique_lock lock(st.mu);
       if (!st.want_more.wait(lock, stop,
@@ -165,28 +132,14 @@ void Arena::prefault_loop(std::stop_token stop, exec::SchedClass sched) {
       }
       from = st.populated;
       to = std::min(st.prefault_target(capacity_), from + kPrefaultChunk);
-      if (from >= st.high_water && from < st.warm_end) {
-        to = std::min(to, st.warm_end);
-        write = true;
-        st.writing_from = from;
-        st.writing_to = to;
-      }
     }
-    if (write) {
-      std::memset(base_ + from, 0, to - from);
-    } else if (madvise(base_ + from, to - from, MADV_POPULATE_WRITE) != 0) {
-      return;
-    }
-    {
-      std::lock_guard lock(st.mu);
-      st.writing_from = st.writing_to = 0;
-      st.populated = to;
-    }
-    if (write) st.chunk_done.notify_all();
+    if (madvise(base_ + from, to - from, MADV_POPULATE_WRITE) != 0) return;
+    std::lock_guard lock(st.mu);
+    st.populated = to;
   }
 }
 
-void Arena::stop_toucher() {
+void Arena::stop_prefault() {
   std::lock_guard lock(state_->prefaulter_mu);
   if (state_->prefaulter.joinable()) {
     state_->prefaulter.request_stop();  // wakes the wait; a chunk in progress finishes first
@@ -195,7 +148,7 @@ void Arena::stop_toucher() {
 }
 
 Arena::~Arena() {
-  stop_toucher();
+  stop_prefault();
   munmap(map_, map_bytes_);
   if (fd_ >= 0) close(fd_);
 }
@@ -222,11 +175,6 @@ Result<Block> Arena::allocate(std::uint64_t bytes, std::stop_token stop) {
   if (!state_->freed.wait(lock, stop, fits)) {
     return cancelled("arena: stopped while waiting for " + std::to_string(size) + " bytes");
   }
-  // The toucher may be writing zeros where this block lies (above every earlier block): at most
-  // one 2 MiB chunk, the first-touch cost this block's writer would have paid anyway.
-  while (block.offset < state_->writing_to && state_->writing_from < block.offset + size) {
-    state_->chunk_done.wait(lock);
-  }
   state_->in_use += size;
   if (state_->in_use > state_->peak) state_->peak = state_->in_use;
   if (block.offset + size > state_->high_water || size > state_->largest) {
@@ -241,8 +189,26 @@ void Arena::release(Block block) {
   if (block.size == 0) return;
   {
     std::lock_guard lock(state_->mu);
+    auto& free = state_->free;
     STOKER_CHECK(block.offset + block.size <= capacity_, "arena: release of a foreign block");
-    state_->insert_free(block.offset, block.size);
+    auto next = free.lower_bound(block.offset);
+    STOKER_CHECK(next == free.end() || next->first >= block.offset + block.size,
+                 "arena: double release or overlapping block");
+    std::uint64_t offset = block.offset, size = block.size;
+    if (next != free.begin()) {
+      auto prev = std::prev(next);
+      STOKER_CHECK(prev->first + prev->second <= offset, "arena: double release");
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        size += prev->second;
+        free.erase(prev);
+      }
+    }
+    if (next != free.end() && next->first == block.offset + block.size) {
+      size += next->second;
+      free.erase(next);
+    }
+    free.emplace(offset, size);
     state_->in_use -= block.size;
   }
   state_->freed.notify_all();

@@ -5,13 +5,12 @@
 // ResourceExhausted for a request larger than the whole arena. Blocks are 4 KiB aligned.
 // First touches of fresh pages are expensive (on this project's paravirtualised VMs 3-8 ms per
 // MB with 4 KiB pages, ~1 ms with huge pages: a 400 MB batch block costs seconds), and a
-// producer that meets them mid-batch stalls the trainer. Huge pages (`huge_pages`) and a
-// background toucher take most of it out of the run: with `prefault_ahead` > 0 a thread
-// (`toucher_sched`, SCHED_BATCH by default: it never preempts the trainer) keeps the pages past
-// the highest block handed out so far resident — at least `prefault_ahead` bytes or the largest block, whichever
-// is more, never further — so an arena used a little costs a little (RSS, CPU) whatever its
-// size. Within the warm pool (`warm_bytes` from the base) it writes them (zeros over zeros);
-// elsewhere, and over live blocks, it uses MADV_POPULATE_WRITE, which never changes contents.
+// producer that meets them mid-batch stalls the trainer. Huge pages (`huge_pages`) and a warm
+// pool written at create (`warm_bytes`) take most of it out of the run. With
+// `prefault_ahead` > 0 a background thread of the lowest scheduling class (SCHED_IDLE: only spare
+// CPU) keeps the pages past the highest block handed out so far resident — at least
+// `prefault_ahead` bytes or the largest block, whichever is more — with
+// MADV_POPULATE_WRITE, which never changes contents, so it may run over live blocks.
 // Thread-safe. Owns the mapping and fd; move-only through unique_ptr.
 // Errors: ResourceExhausted, Cancelled (stop requested while waiting), Internal (mmap/memfd).
 #pragma once
@@ -32,18 +31,14 @@ struct ArenaOptions {
   bool shared = true;           // memfd (0600, never visible in the filesystem) vs anonymous
   std::string name = "stoker-arena";
   std::size_t prefault_ahead = 0;  // see above; 0: pages are touched by their first writer
-  // The toucher's scheduling class (the Loader passes its worker_sched). Not kIdle unless the
-  // machine has spare CPU: an idle-class thread gets nothing while the cores are busy, and the
-  // destructor joins it (measured: 128 s mid-chunk on a loaded 2-core VM).
-  exec::SchedClass toucher_sched = exec::SchedClass::kBatch;
-  // The warm pool: the first `warm_bytes` of the arena are made resident ahead of use by real
-  // writes rather than MADV_POPULATE_WRITE: on paravirtualised VMs (this project's machines)
+  // The prefault thread's scheduling class (the Loader passes its worker_sched; default idle).
+  exec::SchedClass prefault_sched = exec::SchedClass::kIdle;
+  // A warm pool: create() writes the first `warm_bytes` itself, on the caller's thread (zeros
+  // over zeros: contents unchanged), so the first batches are assembled in pages as warm as
+  // later ones (first fit hands the same low pages out again as batches are released): the
+  // first epoch costs what later ones do; the first-touch cost is paid once, before any batch.
+  // A real write, not MADV_POPULATE_WRITE: on paravirtualised VMs (this project's machines)
   // populated 4 KiB pages still fault on their first write (~3 ms per MB), written ones do not.
-  // The toucher writes only above the highest block ever handed out, one 2 MiB chunk at a time,
-  // and a block placed over the chunk being written is handed out when the write is done, so no
-  // block meets the write; first fit hands the same low, warm pages out again as batches are
-  // released. Needs
-  // `prefault_ahead` > 0 (the toucher); nothing is written on the caller's thread.
   std::size_t warm_bytes = 0;
   // Ask for transparent huge pages (MADV_HUGEPAGE; the mapping 2 MiB-aligned): one fault per
   // 2 MiB instead of 512. Measured here, first writes of a fresh anonymous region: 0.7-1.2 ms
@@ -73,10 +68,10 @@ class Arena {
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t in_use() const;
   std::uint64_t peak_in_use() const;
-  // Stops the toucher for good (idempotent, thread-safe): the owner will ask for no more blocks
-  // (the Loader's producer is done), so warming ahead would only add RSS and CPU.
-  void stop_toucher();
-  // Bytes from the base made resident by the toucher so far (0 when it is off).
+  // Stops the prefault thread for good (idempotent, thread-safe): the owner will ask for no more
+  // blocks (the Loader's producer is done), so populating ahead would only add RSS and CPU.
+  void stop_prefault();
+  // Bytes from the base made resident by the prefault thread so far (0 when it is off).
   std::uint64_t prefaulted() const;
   // Bytes of the arena in memory now (mincore): pages once written stay resident — blocks are
   // reused first-fit and never handed back to the kernel, so a warm arena costs no faults — so
@@ -86,7 +81,7 @@ class Arena {
 
  private:
   Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base, std::uint64_t capacity,
-        int fd, const ArenaOptions& options);
+        int fd, std::uint64_t prefault_ahead, std::uint64_t warm_bytes, exec::SchedClass sched);
   void prefault_loop(std::stop_token stop, exec::SchedClass sched);
   struct State;
   std::unique_ptr<State> state_;

@@ -345,7 +345,7 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
   const MemoryKib m = memory_kib();
   std::printf("  peak RSS %.1f MiB (VmHWM, as /usr/bin/time reports it); RSS now %.1f MiB = "
               "%.1f anonymous + %.1f shared memory + %.1f files; the batch arena is %.1f MiB of "
-              "it, resident by design: its pages are written ahead of use (warm pool) "
+              "it, resident by design: its pages are written at start (warm pool) and ahead of use "
               "so no batch pays first-touch page faults, and kept, since blocks are reused, never "
               "handed back (--arena-mb sizes it)\n",
               m.hwm / 1024.0, m.rss / 1024.0, m.anon / 1024.0, m.shmem / 1024.0, m.file / 1024.0,

@@ -288,7 +288,7 @@ Status Loader::Impl::start_engine() {
       for (;;) {
         ReadyBatch rb = engine->produce(stop);
         bool last = rb.end || rb.fatal.has_value();
-        if (last) arena->stop_toucher();  // no block will be asked for again
+        if (last) arena->stop_prefault();  // no block will be asked for again
         if (!ring->push(std::move(rb), stop)) return;
         if (ctx->tracer != nullptr) {
           ctx->tracer->counter(ctx->trace_ids.ready_batches, static_cast<std::int64_t>(ring->size()));
@@ -304,7 +304,7 @@ std::optional<ReadyBatch> Loader::Impl::produce_one(const std::function<bool()>*
                                                     std::chrono::milliseconds poll) {
   if (config.mode != Mode::kPrefetch) {
     ReadyBatch rb = engine->produce({});
-    if (rb.end || rb.fatal) arena->stop_toucher();  // no block will be asked for again
+    if (rb.end || rb.fatal) arena->stop_prefault();  // no block will be asked for again
     return rb;
   }
   std::optional<ReadyBatch> rb;
@@ -384,10 +384,10 @@ void trace_counters(Context& ctx, const dataset::RankInfo& rank) {
   ctx.budget->trace_to(&t, ctx.trace_ids.fetch_bytes);
 }
 
-// The arena as configured, its toucher in the loader's threads' scheduling class.
+// The arena as configured; its prefault thread never in a class above the loader's threads'.
 batch::ArenaOptions arena_options(const LoaderConfig& config) {
   batch::ArenaOptions o = config.arena;
-  o.toucher_sched = config.worker_sched;
+  if (config.worker_sched == exec::SchedClass::kIdle) o.prefault_sched = exec::SchedClass::kIdle;
   return o;
 }
 

@@ -283,8 +283,8 @@ TEST(LoaderTest, WorkerThreadsTakeTheConfiguredSchedulingClass) {
       std::getline(comm, name);
       if (name.rfind("stoker-", 0) != 0) continue;  // not a loader thread
       const pid_t tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
-      // The arena's toucher too ("stoker-arena": worker_sched is the loader's threads' class).
-      EXPECT_EQ(sched_getscheduler(tid), policy) << name;
+      // The arena's prefault thread only ever takes spare CPU, whatever worker_sched says.
+      EXPECT_EQ(sched_getscheduler(tid), name == "stoker-arena" ? SCHED_IDLE : policy) << name;
       ++checked;
     }
     // cpu (2) + io (2) + emit (1) + the producer (+ the arena's prefault thread).
