@@ -94,12 +94,12 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
   if (options.huge_pages) (void)madvise(base, capacity, MADV_HUGEPAGE);  // advice: may be refused
   return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(map), map_bytes, base,
                                           capacity, fd, options.prefault_ahead,
-                                          options.warm_bytes, options.prefault_sched));
+                                          options.warm_bytes));
 }
 
 Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
              std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
-             std::uint64_t warm_bytes, exec::SchedClass sched)
+             std::uint64_t warm_bytes)
     : state_(std::make_unique<State>()), map_(map), map_bytes_(map_bytes), base_(base),
       capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
@@ -110,8 +110,7 @@ Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
   std::memset(base_, 0, warm);
   state_->populated = warm;
   if (prefault_ahead > 0) {
-    state_->prefaulter =
-        std::jthread([this, sched](std::stop_token stop) { prefault_loop(stop, sched); });
+    state_->prefaulter = std::jthread([this](std::stop_token stop) { prefault_loop(stop); });
     pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");
   }
 }
@@ -119,8 +118,8 @@ Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
 // Populates [populated, target) in chunks, outside the lock; MADV_POPULATE_WRITE faults pages in
 // as a write would but leaves their contents alone, so live blocks in that range are safe. Stops
 // for good if the kernel refuses (before 5.14: EINVAL) — pages are then touched by their writers.
-void Arena::prefault_loop(std::stop_token stop, exec::SchedClass sched) {
-  (void)exec::set_current_thread_sched(sched);  // idle by default: spare CPU only
+void Arena::prefault_loop(std::stop_token stop) {
+  (void)exec::set_current_thread_sched(exec::SchedClass::kIdle);  // spare CPU only
   State& st = *state_;
   for (;;) {
     std::uint64_t from = 0, to = 0;

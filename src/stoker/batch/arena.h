@@ -22,7 +22,6 @@
 #include <string>
 
 #include "stoker/base/result.h"
-#include "stoker/exec/sched.h"
 
 namespace stoker::batch {
 
@@ -31,8 +30,6 @@ struct ArenaOptions {
   bool shared = true;           // memfd (0600, never visible in the filesystem) vs anonymous
   std::string name = "stoker-arena";
   std::size_t prefault_ahead = 0;  // see above; 0: pages are touched by their first writer
-  // The prefault thread's scheduling class (the Loader passes its worker_sched; default idle).
-  exec::SchedClass prefault_sched = exec::SchedClass::kIdle;
   // A warm pool: create() writes the first `warm_bytes` itself, on the caller's thread (zeros
   // over zeros: contents unchanged), so the first batches are assembled in pages as warm as
   // later ones (first fit hands the same low pages out again as batches are released): the
@@ -81,8 +78,8 @@ class Arena {
 
  private:
   Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base, std::uint64_t capacity,
-        int fd, std::uint64_t prefault_ahead, std::uint64_t warm_bytes, exec::SchedClass sched);
-  void prefault_loop(std::stop_token stop, exec::SchedClass sched);
+        int fd, std::uint64_t prefault_ahead, std::uint64_t warm_bytes);
+  void prefault_loop(std::stop_token stop);
   struct State;
   std::unique_ptr<State> state_;
   std::uint8_t* map_ = nullptr;  // the mapping as mmap returned it (base_ may be aligned within)

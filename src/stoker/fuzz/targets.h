@@ -33,6 +33,12 @@ inline void check(bool ok, const char* what) {
   }
 }
 
+// Every failure must say why (it reaches a person as the sample's reason): for a Result or Status.
+template <typename R>
+void check_error_named(const R& r) {
+  if (!r.ok()) check(!r.error().message().empty(), "an error carries a message");
+}
+
 // The bytes as text (most parsers take a string_view).
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
   return std::string_view(reinterpret_cast<const char*>(data), size);

@@ -48,12 +48,6 @@ void load_qwen_tokenizer() {
   g_tokenizer = std::move(*t);
 }
 
-// Every failure must say why (the error reaches a person as "file:line: reason").
-template <typename T>
-void check_error_named(const Result<T>& r) {
-  if (!r.ok()) check(!r.error().message().empty(), "an error carries a message");
-}
-
 void run_record(const std::uint8_t* data, std::size_t size) {
   const std::string_view line = as_text(data, size);
   for (RecordFormat f : {RecordFormat::kAuto, RecordFormat::kOpenAI, RecordFormat::kShareGPT,

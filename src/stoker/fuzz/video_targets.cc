@@ -35,12 +35,6 @@ const video::VideoProcessor& processor() {
   return p;
 }
 
-// Every failure must say why (it reaches a person as the sample's reason).
-template <typename R>
-void check_error_named(const R& r) {
-  if (!r.ok()) check(!r.error().message().empty(), "every error has a message");
-}
-
 void run_video(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return;
   const std::uint8_t opt = data[0];

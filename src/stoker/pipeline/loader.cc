@@ -384,13 +384,6 @@ void trace_counters(Context& ctx, const dataset::RankInfo& rank) {
   ctx.budget->trace_to(&t, ctx.trace_ids.fetch_bytes);
 }
 
-// The arena as configured; its prefault thread never in a class above the loader's threads'.
-batch::ArenaOptions arena_options(const LoaderConfig& config) {
-  batch::ArenaOptions o = config.arena;
-  if (config.worker_sched == exec::SchedClass::kIdle) o.prefault_sched = exec::SchedClass::kIdle;
-  return o;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
@@ -404,8 +397,7 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
     impl->owns_trace = true;
   }
   if (impl->ctx->tracer != nullptr) trace_counters(*impl->ctx, impl->rank);
-  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena,
-                          batch::Arena::create(arena_options(config)));
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
   impl->arena = std::move(arena);
   if (config.mode == Mode::kPrefetch && config.prefetch_on_create) {
     // A failure here (e.g. an empty dataset) is left for the first next() to report, as
