@@ -95,6 +95,60 @@ def processor_rule(spans, offsets, n):
     return mask
 
 
+def run_snippets(tool, env, work):
+    """Each snippet of snippets.txt (optional first lines `#vars {json}`, `#differs reason`)
+    through jinja2 and stoker: same text, or both refuse; a `#differs` snippet must render in
+    jinja2 and be refused (never mis-rendered) by stoker."""
+    text = open(os.path.join(HERE, "snippets.txt"), encoding="utf-8").read()
+    stats = dict(total=0, identical=0, both_refuse=0, documented=0, why=[])
+    failures = []
+    for k, chunk in enumerate(text.split("\n----\n")):
+        if not chunk.strip():
+            continue
+        vars_, differs = {}, None
+        while chunk.startswith("#vars ") or chunk.startswith("#differs "):
+            first, chunk = chunk.split("\n", 1)
+            if first.startswith("#vars "):
+                vars_ = json.loads(first[6:])
+            else:
+                differs = first[9:]
+        src = chunk[:-1] if chunk.endswith("\n") else chunk
+        stats["total"] += 1
+        ref = render_reference(env, src, vars_)
+        tpl = os.path.join(work, f"snippet{k}.jinja")
+        ctx = os.path.join(work, f"snippet{k}.jsonl")
+        with open(tpl, "w", encoding="utf-8") as f:
+            f.write(src)
+        with open(ctx, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"id": "s", "vars": vars_}, ensure_ascii=False) + "\n")
+        out = subprocess.run([tool, "--template", tpl, "--contexts", ctx, "--now", NOW], capture_output=True, text=True)
+        if out.returncode != 0:
+            failures.append(f"snippet {k} {src[:50]!r}: the tool failed: {out.stderr[-300:]}")
+            continue
+        got = json.loads(out.stdout.split("\n")[0])
+        if "load_error" in got:
+            got = {"ok": False, "error": got["load_error"]}
+        where = f"snippet {k} {src[:60]!r}"
+        if differs is not None:
+            if ref["ok"] and not got["ok"]:
+                stats["documented"] += 1
+                stats["why"].append(differs.split(";")[0])
+            else:
+                failures.append(f"{where}: expected jinja2 to render and stoker to refuse ({differs})")
+        elif not ref["ok"]:
+            if got["ok"]:
+                failures.append(f"{where}: jinja2 refuses ({ref['error'][:120]}) but stoker renders {got['text'][:80]!r}")
+            else:
+                stats["both_refuse"] += 1
+        elif not got["ok"]:
+            failures.append(f"{where}: stoker refuses ({got['error'][:160]}) but jinja2 renders {ref['text'][:80]!r}")
+        elif got["text"] != ref["text"] or got["spans"] != ref["byte_spans"]:
+            failures.append(f"{where}: jinja2 {ref['text'][:200]!r} {ref['byte_spans']} / stoker {got['text'][:200]!r} {got['spans']}")
+        else:
+            stats["identical"] += 1
+    return stats, failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -241,6 +295,9 @@ def main():
             what = f"jinja2 refuses ({ref['error'][:100]}), JS renders"
         oracle_diffs.append(f"{key[0]} x {key[1]}: {what}")
 
+    snippet_stats, snippet_failures = run_snippets(args.tool, env, work)
+    failures += snippet_failures
+
     total = len(corpus) * len(contexts)
     lines = [f"# Jinja parity: stoker vs Python jinja2 {__import__('jinja2').__version__} (HF environment)", "",
              f"{len(corpus)} templates x {len(contexts)} contexts = {total} renders: "
@@ -254,6 +311,9 @@ def main():
         a = js_by_template.get(t["id"], [0, 0])
         lines.append(f"| {t['id']} | {', '.join(t['models'])} | {c['identical']} | {c['both_refuse']} | "
                      f"{c['differ']} | {a[0]}/{a[0] + a[1]} |")
+    lines += ["", f"Language snippets (tests/jinja/snippets.txt): {snippet_stats['total']} - "
+              f"{snippet_stats['identical']} identical, {snippet_stats['both_refuse']} refused by both, "
+              f"{snippet_stats['documented']} documented differences (stoker refuses: {', '.join(snippet_stats['why'])})."]
     lines += ["", f"## stoker vs jinja2: {len(failures)} difference(s)", ""] + [f"- {f}" for f in failures]
     lines += ["", f"## @huggingface/jinja 0.5.11 vs jinja2: {js_stats['differ']} of {js_stats['agree'] + js_stats['differ']} differ", ""]
     lines += [f"- {d}" for d in oracle_diffs]

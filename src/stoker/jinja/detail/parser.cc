@@ -452,6 +452,7 @@ class Parser {
     Ctx inner = ctx;
     inner.buffered = true;
     inner.top = false;
+    inner.loops = 0;  // the body is a caller (a function in jinja2): no break/continue out of it
     std::string end;
     s->bodies.push_back(body(inner, {"endgeneration"}, &end));
     if (err_) return nullptr;

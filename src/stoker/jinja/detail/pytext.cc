@@ -226,45 +226,80 @@ std::size_t trailing_space(std::string_view s) {
 
 namespace {
 
-template <typename F>
-std::string map_cps(std::string_view s, F f) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    std::size_t len = 1;
-    const std::uint32_t cp = decode_utf8(s, i, &len);
-    if (len == 1 && cp < 0x80) {
-      out += static_cast<char>(f(cp));
-    } else if (len == 1) {
-      out += s[i];  // a stray byte stays as it is
-    } else {
-      append_utf8(out, f(cp));
-    }
-    i += len;
+#include "stoker/jinja/detail/special_casing.inc"
+
+const SpecialCase* special_case(std::uint32_t cp) {
+  if (cp < 0xDF) return nullptr;
+  std::size_t lo = 0, hi = std::size(kSpecialCases);
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (kSpecialCases[mid].cp < cp) lo = mid + 1;
+    else hi = mid;
   }
-  return out;
+  return lo < std::size(kSpecialCases) && kSpecialCases[lo].cp == cp ? &kSpecialCases[lo] : nullptr;
 }
 
-std::uint32_t up(std::uint32_t cp) {
-  if (cp < 0x80) return (cp >= 'a' && cp <= 'z') ? cp - 32 : cp;
-  return static_cast<std::uint32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(cp)));
+enum class Case { kUpper, kLower, kTitle };
+
+std::uint32_t simple(std::uint32_t cp, Case c) {
+  if (cp < 0x80) {
+    if (c == Case::kLower) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+    return (cp >= 'a' && cp <= 'z') ? cp - 32 : cp;
+  }
+  const auto x = static_cast<utf8proc_int32_t>(cp);
+  return static_cast<std::uint32_t>(c == Case::kUpper ? utf8proc_toupper(x)
+                                    : c == Case::kLower ? utf8proc_tolower(x)
+                                                        : utf8proc_totitle(x));
 }
-std::uint32_t low(std::uint32_t cp) {
-  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
-  return static_cast<std::uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
+
+// Python's full case mapping of one code point (SpecialCasing first).
+void append_case(std::string& out, std::uint32_t cp, Case c) {
+  if (const SpecialCase* sc = special_case(cp)) {
+    out += c == Case::kUpper ? sc->upper : c == Case::kLower ? sc->lower : sc->title;
+    return;
+  }
+  append_utf8(out, simple(cp, c));
 }
-std::uint32_t titlec(std::uint32_t cp) {
-  if (cp < 0x80) return up(cp);
-  return static_cast<std::uint32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp)));
+
+bool case_ignorable(std::uint32_t cp) {
+  if (cp == '\'' || cp == '.' || cp == ':' || cp == '^' || cp == '`' || cp == 0xB7 || cp == 0x2019) return true;
+  const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return cat == UTF8PROC_CATEGORY_MN || cat == UTF8PROC_CATEGORY_ME || cat == UTF8PROC_CATEGORY_CF ||
+         cat == UTF8PROC_CATEGORY_LM || cat == UTF8PROC_CATEGORY_SK;
 }
+
+// Python's Uppercase/Lowercase properties: the letter categories, plus characters that have a
+// mapping to the other case (Other_Uppercase Ⓐ, Other_Lowercase ͅ); titlecase letters are neither.
 bool is_upper_cp(std::uint32_t cp) {
   if (cp < 0x80) return cp >= 'A' && cp <= 'Z';
-  return utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_LU ||
-         utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_LT;
+  const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  if (cat == UTF8PROC_CATEGORY_LT) return false;
+  return cat == UTF8PROC_CATEGORY_LU || simple(cp, Case::kLower) != cp;
 }
 bool is_lower_cp(std::uint32_t cp) {
   if (cp < 0x80) return cp >= 'a' && cp <= 'z';
-  return utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_LL;
+  const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  if (cat == UTF8PROC_CATEGORY_LT) return false;
+  return cat == UTF8PROC_CATEGORY_LL || simple(cp, Case::kUpper) != cp;
+}
+bool is_title_cp(std::uint32_t cp) {
+  return cp >= 0x80 && utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_LT;
+}
+
+// Applies `f(index, cp, out)` to every code point; stray bytes are kept as they are.
+template <typename F>
+std::string each_cp(std::string_view s, F f) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < s.size(); ++k) {
+    std::size_t len = 1;
+    const std::uint32_t cp = decode_utf8(s, i, &len);
+    if (len == 1 && cp >= 0x80) out += s[i];
+    else f(i, cp, out);
+    i += len;
+  }
+  return out;
 }
 
 template <typename Pred>
@@ -280,31 +315,76 @@ bool all_cps(std::string_view s, Pred p) {
 
 }  // namespace
 
-bool is_cased(std::uint32_t cp) { return is_upper_cp(cp) || is_lower_cp(cp); }
+bool is_cased(std::uint32_t cp) { return is_upper_cp(cp) || is_lower_cp(cp) || is_title_cp(cp); }
 
-std::string py_upper(std::string_view s) { return map_cps(s, up); }
-std::string py_lower(std::string_view s) { return map_cps(s, low); }
+bool final_sigma(std::string_view s, std::size_t at);
+
+std::string py_upper(std::string_view s) {
+  return each_cp(s, [](std::size_t, std::uint32_t cp, std::string& out) { append_case(out, cp, Case::kUpper); });
+}
+
+// Final sigma (Python's lower()): a capital sigma preceded by a cased letter and not followed by
+// one (case-ignorable characters skipped) becomes ς.
+bool final_sigma(std::string_view s, std::size_t at) {
+  bool before = false;
+  for (std::size_t i = at; i > 0;) {
+    std::size_t start = i - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    std::size_t len = 1;
+    const std::uint32_t cp = decode_utf8(s, start, &len);
+    i = start;
+    if (case_ignorable(cp)) continue;
+    before = is_cased(cp);
+    break;
+  }
+  if (!before) return false;
+  std::size_t len = 1;
+  decode_utf8(s, at, &len);
+  for (std::size_t i = at + len; i < s.size();) {
+    std::size_t l2 = 1;
+    const std::uint32_t cp = decode_utf8(s, i, &l2);
+    i += l2;
+    if (case_ignorable(cp)) continue;
+    return !is_cased(cp);
+  }
+  return true;
+}
+
+std::string py_lower(std::string_view s) {
+  return each_cp(s, [&](std::size_t i, std::uint32_t cp, std::string& out) {
+    if (cp == 0x3A3) append_utf8(out, final_sigma(s, i) ? 0x3C2 : 0x3C3);
+    else append_case(out, cp, Case::kLower);
+  });
+}
+
 std::string py_swapcase(std::string_view s) {
-  return map_cps(s, [](std::uint32_t cp) {
-    return is_upper_cp(cp) ? low(cp) : is_lower_cp(cp) ? up(cp) : cp;
+  return each_cp(s, [](std::size_t, std::uint32_t cp, std::string& out) {
+    if (is_upper_cp(cp)) append_case(out, cp, Case::kLower);
+    else if (is_lower_cp(cp)) append_case(out, cp, Case::kUpper);
+    else append_utf8(out, cp);
   });
 }
 
 std::string py_title(std::string_view s) {
   bool prev_cased = false;
-  return map_cps(s, [&](std::uint32_t cp) {
-    const std::uint32_t r = prev_cased ? low(cp) : titlec(cp);
+  return each_cp(s, [&](std::size_t i, std::uint32_t cp, std::string& out) {
+    if (prev_cased) {
+      if (cp == 0x3A3) append_utf8(out, final_sigma(s, i) ? 0x3C2 : 0x3C3);
+      else append_case(out, cp, Case::kLower);
+    } else {
+      append_case(out, cp, Case::kTitle);
+    }
     prev_cased = is_cased(cp);
-    return r;
   });
 }
 
 std::string py_capitalize(std::string_view s) {
   bool first = true;
-  return map_cps(s, [&](std::uint32_t cp) {
-    const std::uint32_t r = first ? titlec(cp) : low(cp);
+  return each_cp(s, [&](std::size_t i, std::uint32_t cp, std::string& out) {
+    if (first) append_case(out, cp, Case::kTitle);
+    else if (cp == 0x3A3) append_utf8(out, final_sigma(s, i) ? 0x3C2 : 0x3C3);
+    else append_case(out, cp, Case::kLower);
     first = false;
-    return r;
   });
 }
 
