@@ -246,6 +246,7 @@ void Interp::assign(const Target& t, Value v) {
 void Interp::exec_set(const Stmt& s) {
   Value v = eval(*s.expr);
   if (err_) return;
+  at_ = s.pos;
   assign(s.target, std::move(v));
 }
 

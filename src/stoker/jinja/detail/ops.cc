@@ -133,8 +133,13 @@ Value Interp::eval(const Expr& e) {
       for (const auto& x : e.items) {
         const Value v = eval(*x);
         if (err_) return Value();
-        append_str(s, v);
-        if (!check_size(s.size())) return Value();
+        if (v.is_string()) {
+          if (!check_size(s.size() + v.str().size())) return Value();
+          s += v.str();
+        } else {
+          append_str(s, v);
+          if (!check_size(s.size())) return Value();
+        }
       }
       return Value::string(std::move(s));
     }
