@@ -18,6 +18,7 @@ int run_bench_loader(int argc, char** argv);
 int run_bench_packing(int argc, char** argv);
 int run_bench_scale(int argc, char** argv);
 int run_bench_video(int argc, char** argv);
+int run_bench_template(int argc, char** argv);
 
 #if !defined(STOKER_HAVE_BENCH)
 int run_bench(int, char**) {
@@ -51,6 +52,8 @@ int run_bench(int argc, char** argv) {
        "packed vs spread, float vs uint8 wire (needs root)", run_bench_scale},
       {"video", "1080p sparse-keyframe videos: stoker vs qwen-vl-utils' torchvision/PyAV path + "
        "the transformers video processor", run_bench_video},
+      {"template", "chat-template records/s: stoker's Jinja engine vs Python jinja2 in Hugging "
+       "Face's environment (the parity corpus)", run_bench_template},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)
