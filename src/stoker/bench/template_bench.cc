@@ -103,16 +103,16 @@ Result<std::vector<Pass>> stoker_passes(const std::map<std::string, std::string>
     Pass pass;
     results.clear();
     results.reserve(order.size());
+    const double c0 = thread_cpu_s();
+    const Stopwatch w;
     for (std::size_t i : order) {
-      const double c0 = thread_cpu_s();
-      const Stopwatch w;
       if (tpl[i] == nullptr)
         results.emplace_back(invalid_argument("template refused at load"));
       else
         results.push_back(tpl[i]->render(items[i].vars, options));
-      pass.wall += w.elapsed_s();
-      pass.cpu += thread_cpu_s() - c0;
     }
+    pass.wall = w.elapsed_s();
+    pass.cpu = thread_cpu_s() - c0;
     for (const auto& r : results) pass.digests.push_back(r.ok() ? digest(*r) : -1);
     if (p >= repeat.warmup) passes.push_back(std::move(pass));
   }
@@ -203,8 +203,8 @@ Result<Outcome> run_template_bench(const TemplateBenchOptions& opt_in) {
   STOKER_RETURN_IF_ERROR(pin_to_core(core));
   std::printf("corpus: %zu templates x %zu contexts = %zu records (%s), %zu renders per pass, cycled\n",
               sources.size(), items.size() / sources.size(), items.size(), dir.c_str(), order.size());
-  std::printf("both sides on CPU %d, %s, templates compiled before timing, only render calls timed "
-              "(thread CPU); every record of every timed pass compared (CRC-32 of text + "
+  std::printf("both sides on CPU %d, %s, templates compiled before timing, the timed loop holds only "
+              "the render calls (thread CPU); every record of every timed pass compared (CRC-32 of text + "
               "generation spans, or refused)\n", core, o.repeat.text().c_str());
   std::printf("peer: Python jinja2 (Debian python3-jinja2) in Hugging Face's environment "
               "(ImmutableSandboxedEnvironment, trim/lstrip_blocks, loopcontrols, HF tojson, "

@@ -29,6 +29,13 @@ enum class Global : int {
   kNone = -1, kRange, kNamespace, kDict, kRaiseException, kStrftimeNow, kCycler, kJoiner,
 };
 
+// What an attribute name means as a method of str / dict / list / tuple values.
+constexpr int kMethodUnsafe = -2;  // a mutating method the sandbox refuses, or a __dunder__
+struct MethodIds {
+  int str = -1, dict = -1, list = -1, tuple = -1;
+};
+MethodIds method_ids(std::string_view name);
+
 // -1 when jinja2 has no such filter/test; -2 when jinja2 has it but stoker does not (the parser
 // says so: a load error rather than a silent mis-render).
 int find_filter(std::string_view name);

@@ -19,6 +19,7 @@ Interp::Interp(const Program& program, const Variables& variables, const RenderO
 }
 
 Result<Rendered> Interp::run() {
+  text_.reserve(std::min<std::size_t>(prog_.lexed.source.size() * 2 + 256, options_.limits.max_output_bytes));
   exec(prog_.body);
   if (err_) return std::move(*err_);
   Rendered r;
@@ -113,21 +114,13 @@ Interp::Flow Interp::exec(const Stmt& s) {
     case StmtKind::kText:
       emit(s.text);
       return Flow::kNormal;
-    case StmtKind::kPrint: {
-      const Value v = eval(*s.expr);
-      if (err_) return Flow::kNormal;
-      if (v.is_string()) {
-        emit(v.str());
-      } else {
-        std::string t;
-        append_str(t, v);
-        emit(t);
-      }
+    case StmtKind::kPrint:
+      emit_expr(*s.expr);
       return Flow::kNormal;
-    }
     case StmtKind::kIf:
       for (std::size_t i = 0; i < s.conds.size(); ++i) {
-        const Value c = eval(*s.conds[i]);
+        Value tmp;
+        const Value& c = eval_ref(*s.conds[i], tmp);
         if (err_) return Flow::kNormal;
         if (truthy(c)) return exec(s.bodies[i]);
       }
@@ -253,8 +246,13 @@ void Interp::exec_set(const Stmt& s) {
 Interp::Flow Interp::exec_for(const Stmt& s) {
   const Value iterable = eval(*s.expr);
   if (err_) return Flow::kNormal;
-  auto items = std::make_shared<ListObj>();
-  if (!iterate(iterable, &items->items)) return Flow::kNormal;
+  std::shared_ptr<ListObj> items;
+  if (iterable.is_list() && !s.cond) {  // values are immutable: the loop can share the list
+    items = std::static_pointer_cast<ListObj>(iterable.object_ptr());
+  } else {
+    items = std::make_shared<ListObj>();
+    if (!iterate(iterable, &items->items)) return Flow::kNormal;
+  }
   if (s.cond) {  // `for x in y if cond`: filtered first; loop.* counts the kept items
     std::vector<Value> kept;
     for (auto& item : items->items) {
@@ -284,7 +282,6 @@ Interp::Flow Interp::exec_for(const Stmt& s) {
     Scope iter;
     iter.parent = scope_;
     scope_ = &iter;
-    iter.vars.reserve(s.target.names.size() + 1);
     assign(s.target, items->items[i]);
     iter.set(prog_.id_loop, loop_value);
     const Flow f = err_ ? Flow::kNormal : exec(s.bodies[0]);
@@ -462,6 +459,95 @@ Value Interp::call_macro(const CallableObj& c, std::vector<Value> args, Kwargs k
 }
 
 // ---- names ------------------------------------------------------------------------------
+const Value* Interp::lookup_ptr(int id) {
+  for (Scope* s = scope_; s != nullptr; s = s->parent)
+    if (Value* v = s->find(id)) return v;
+  const auto i = static_cast<std::size_t>(id);
+  return root_set_[i] ? &root_[i] : nullptr;
+}
+
+const Value& Interp::eval_ref(const Expr& e, Value& tmp) {
+  if (e.kind == ExprKind::kName && !err_ && step()) {
+    if (const Value* v = lookup_ptr(e.name)) return *v;
+  }
+  tmp = eval(e);
+  return tmp;
+}
+
+void Interp::emit_expr(const Expr& e) {
+  if (e.kind == ExprKind::kConcat) {
+    std::string s;
+    for (const auto& x : e.items) {
+      Value tmp;
+      const Value& v = eval_ref(*x, tmp);
+      if (err_) return;
+      if (v.is_string()) {
+        if (!check_size(s.size() + v.str().size())) return;
+        s += v.str();
+      } else {
+        append_str(s, v);
+        if (!check_size(s.size())) return;
+      }
+    }
+    emit(s);
+    return;
+  }
+  if (e.kind == ExprKind::kBinary && e.bin == BinOp::kAdd) {
+    // a + b + c parses as ((a + b) + c): walk down the left spine, then fold left to right,
+    // keeping string sums in one buffer (Python's order of evaluation and of errors).
+    const Expr* spine[64];
+    int n = 0;
+    const Expr* x = &e;
+    while (x->kind == ExprKind::kBinary && x->bin == BinOp::kAdd && n < 63) {
+      spine[n++] = x;
+      x = x->a.get();
+    }
+    Value acc_value;
+    const Value& first = eval_ref(*x, acc_value);
+    if (err_) return;
+    std::string buf;
+    bool in_buf = first.is_string();
+    if (in_buf) buf = first.str();
+    else acc_value = first;
+    for (int k = n - 1; k >= 0; --k) {
+      Value tmp;
+      const Value& v = eval_ref(*spine[k]->b, tmp);
+      if (err_) return;
+      at_ = spine[k]->pos;
+      if (in_buf && v.is_string()) {
+        if (!check_size(buf.size() + v.str().size())) return;
+        buf += v.str();
+        continue;
+      }
+      if (in_buf) {
+        acc_value = Value::string(std::move(buf));
+        buf.clear();
+        in_buf = false;
+      }
+      acc_value = eval_binary(BinOp::kAdd, acc_value, v);
+      if (err_) return;
+    }
+    if (in_buf) {
+      emit(buf);
+      return;
+    }
+    std::string t;
+    append_str(t, acc_value);
+    emit(t);
+    return;
+  }
+  Value tmp;
+  const Value& v = eval_ref(e, tmp);
+  if (err_) return;
+  if (v.is_string()) {
+    emit(v.str());
+    return;
+  }
+  std::string t;
+  append_str(t, v);
+  emit(t);
+}
+
 Value Interp::lookup(int id, const std::string& text) {
   for (Scope* s = scope_; s != nullptr; s = s->parent)
     if (Value* v = s->find(id)) return *v;
@@ -477,7 +563,8 @@ Value Interp::lookup(int id, const std::string& text) {
     root_set_[i] = 1;
     return root_[i];
   }
-  return Value::undefined("'" + text + "' is undefined");
+  (void)text;
+  return prog_.undefined_names[i];
 }
 
 Value Interp::apply_filter(int filter, const Value& operand, std::vector<Value> args, Kwargs kwargs) {

@@ -247,38 +247,58 @@ Value str_method(Interp& in, const CallableObj& c, std::vector<Value>& args, Kwa
 
 }  // namespace
 
-Value find_method(const Value& self, std::string_view name) {
-  if (name.size() > 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__")
-    return unsafe(self, name);  // Python internals: the sandbox refuses them
-  switch (self.kind()) {
-    case Kind::kString:
-      for (const auto& m : kStr)
-        if (name == m.name) return bound(self, m.id, std::string(name));
-      break;
-    case Kind::kDict:
-      if (name == "items") return bound(self, kDictItems, "items");
-      if (name == "keys") return bound(self, kDictKeys, "keys");
-      if (name == "values") return bound(self, kDictValues, "values");
-      if (name == "get") return bound(self, kDictGet, "get");
-      if (name == "copy") return bound(self, kDictCopy, "copy");
-      if (name == "pop" || name == "popitem" || name == "update" || name == "clear" ||
-          name == "setdefault")
-        return unsafe(self, name);
-      break;
-    case Kind::kList:
-      if (name == "count") return bound(self, kListCount, "count");
-      if (name == "index") return bound(self, kListIndex, "index");
-      if (!self.list().tuple) {
-        if (name == "copy") return bound(self, kListCopy, "copy");
-        if (name == "append" || name == "extend" || name == "insert" || name == "pop" ||
-            name == "remove" || name == "clear" || name == "sort" || name == "reverse")
-          return unsafe(self, name);
-      }
-      break;
-    default:
-      break;
+MethodIds method_ids(std::string_view name) {
+  MethodIds m;
+  if (name.size() > 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__") {
+    m.str = m.dict = m.list = m.tuple = kMethodUnsafe;  // Python internals: the sandbox refuses them
+    return m;
   }
+  for (const auto& x : kStr)
+    if (name == x.name) m.str = x.id;
+  if (name == "items") m.dict = kDictItems;
+  else if (name == "keys") m.dict = kDictKeys;
+  else if (name == "values") m.dict = kDictValues;
+  else if (name == "get") m.dict = kDictGet;
+  else if (name == "copy") m.dict = kDictCopy;
+  else if (name == "pop" || name == "popitem" || name == "update" || name == "clear" || name == "setdefault")
+    m.dict = kMethodUnsafe;
+  if (name == "count") m.list = m.tuple = kListCount;
+  else if (name == "index") m.list = m.tuple = kListIndex;
+  else if (name == "copy") m.list = kListCopy;
+  else if (name == "append" || name == "extend" || name == "insert" || name == "pop" ||
+           name == "remove" || name == "clear" || name == "sort" || name == "reverse")
+    m.list = kMethodUnsafe;
+  return m;
+}
+
+int method_for(const Value& self, const MethodIds& m) {
+  switch (self.kind()) {
+    case Kind::kString: return m.str;
+    case Kind::kDict: return m.dict;
+    case Kind::kList: return self.list().tuple ? m.tuple : m.list;
+    default: return m.str == kMethodUnsafe ? kMethodUnsafe : -1;
+  }
+}
+
+Value find_method(const Value& self, std::string_view name, const MethodIds& ids) {
+  const int m = method_for(self, ids);
+  if (m == kMethodUnsafe) return unsafe(self, name);
+  if (m >= 0) return bound(self, m, std::string(name));
   return Value();
+}
+
+Value find_method(const Value& self, std::string_view name) {
+  return find_method(self, name, method_ids(name));
+}
+
+Value call_method(Interp& in, const Value& self, int method, std::string_view name,
+                  std::vector<Value>& args, Kwargs& kwargs) {
+  CallableObj c;
+  c.kind = CallKind::kMethod;
+  c.method = method;
+  c.self = self;
+  c.name = std::string(name);
+  return run_method(in, c, args, kwargs);
 }
 
 Value run_method(Interp& in, const CallableObj& c, std::vector<Value>& args, Kwargs& kwargs) {

@@ -90,7 +90,8 @@ Value Interp::eval(const Expr& e) {
       return Value::dict(std::move(d));
     }
     case ExprKind::kNot: {
-      const Value v = eval(*e.a);
+      Value tmp;
+      const Value& v = eval_ref(*e.a, tmp);
       return err_ ? Value() : Value::boolean(!truthy(v));
     }
     case ExprKind::kNeg:
@@ -154,25 +155,28 @@ Value Interp::eval(const Expr& e) {
                               " evaluated to false and no else section was defined.");
     }
     case ExprKind::kGetattr: {
-      const Value obj = eval(*e.a);
+      Value tmp;
+      const Value& obj = eval_ref(*e.a, tmp);
       if (err_) return Value();
       at_ = e.pos;
-      return getattr(obj, e.text);
+      return getattr(obj, e.text, e.name);
     }
     case ExprKind::kGetitem: {
-      const Value obj = eval(*e.a);
+      Value tmp, ktmp;
+      const Value& obj = eval_ref(*e.a, tmp);
       if (err_) return Value();
-      const Value key = eval(*e.b);
+      const Value& key = eval_ref(*e.b, ktmp);
       if (err_) return Value();
       at_ = e.pos;
-      return getitem(obj, key);
+      return getitem(obj, key, e.name);
     }
     case ExprKind::kSlice:
       return eval_slice(e);
     case ExprKind::kCall:
       return eval_call(e);
     case ExprKind::kFilter: {
-      const Value v = eval(*e.a);
+      Value tmp;
+      const Value& v = eval_ref(*e.a, tmp);
       if (err_) return Value();
       std::vector<Value> args;
       Kwargs kwargs;
@@ -181,7 +185,8 @@ Value Interp::eval(const Expr& e) {
       return apply_filter(e.name, v, std::move(args), std::move(kwargs));
     }
     case ExprKind::kTest: {
-      const Value v = eval(*e.a);
+      Value tmp;
+      const Value& v = eval_ref(*e.a, tmp);
       if (err_) return Value();
       std::vector<Value> args;
       Kwargs kwargs;
@@ -195,6 +200,28 @@ Value Interp::eval(const Expr& e) {
 }
 
 Value Interp::eval_call(const Expr& e) {
+  if (e.a->kind == ExprKind::kGetattr) {  // obj.method(...): no bound-method object built
+    Value tmp;
+    const Value& obj = eval_ref(*e.a->a, tmp);
+    if (err_) return Value();
+    const int m = method_for(obj, prog_.methods[static_cast<std::size_t>(e.a->name)]);
+    if (m >= 0) {
+      const Value self = obj;
+      std::vector<Value> args;
+      Kwargs kwargs;
+      if (!eval_args(e, &args, &kwargs)) return Value();
+      at_ = e.pos;
+      return call_method(*this, self, m, e.a->text, args, kwargs);
+    }
+    at_ = e.a->pos;
+    const Value callee = getattr(obj, e.a->text, e.a->name);
+    if (err_) return Value();
+    std::vector<Value> args;
+    Kwargs kwargs;
+    if (!eval_args(e, &args, &kwargs)) return Value();
+    at_ = e.pos;
+    return call(callee, std::move(args), std::move(kwargs));
+  }
   const Value callee = eval(*e.a);
   if (err_) return Value();
   std::vector<Value> args;
@@ -539,21 +566,40 @@ bool Interp::iterate(const Value& v, std::vector<Value>* out) {
 }
 
 // ---- attribute and item access ----------------------------------------------------------
-Value Interp::getattr(const Value& obj, std::string_view name) {
+// "'str object' has no attribute 'type'": made once per (type, name) and render when the name is
+// interned (templates probe fields of every item of a loop).
+Value Interp::missing_attr(const Value& obj, std::string_view name, int name_id) {
+  if (name_id < 0) return Value::undefined(object_name(obj) + " has no attribute '" + std::string(name) + "'");
+  const std::uint64_t key = (static_cast<std::uint64_t>(obj.kind()) << 33) |
+                            (static_cast<std::uint64_t>(obj.is_list() && obj.list().tuple) << 32) |
+                            static_cast<std::uint32_t>(name_id);
+  auto it = missing_.find(key);
+  if (it != missing_.end()) return it->second;
+  Value u = Value::undefined(object_name(obj) + " has no attribute '" + std::string(name) + "'");
+  missing_.emplace(key, u);
+  return u;
+}
+
+Value Interp::getattr(const Value& obj, std::string_view name, int name_id) {
+  MethodIds computed;
+  const MethodIds* ids = &computed;
+  if (name_id >= 0)
+    ids = &prog_.methods[static_cast<std::size_t>(name_id)];
+  else if (obj.is_dict() || obj.is_string() || obj.is_list())
+    computed = method_ids(name);
   switch (obj.kind()) {
     case Kind::kUndefined:
       return fail_undefined(obj);
     case Kind::kDict: {
-      Value m = find_method(obj, name);
-      if (m.kind() == Kind::kCallable || m.undefined_unsafe()) return m;
+      if (method_for(obj, *ids) != -1) return find_method(obj, name, *ids);
       if (const Value* v = obj.dict().find(name)) return *v;
+      if (name_id >= 0) return prog_.undefined_dict_attrs[static_cast<std::size_t>(name_id)];
       return Value::undefined("'dict object' has no attribute '" + std::string(name) + "'");
     }
     case Kind::kString:
     case Kind::kList: {
-      Value m = find_method(obj, name);
-      if (m.kind() == Kind::kCallable || m.undefined_unsafe()) return m;
-      return Value::undefined(object_name(obj) + " has no attribute '" + std::string(name) + "'");
+      if (method_for(obj, *ids) != -1) return find_method(obj, name, *ids);
+      return missing_attr(obj, name, name_id);
     }
     case Kind::kNamespace: {
       const auto* ns = static_cast<const NamespaceObj*>(obj.object());
@@ -588,11 +634,11 @@ Value Interp::getattr(const Value& obj, std::string_view name) {
       return Value::undefined("'jinja2.runtime.LoopContext object' has no attribute '" + std::string(name) + "'");
     }
     default:
-      return Value::undefined(object_name(obj) + " has no attribute '" + std::string(name) + "'");
+      return missing_attr(obj, name, name_id);
   }
 }
 
-Value Interp::getitem(const Value& obj, const Value& key) {
+Value Interp::getitem(const Value& obj, const Value& key, int name_id) {
   switch (obj.kind()) {
     case Kind::kUndefined:
       return fail_undefined(obj);
@@ -622,14 +668,7 @@ Value Interp::getitem(const Value& obj, const Value& key) {
     default:
       break;
   }
-  if (key.is_string()) {
-    if (obj.kind() == Kind::kDict) {
-      Value m = find_method(obj, key.str());
-      if (m.kind() == Kind::kCallable || m.undefined_unsafe()) return m;
-      return Value::undefined("'dict object' has no attribute '" + key.str() + "'");
-    }
-    return getattr(obj, key.str());
-  }
+  if (key.is_string()) return getattr(obj, key.str(), name_id);  // jinja2: then the attribute
   std::string repr;
   append_repr(repr, key);
   return Value::undefined(object_name(obj) + " has no element " + repr);

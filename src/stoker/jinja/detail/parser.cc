@@ -30,8 +30,14 @@ class Parser {
     std::string end;
     prog_->body = body(ctx, {}, &end);
     if (err_) return std::move(*err_);
+    prog_->ids = ids_;
     prog_->globals.reserve(prog_->names.size());
     for (const auto& n : prog_->names) prog_->globals.push_back(find_global(n));
+    for (const auto& n : prog_->names) {
+      prog_->methods.push_back(method_ids(n));
+      prog_->undefined_names.push_back(Value::undefined("'" + n + "' is undefined"));
+      prog_->undefined_dict_attrs.push_back(Value::undefined("'dict object' has no attribute '" + n + "'"));
+    }
     return std::move(prog_);
   }
 
@@ -600,9 +606,8 @@ class Parser {
 }  // namespace
 
 int Program::id(std::string_view name) const {
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return static_cast<int>(i);
-  return -1;
+  const auto it = ids.find(std::string(name));
+  return it == ids.end() ? -1 : it->second;
 }
 
 Result<std::unique_ptr<Program>> parse_program(std::string_view source, const ParseLimits& limits) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "stoker/base/result.h"
@@ -23,9 +24,14 @@ struct Program {
   Body body;
   std::vector<std::string> names;   // interned variable/attribute names
   std::vector<Global> globals;      // per name: the global function of that name, if any
+  std::vector<MethodIds> methods;   // per name: the str/dict/list method of that name, if any
+  // Per name, built once: the Undefined of an unset variable and of a missing dict key read as
+  // an attribute (templates probe optional fields constantly: no allocation per probe).
+  std::vector<Value> undefined_names, undefined_dict_attrs;
   std::vector<const MacroDef*> macros;  // every {% macro %} (for introspection)
   bool has_generation = false;
   int id_loop = -1, id_caller = -1, id_varargs = -1, id_kwargs = -1;
+  std::unordered_map<std::string, int> ids;  // names -> id
   int id(std::string_view name) const;  // -1 when the template never names it
 };
 
