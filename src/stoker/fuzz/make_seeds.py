@@ -5,7 +5,8 @@
   - `stoker synth --bad-fraction`: its JSONL records (OpenAI messages, some deliberately broken) and
     its images (JPEG baseline/progressive/grey/CMYK, PNG in every mode, WebP lossy/lossless/alpha),
     sorted into the jpeg/png/webp targets by their magic bytes;
-  - the bad-input suite (tests/python/bad_input_kinds.py): its hostile records and media files.
+  - the bad-input suite (tests/python/bad_input_kinds.py): its hostile records and media files;
+  - the real chat templates of tests/jinja/templates, each with a parity context (jinja target).
 usage: make_seeds.py --fuzz BUILD/stoker_fuzz --out DIR [--stoker BUILD/stoker]
 Files over 64 KiB are left out (libFuzzer's -max_len follows the largest seed)."""
 import argparse
@@ -92,6 +93,21 @@ def bad_input_seeds(out: pathlib.Path, tmp: pathlib.Path) -> None:
     print(f"make_seeds: bad-input suite: {len(lines)} records, {n} media files")
 
 
+def jinja_seeds(out: pathlib.Path) -> None:
+    import json
+    jdir = REPO / "tests" / "jinja"
+    contexts = json.loads((jdir / "contexts.json").read_text())["contexts"]
+    n = 0
+    for i, t in enumerate(sorted((jdir / "templates").glob("*.jinja"))):
+        c = contexts[i % len(contexts)]
+        variables = {"messages": c["messages"], "tools": c.get("tools"), "documents": None,
+                     "add_generation_prompt": c.get("add_generation_prompt", False),
+                     "bos_token": "<s>", "eos_token": "</s>", **c.get("kwargs", {})}
+        put(out, "jinja", t.read_bytes() + b"\n#CTX#\n" + json.dumps(variables).encode(), "corpus")
+        n += 1
+    print(f"make_seeds: tests/jinja: {n} templates")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fuzz", required=True)
@@ -110,6 +126,7 @@ def main() -> int:
         else:
             print("make_seeds: no stoker binary: no synth seeds (build/stoker)")
         bad_input_seeds(out, pathlib.Path(tmp))
+    jinja_seeds(out)
     for t in targets:
         print(f"make_seeds: {t}: {len(list((out / t).iterdir()))} seeds")
     return 0

@@ -44,6 +44,9 @@ TEST(BadTemplateTest, UnsupportedConstructsFailAtLoad) {
             std::string::npos);
   EXPECT_NE(load_error("{% for x in y recursive %}{% endfor %}").find("not supported"), std::string::npos);
   EXPECT_NE(load_error("\xff\xfe").find("not valid UTF-8"), std::string::npos);
+  // Fuzz finding (jinja target): a slice inside a subscript tuple reached the interpreter with no
+  // object to slice (a null dereference). jinja2 would make a Python slice object; refused here.
+  EXPECT_NE(load_error("{{ 'abc'[::-11, 2, 3] }}").find("slice inside a subscript tuple"), std::string::npos);
 }
 
 TEST(BadTemplateTest, DeepNestingIsRefusedNotAStackOverflow) {

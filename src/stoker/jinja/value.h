@@ -35,7 +35,53 @@ struct Obj {
   virtual ~Obj() = default;
 };
 
-class Value;
+struct StrObj;
+struct ListObj;
+struct DictObj;
+
+class Value {
+ public:
+  Value() : i_(0) {}  // undefined, no hint
+  static Value undefined(std::string hint, bool unsafe = false);
+  static Value none() { Value v; v.kind_ = Kind::kNone; return v; }
+  static Value boolean(bool b) { Value v; v.kind_ = Kind::kBool; v.i_ = b ? 1 : 0; return v; }
+  static Value integer(std::int64_t i) { Value v; v.kind_ = Kind::kInt; v.i_ = i; return v; }
+  static Value number(double f) { Value v; v.kind_ = Kind::kFloat; v.f_ = f; return v; }
+  static Value string(std::string s);
+  static Value string(std::shared_ptr<const StrObj> s);
+  static Value list(std::vector<Value> items, bool tuple = false);
+  static Value dict(std::shared_ptr<DictObj> d);
+  static Value object(Kind kind, std::shared_ptr<Obj> obj);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::kUndefined; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_string() const { return kind_ == Kind::kString; }
+  bool is_list() const { return kind_ == Kind::kList; }
+  bool is_dict() const { return kind_ == Kind::kDict; }
+  // int or bool (Python: bool is an int)
+  bool is_integral() const { return kind_ == Kind::kInt || kind_ == Kind::kBool; }
+  bool is_number() const { return is_integral() || kind_ == Kind::kFloat; }
+
+  bool as_bool() const { return i_ != 0; }
+  std::int64_t as_int() const { return i_; }  // int or bool
+  double as_float() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(i_); }
+  const std::string& str() const;  // kString
+  const ListObj& list() const;     // kList
+  const DictObj& dict() const;     // kDict
+  const std::string& undefined_hint() const;
+  bool undefined_unsafe() const;
+  Obj* object() const { return obj_.get(); }
+  const std::shared_ptr<Obj>& object_ptr() const { return obj_; }
+
+ private:
+  Kind kind_ = Kind::kUndefined;
+  union {
+    std::int64_t i_;
+    double f_;
+  };
+  std::shared_ptr<Obj> obj_;
+};
 
 struct StrObj final : Obj {
   explicit StrObj(std::string s) : str(std::move(s)) {}
@@ -66,49 +112,9 @@ struct UndefinedObj final : Obj {
   bool unsafe = false;  // a sandbox-refused attribute (list.append): calling it is SecurityError
 };
 
-class Value {
- public:
-  Value() : i_(0) {}  // undefined, no hint
-  static Value undefined(std::string hint, bool unsafe = false);
-  static Value none() { Value v; v.kind_ = Kind::kNone; return v; }
-  static Value boolean(bool b) { Value v; v.kind_ = Kind::kBool; v.i_ = b ? 1 : 0; return v; }
-  static Value integer(std::int64_t i) { Value v; v.kind_ = Kind::kInt; v.i_ = i; return v; }
-  static Value number(double f) { Value v; v.kind_ = Kind::kFloat; v.f_ = f; return v; }
-  static Value string(std::string s);
-  static Value string(std::shared_ptr<const StrObj> s);
-  static Value list(std::vector<Value> items, bool tuple = false);
-  static Value dict(std::shared_ptr<DictObj> d);
-  static Value object(Kind kind, std::shared_ptr<Obj> obj);
-
-  Kind kind() const { return kind_; }
-  bool is_undefined() const { return kind_ == Kind::kUndefined; }
-  bool is_none() const { return kind_ == Kind::kNone; }
-  bool is_string() const { return kind_ == Kind::kString; }
-  bool is_list() const { return kind_ == Kind::kList; }
-  bool is_dict() const { return kind_ == Kind::kDict; }
-  // int or bool (Python: bool is an int)
-  bool is_integral() const { return kind_ == Kind::kInt || kind_ == Kind::kBool; }
-  bool is_number() const { return is_integral() || kind_ == Kind::kFloat; }
-
-  bool as_bool() const { return i_ != 0; }
-  std::int64_t as_int() const { return i_; }  // int or bool
-  double as_float() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(i_); }
-  const std::string& str() const { return static_cast<const StrObj*>(obj_.get())->str; }
-  const ListObj& list() const { return *static_cast<const ListObj*>(obj_.get()); }
-  const DictObj& dict() const { return *static_cast<const DictObj*>(obj_.get()); }
-  const std::string& undefined_hint() const;
-  bool undefined_unsafe() const;
-  Obj* object() const { return obj_.get(); }
-  const std::shared_ptr<Obj>& object_ptr() const { return obj_; }
-
- private:
-  Kind kind_ = Kind::kUndefined;
-  union {
-    std::int64_t i_;
-    double f_;
-  };
-  std::shared_ptr<Obj> obj_;
-};
+inline const std::string& Value::str() const { return static_cast<const StrObj*>(obj_.get())->str; }
+inline const ListObj& Value::list() const { return *static_cast<const ListObj*>(obj_.get()); }
+inline const DictObj& Value::dict() const { return *static_cast<const DictObj*>(obj_.get()); }
 
 // ---- Python semantics -------------------------------------------------------------------
 bool truthy(const Value& v);
