@@ -80,6 +80,27 @@ def render_reference(env, source, vars_):
             "byte_spans": [list(s) for s in hf.char_spans_to_bytes(text, spans)]}
 
 
+def same_refusal(ref_error, got_error):
+    """Both engines refuse: for the same kind of reason? jinja2's exception class against the
+    kind stoker names (raise_exception's TemplateError, UndefinedError, TypeError, ...)."""
+    if "not supported by stoker" in got_error:  # refused at load: a construct stoker lacks
+        return True
+    kind = ref_error.split(":", 1)[0]
+    expect = {"TemplateError": "raise_exception:", "UndefinedError": "UndefinedError",
+              "TypeError": "TypeError", "SecurityError": "SecurityError", "ValueError": "ValueError",
+              "ZeroDivisionError": "ZeroDivisionError", "TemplateSyntaxError": "template",
+              "TemplateAssertionError": "template", "OverflowError": "OverflowError"}.get(kind)
+    return expect is None or expect in got_error
+
+
+def same_message(ref_error, got_error):
+    """The error text itself (jinja2 "Class: msg" vs stoker "template error at L:C: Kind: msg")."""
+    msg = ref_error.split(": ", 1)[-1]
+    got = got_error.split(": ", 1)[-1] if got_error.startswith("template") else got_error
+    got = got.split(": ", 1)[-1]
+    return msg == got
+
+
 def processor_rule(spans, offsets, n):
     """transformers' processor path (processing_utils, read at 00511f2b): bisect on starts,
     skip a span whose start is not inside the token found (IndexError there = skip too)."""
@@ -138,6 +159,9 @@ def run_snippets(tool, env, work):
         elif not ref["ok"]:
             if got["ok"]:
                 failures.append(f"{where}: jinja2 refuses ({ref['error'][:120]}) but stoker renders {got['text'][:80]!r}")
+            elif not same_refusal(ref["error"], got["error"]):
+                failures.append(f"{where}: both refuse, for different reasons: jinja2 {ref['error'][:120]!r} "
+                                f"stoker {got['error'][:160]!r}")
             else:
                 stats["both_refuse"] += 1
         elif not got["ok"]:
@@ -185,8 +209,8 @@ def main():
         for (key, text), enc in zip(gen_texts, json.load(open(os.path.join(work, "toks.json")))):
             tokens[key] = enc
 
-    failures, rows, oracle_diffs = [], [], []
-    stats = dict(identical=0, both_refuse=0, masks=0, mask_tokens=0, mask_marked=0)
+    failures, rows, oracle_diffs, refusals = [], [], [], []
+    stats = dict(identical=0, both_refuse=0, masks=0, mask_tokens=0, mask_marked=0, same_message=0)
     for t in corpus:
         ctx_path = os.path.join(work, f"{t['id']}.ctx.jsonl")
         tok_path = os.path.join(work, f"{t['id']}.tok.jsonl")
@@ -224,8 +248,14 @@ def main():
                 if got["ok"]:
                     failures.append(f"{where}: jinja2 refuses ({ref['error'][:160]}) but stoker renders")
                     counts["differ"] += 1
+                elif not same_refusal(ref["error"], got["error"]):
+                    failures.append(f"{where}: both refuse, for different reasons: jinja2 {ref['error'][:120]!r} "
+                                    f"stoker {got['error'][:160]!r}")
+                    counts["differ"] += 1
                 else:
                     counts["both_refuse"] += 1
+                    stats["same_message"] += same_message(ref["error"], got["error"])
+                    refusals.append(f"{where}: jinja2 {ref['error'][:110]!r} / stoker {got['error'][:140]!r}")
                 continue
             if not got["ok"]:
                 failures.append(f"{where}: stoker refuses ({got['error'][:200]}) but jinja2 renders")
@@ -315,6 +345,8 @@ def main():
               f"{snippet_stats['identical']} identical, {snippet_stats['both_refuse']} refused by both, "
               f"{snippet_stats['documented']} documented differences (stoker refuses: {', '.join(snippet_stats['why'])})."]
     lines += ["", f"## stoker vs jinja2: {len(failures)} difference(s)", ""] + [f"- {f}" for f in failures]
+    lines += ["", f"## Refused by both engines ({len(refusals)}): the same kind of error, "
+              f"{stats['same_message']} with the very same message", ""] + [f"- {r}" for r in refusals]
     lines += ["", f"## @huggingface/jinja 0.5.11 vs jinja2: {js_stats['differ']} of {js_stats['agree'] + js_stats['differ']} differ", ""]
     lines += [f"- {d}" for d in oracle_diffs]
     report = "\n".join(lines) + "\n"

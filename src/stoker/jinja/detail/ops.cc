@@ -11,9 +11,15 @@
 namespace stoker::jinja::detail {
 namespace {
 
-std::string object_name(const Value& v) {  // jinja2's object_type_repr
+// jinja2's object_type_repr, repr-quoted as its "has no attribute" message prints it.
+std::string object_name(const Value& v) {
   if (v.is_none()) return "'None'";
   return "'" + std::string(type_name(v)) + " object'";
+}
+// ... and unquoted, as its "has no element" message prints it.
+std::string object_name_bare(const Value& v) {
+  if (v.is_none()) return "None";
+  return std::string(type_name(v)) + " object";
 }
 
 bool add_overflows(std::int64_t a, std::int64_t b, std::int64_t* r) { return __builtin_add_overflow(a, b, r); }
@@ -487,8 +493,8 @@ Value Interp::eval_slice(const Expr& e) {
   at_ = e.pos;
   if (obj.is_undefined()) return fail_undefined(obj);
   for (const auto& b : bounds)
-    if (!b.is_none() && !b.is_integral()) return Value::undefined(object_name(obj) + " has no element slice");
-  if (!obj.is_string() && !obj.is_list()) return Value::undefined(object_name(obj) + " has no element slice");
+    if (!b.is_none() && !b.is_integral()) return Value::undefined(object_name_bare(obj) + " has no element slice");
+  if (!obj.is_string() && !obj.is_list()) return Value::undefined(object_name_bare(obj) + " has no element slice");
   const bool ascii_str = obj.is_string() && count_code_points(obj.str()) == obj.str().size();
   const std::int64_t len = obj.is_list() ? static_cast<std::int64_t>(obj.list().items.size())
                                          : static_cast<std::int64_t>(count_code_points(obj.str()));
@@ -657,7 +663,7 @@ Value Interp::getitem(const Value& obj, const Value& key, int name_id) {
           decode_utf8(obj.str(), b, &l);
           return Value::string(obj.str().substr(b, l));
         }
-        return Value::undefined(object_name(obj) + " has no element " + std::to_string(key.as_int()));
+        return Value::undefined(object_name_bare(obj) + " has no element " + std::to_string(key.as_int()));
       }
       break;
     case Kind::kDict: {
@@ -671,7 +677,7 @@ Value Interp::getitem(const Value& obj, const Value& key, int name_id) {
   if (key.is_string()) return getattr(obj, key.str(), name_id);  // jinja2: then the attribute
   std::string repr;
   append_repr(repr, key);
-  return Value::undefined(object_name(obj) + " has no element " + repr);
+  return Value::undefined(object_name_bare(obj) + " has no element " + repr);
 }
 
 }  // namespace stoker::jinja::detail
