@@ -30,7 +30,8 @@ class Parser {
     std::string end;
     prog_->body = body(ctx, {}, &end);
     if (err_) return std::move(*err_);
-    prog_->ids = ids_;
+    for (std::size_t i = 0; i < prog_->names.size(); ++i)
+      prog_->ids.emplace(prog_->names[i], static_cast<int>(i));
     prog_->globals.reserve(prog_->names.size());
     for (const auto& n : prog_->names) prog_->globals.push_back(find_global(n));
     for (const auto& n : prog_->names) {
@@ -606,7 +607,7 @@ class Parser {
 }  // namespace
 
 int Program::id(std::string_view name) const {
-  const auto it = ids.find(std::string(name));
+  const auto it = ids.find(name);
   return it == ids.end() ? -1 : it->second;
 }
 

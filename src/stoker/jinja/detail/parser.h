@@ -31,7 +31,7 @@ struct Program {
   std::vector<const MacroDef*> macros;  // every {% macro %} (for introspection)
   bool has_generation = false;
   int id_loop = -1, id_caller = -1, id_varargs = -1, id_kwargs = -1;
-  std::unordered_map<std::string, int> ids;  // names -> id
+  std::unordered_map<std::string_view, int> ids;  // names -> id (views into `names`)
   int id(std::string_view name) const;  // -1 when the template never names it
 };
 
