@@ -219,10 +219,12 @@ Result<std::optional<TarMember>> TarReader::read_member() {
     // directories, devices and FIFOs carry none whatever their size field says.
     static constexpr char kNoData[] = {'1', '2', '3', '4', '5', '6'};
     const bool has_data = std::find(std::begin(kNoData), std::end(kNoData), type) == std::end(kNoData);
-    if (has_data && size > source_.size() - data)
+    if (has_data && size > source_.size() - data) {
+      damaged_member_ = name;
       return data_loss(where + ": member " + quote(name) + " claims " + std::to_string(size) +
                        " bytes, the shard ends " + std::to_string(source_.size() - data) +
                        " bytes later (truncated)");
+    }
     TarMember m;
     m.name = std::move(name);
     m.type = type;

@@ -61,6 +61,8 @@ class TarReader {
   // is tarfile's `TarFile.offset` at the end and the last entry of a `.tar.idx`).
   std::int64_t offset() const { return offset_; }
   const ByteSource& source() const { return source_; }
+  // After an error: the damaged member's name when its header was readable (its data is not).
+  const std::optional<std::string>& damaged_member() const { return damaged_member_; }
 
  private:
   Result<std::span<const std::uint8_t>> bytes_at(std::int64_t offset, std::int64_t n);
@@ -74,6 +76,7 @@ class TarReader {
   std::shared_ptr<const std::vector<std::uint8_t>> window_;
   std::int64_t window_offset_ = 0;
   std::optional<Error> error_;
+  std::optional<std::string> damaged_member_;
 };
 
 // Python's tarfile `nti` restricted to what real archives hold: octal digits between optional

@@ -131,7 +131,13 @@ Result<std::shared_ptr<WdsShard>> WdsShard::from_scan(std::shared_ptr<const Byte
     auto next = reader.next();
     if (!next.ok()) {
       Error damage = std::move(next).error();
-      if (in_sample) {
+      // The sample in progress is complete only when the damaged member is known to be another's.
+      bool other = false;
+      if (const auto& dm = reader.damaged_member()) {
+        const auto split = split_sample_name(*dm);
+        other = is_meta_member(*dm) || !split || split->first != key;
+      }
+      if (in_sample && !other) {
         const std::int64_t i = static_cast<std::int64_t>(shard->offsets_.size()) - 1;
         problems.insert_or_assign(i, Error(damage.code(), sample_name(name, i, key) +
                                            ": the shard is damaged before its end: " + damage.message()));
