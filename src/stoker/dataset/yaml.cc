@@ -164,6 +164,8 @@ class Parser {
     return err_at(tab_line_, tab_col_, "tab in indentation (YAML allows spaces only)");
   }
 
+  bool document_marker(int ind) const { return ind == 0 && (starts_marker("---") || starts_marker("...")); }
+
   // --- block context ---
   bool seq_indicator() const {
     return peek() == '-' && (pos_ + 1 >= t_.size() || blank(peek(1)) || peek(1) == '\n');
@@ -226,7 +228,7 @@ class Parser {
       map.entries.emplace_back(std::move(key.scalar), std::move(value));
       const int ind = next_content();
       if (ind == -2) return tab_status();
-      if (ind < indent) break;
+      if (ind < indent || document_marker(ind)) break;
       if (ind > indent) return err("unexpected indentation (multi-line plain scalars are not supported: quote the value)");
       if (seq_indicator()) return err("a list item where a key of the map at column " + std::to_string(indent + 1) + " was expected");
       STOKER_RETURN_IF_ERROR(refuse_indicator());
@@ -282,7 +284,7 @@ class Parser {
       seq.items.push_back(std::move(item));
       const int ind = next_content();
       if (ind == -2) return tab_status();
-      if (ind < indent) break;
+      if (ind < indent || document_marker(ind)) break;
       if (ind > indent) return err("unexpected indentation (multi-line plain scalars are not supported: quote the value)");
       if (!seq_indicator()) break;  // the parent map's next key (indentless list) or an error there
     }
