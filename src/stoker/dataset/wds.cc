@@ -273,6 +273,20 @@ Result<WdsSample> WdsShard::read(std::int64_t i) const {
   return sample;
 }
 
+Result<std::string> WdsShard::key(std::int64_t i) const {
+  if (i < 0 || i >= count()) return invalid_argument(sample_name(name(), i) + ": out of range");
+  TarReader reader(*source_, options_.limits, static_cast<std::int64_t>(offsets_[i]), 4 * kTarBlock);
+  while (reader.offset() < static_cast<std::int64_t>(offsets_[i + 1])) {
+    auto next = reader.next();
+    if (!next.ok()) return std::move(next).error().with_context(sample_name(name(), i));
+    if (!next->has_value()) break;
+    const TarMember& m = **next;
+    if (!m.regular || is_meta_member(m.name)) continue;
+    if (const auto split = split_sample_name(m.name)) return std::string(split->first);
+  }
+  return data_loss(sample_name(name(), i) + ": the index disagrees with the shard: no sample member in its range");
+}
+
 Result<std::vector<std::uint8_t>> WdsShard::read_part(const WdsSample& sample, const WdsPart& part) const {
   if (auto d = sample.data(part)) return std::vector<std::uint8_t>(d->begin(), d->end());
   auto r = read_range(*source_, part.offset, part.size);

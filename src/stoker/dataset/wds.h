@@ -105,6 +105,8 @@ class WdsShard {
 
   // Sample i (< count()): its key and parts; errors name shard, sample, key and member.
   Result<WdsSample> read(std::int64_t i) const;
+  // Only sample i's key: its first headers, a few KiB read.
+  Result<std::string> key(std::int64_t i) const;
   // A part's bytes (from memory when the sample was read whole, else one read of its range).
   Result<std::vector<std::uint8_t>> read_part(const WdsSample& sample, const WdsPart& part) const;
 
