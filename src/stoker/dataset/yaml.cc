@@ -225,7 +225,7 @@ class Parser {
       advance();  // ':'
       STOKER_ASSIGN_OR_RETURN(YamlNode value, map_value(indent, depth));
       if (!seen.insert(key.scalar).second) return err_at(key.line, key.col, "duplicate key '" + key.scalar + "'");
-      map.entries.emplace_back(std::move(key.scalar), std::move(value));
+      map.entries.push_back(YamlEntry{std::move(key.scalar), std::move(value)});
       const int ind = next_content();
       if (ind == -2) return tab_status();
       if (ind < indent || document_marker(ind)) break;
@@ -340,7 +340,7 @@ class Parser {
           }
         }
         if (!seen.insert(first.scalar).second) return err_at(kl, kc, "duplicate key '" + first.scalar + "'");
-        n.entries.emplace_back(std::move(first.scalar), std::move(value));
+        n.entries.push_back(YamlEntry{std::move(first.scalar), std::move(value)});
       }
       skip_flow_space();
       if (peek() == ',') {

@@ -22,13 +22,15 @@
 
 namespace stoker::dataset {
 
+struct YamlEntry;
+
 struct YamlNode {
   enum class Kind { kNull, kScalar, kSeq, kMap };
   Kind kind = Kind::kNull;  // kNull: an empty value ("key:" with nothing after it)
   std::string scalar;
   bool quoted = false;      // a quoted scalar is always a string
   std::vector<YamlNode> items;
-  std::vector<std::pair<std::string, YamlNode>> entries;  // keys unique, in file order
+  std::vector<YamlEntry> entries;  // kMap: keys unique, in file order
   int line = 0, col = 0;    // 1-based, where the node starts (0 for JSON input)
 
   const YamlNode* get(std::string_view key) const;
@@ -37,6 +39,13 @@ struct YamlNode {
   bool is_scalar() const { return kind == Kind::kScalar; }
   // "name:line:col" (or just name without a position).
   std::string where(const std::string& name) const;
+};
+
+// A map entry (a struct, not std::pair: a pair of an incomplete YamlNode does not compile with
+// clang's libstdc++ checks).
+struct YamlEntry {
+  std::string first;
+  YamlNode second;
 };
 
 Result<YamlNode> parse_yaml(std::string_view text, const std::string& name);

@@ -158,7 +158,7 @@ Result<YamlNode> from_json(dom::element e, const std::string& name, int depth) {
         std::string key(kv.key);
         if (!seen.insert(key).second) return invalid_argument(name + ": duplicate key '" + key + "'");
         STOKER_ASSIGN_OR_RETURN(YamlNode v, from_json(kv.value, name, depth + 1));
-        n.entries.emplace_back(std::move(key), std::move(v));
+        n.entries.push_back(YamlEntry{std::move(key), std::move(v)});
       }
       return n;
     }

@@ -23,6 +23,8 @@ const Target* const kTargets[] = {
     &stoker::fuzz::kHttpTarget,     &stoker::fuzz::kXmlTarget,
     &stoker::fuzz::kAwsTarget,      &stoker::fuzz::kUriTarget,
     &stoker::fuzz::kStateTarget,    &stoker::fuzz::kVideoTarget,
+    &stoker::fuzz::kTarTarget,      &stoker::fuzz::kPickleTarget,
+    &stoker::fuzz::kYamlSpecTarget,
 };
 
 const Target* g_target = nullptr;
