@@ -184,7 +184,7 @@ Result<std::optional<TarMember>> TarReader::read_member() {
     std::int64_t size = *size_field;
 
     if (type == 'L' || type == 'K' || type == 'x' || type == 'X' || type == 'g') {
-      if (size > source_.size() - data)
+      if (size > source_.size() - data || round_up_block(size) > source_.size() - data)
         return data_loss(where + ": extended header claims " + std::to_string(size) +
                          " bytes past the end of the shard (truncated)");
       if (size > limits_.max_extended_bytes)
@@ -219,7 +219,8 @@ Result<std::optional<TarMember>> TarReader::read_member() {
     // directories, devices and FIFOs carry none whatever their size field says.
     static constexpr char kNoData[] = {'1', '2', '3', '4', '5', '6'};
     const bool has_data = std::find(std::begin(kNoData), std::end(kNoData), type) == std::end(kNoData);
-    if (has_data && size > source_.size() - data) {
+    // Its data padded to whole blocks must be there (tarfile: "unexpected end of data").
+    if (has_data && (size > source_.size() - data || round_up_block(size) > source_.size() - data)) {
       damaged_member_ = name;
       return data_loss(where + ": member " + quote(name) + " claims " + std::to_string(size) +
                        " bytes, the shard ends " + std::to_string(source_.size() - data) +

@@ -161,6 +161,18 @@ TEST(WdsTest, TruncatedArchives) {
   }
 }
 
+// Fuzz finding (tar target): the last member's data complete but its block padding cut off made
+// the index end past the shard. Like tarfile ("unexpected end of data"), that member is truncated.
+TEST(WdsTest, LastMemberWithoutItsPaddingIsTruncated) {
+  const std::string full = make_tar({{"a.jpg", "A"}, {"b.jpg", "BB"}});
+  auto shard = scan(full.substr(0, 1024 + 512 + 2));  // b's header and its 2 bytes, no padding
+  ASSERT_TRUE(shard->damage().has_value());
+  EXPECT_NE(shard->damage()->message().find("member 'b.jpg' claims 2 bytes"), std::string::npos) << shard->damage()->to_string();
+  EXPECT_LE(shard->offsets().back(), 1024u + 512 + 2);
+  ASSERT_EQ(shard->count(), 1);
+  EXPECT_TRUE(shard->read(0).ok());
+}
+
 TEST(WdsTest, ExtendedHeadersChainTheirOffset) {
   // A hand-made GNU long name: the sample starts at the 'L' header (tarfile's offset).
   const std::string longname = std::string(130, 'n') + ".jpg";
