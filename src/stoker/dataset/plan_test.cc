@@ -107,6 +107,8 @@ TEST(PlanTest, WeightedFractionsWithinBinomialBounds) {
     const double p = c.sources[s].weight, mean = n * p, sigma = std::sqrt(n * p * (1 - p));
     const auto count = static_cast<double>(cur.planned()[static_cast<std::size_t>(s)]);
     EXPECT_LE(std::fabs(count - mean), 4 * sigma) << "source " << s << ": " << count << " vs " << mean;
+    std::printf("weighted source %d: weight %.2f, %.0f of %d drawn (expected %.0f, %+.2f sigma)\n", s, p, count, n, mean,
+                (count - mean) / sigma);
     // each source cycles through permutations: counts per sample differ by at most one
     int lo = n, hi = 0;
     for (auto& [k, m] : seen[s]) {
