@@ -3,6 +3,8 @@
 // stay readable; index files are checked, cached and refused as documented.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "stoker/dataset/sources_test_util.h"
 #include "stoker/dataset/wds.h"
 
@@ -269,6 +271,46 @@ TEST(WdsTest, LocalShardIndexIsCachedBesideOrInTheCacheFolder) {
     ASSERT_TRUE(again.ok());
     EXPECT_FALSE((*again)->scanned());
   }
+}
+
+TEST(WdsTest, RemoteShardsAreReadByRangeNeverWhole) {
+  // A shard behind a ranged-GET callback (what io/ plugs in for S3/HTTP): the scan reads it in
+  // chunks, a sample is one GET of its range, a large part one GET of its own range.
+  std::string tar;
+  std::vector<std::pair<std::string, std::string>> members;
+  for (int i = 0; i < 40; ++i) {
+    members.push_back({"s" + std::to_string(i) + ".json", "{}"});
+    members.push_back({"s" + std::to_string(i) + ".jpg", std::string(3000 + i, 'x')});
+  }
+  tar = make_tar(members);
+  struct Get {
+    std::int64_t offset, length;
+  };
+  auto gets = std::make_shared<std::vector<Get>>();
+  auto source = make_range_source("s3://bucket/shard.tar", static_cast<std::int64_t>(tar.size()),
+                                  [tar, gets](std::int64_t off, std::span<std::uint8_t> out) -> Status {
+                                    gets->push_back({off, static_cast<std::int64_t>(out.size())});
+                                    std::memcpy(out.data(), tar.data() + off, out.size());
+                                    return ok_status();
+                                  });
+  ShardOptions o;
+  o.scan_chunk_bytes = 64 << 10;
+  auto shard = WdsShard::from_scan(std::move(source), o);
+  ASSERT_TRUE(shard.ok());
+  ASSERT_EQ((*shard)->count(), 40);
+  EXPECT_LE(gets->size(), tar.size() / (64 << 10) + 2) << "the scan reads in chunks";
+  gets->clear();
+  auto s = (*shard)->read(17);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  ASSERT_EQ(gets->size(), 1u);
+  EXPECT_EQ((*gets)[0].offset, static_cast<std::int64_t>((*shard)->offsets()[17]));
+  EXPECT_EQ((*gets)[0].length, static_cast<std::int64_t>((*shard)->offsets()[18] - (*shard)->offsets()[17]));
+  EXPECT_LT((*gets)[0].length, 5000);
+  // past the end: refused before any GET
+  gets->clear();
+  std::vector<std::uint8_t> buf(20);
+  EXPECT_FALSE((*shard)->source().read_at(static_cast<std::int64_t>(tar.size()) - 10, buf).ok());
+  EXPECT_TRUE(gets->empty());
 }
 
 TEST(WdsTest, MissingShardIsNotFound) {
