@@ -21,6 +21,9 @@ debs=(
   clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer harnesses (src/stoker/fuzz)
   iproute2 python3-mpi4py  # scripts/cluster.sh: ip netns, tc; its MPI transfer self-test
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg python3-av python3-torchvision
+  # record sources (issue 23): .jsonl.gz / .jsonl.zst; the tests' independent implementations
+  # (braceexpand, PyYAML) and writers (GNU tar, the gzip and zstd tools)
+  zlib1g-dev libzstd-dev zstd python3-braceexpand python3-yaml
 )
 missing=()
 for p in "${debs[@]}"; do

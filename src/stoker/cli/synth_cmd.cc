@@ -4,6 +4,7 @@
 
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/synth/shards.h"
 #include "stoker/synth/synth.h"
 #include "stoker/synth/video.h"
 
@@ -41,6 +42,9 @@ options:
   --size WxH            image size for --images-only (default 1920x1080)
   --format F            jpeg | jpeg-progressive | jpeg444 | png | webp, or any variant name
                         (see images.jsonl "variant"; default jpeg)
+  --shards N            also write the records as N WebDataset shards (DIR/shards/data-000.tar ...:
+                        KEY.json + KEY.<k>.<ext> media members) and as an Energon-prepared folder
+                        (DIR/energon: .nv-meta, the same shards, their .tar.idx)
 )";
 
 constexpr int kMaxRecords = 10'000'000;  // synth's own cap (SynthConfig::validate)
@@ -60,6 +64,7 @@ Result<synth::SynthResult> run(const Args& args) {
   STOKER_ASSIGN_OR_RETURN(std::uint64_t seed, args.get_int<std::uint64_t>("seed", 0));
   STOKER_ASSIGN_OR_RETURN(int threads, args.get_int<int>("threads", 0, 0, kIntMax));
   if (args.has("images-only")) {
+    if (args.has("shards")) return invalid_argument("--shards writes the records as shards: not with --images-only");
     synth::ImagesOnlyConfig c{.out_dir = args.get("out")};
     STOKER_ASSIGN_OR_RETURN(c.count, args.get_int<int>("n", 64, 1, kMaxRecords));
     STOKER_ASSIGN_OR_RETURN(auto size, parse_size(args.get("size", "1920x1080")));
@@ -86,13 +91,19 @@ Result<synth::SynthResult> run(const Args& args) {
     std::printf("videos: %d records, %zu files, %.1f KiB (DIR/videos.jsonl)\n", v.records,
                 v.paths.size() + 2, static_cast<double>(v.bytes) / 1024);
   }
+  if (args.has("shards")) {
+    STOKER_ASSIGN_OR_RETURN(int shards, args.get_int<int>("shards", 1, 1, kMaxRecords));
+    STOKER_ASSIGN_OR_RETURN(synth::ShardsResult s, synth::write_shards(c.out_dir, shards));
+    std::printf("shards: %d samples in %s (%.1f MiB), Energon folder %s\n", s.samples, s.shards_pattern.c_str(),
+                static_cast<double>(s.bytes) / (1 << 20), s.energon_dir.c_str());
+  }
   return r;
 }
 
 }  // namespace
 
 int run_synth(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos"},
+  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos", "shards"},
                           {"images-only", "help"});
   if (!args.ok()) return report("synth", args.error());
   if (args->has("help")) {

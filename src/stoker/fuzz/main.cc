@@ -24,6 +24,8 @@ const Target* const kTargets[] = {
     &stoker::fuzz::kAwsTarget,      &stoker::fuzz::kUriTarget,
     &stoker::fuzz::kStateTarget,    &stoker::fuzz::kVideoTarget,
     &stoker::fuzz::kJinjaTarget,
+    &stoker::fuzz::kTarTarget,      &stoker::fuzz::kPickleTarget,
+    &stoker::fuzz::kYamlSpecTarget,
 };
 
 const Target* g_target = nullptr;

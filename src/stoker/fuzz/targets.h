@@ -56,6 +56,7 @@ inline std::pair<std::string_view, std::string_view> split2(std::string_view tex
 // Defined in the target files.
 extern const Target kRecordTarget, kChatTarget, kTokenizerTarget, kTokenizerJsonTarget,
     kModelTarget, kJpegTarget, kPngTarget, kWebpTarget, kWireTarget, kHttpTarget, kXmlTarget,
-    kAwsTarget, kUriTarget, kStateTarget, kManifestTarget, kVideoTarget, kJinjaTarget;
+    kAwsTarget, kUriTarget, kStateTarget, kManifestTarget, kVideoTarget, kJinjaTarget, kTarTarget,
+    kPickleTarget, kYamlSpecTarget;
 
 }  // namespace stoker::fuzz
