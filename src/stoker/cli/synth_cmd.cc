@@ -4,6 +4,7 @@
 
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/synth/audio.h"
 #include "stoker/synth/synth.h"
 #include "stoker/synth/video.h"
 
@@ -37,6 +38,11 @@ options:
                         23.976, 60 fps with an AAC track, a 90-degree rotation tag, short GOP, VP9
                         and AV1 (when this FFmpeg encodes them); plus videos/one_frame.mp4 and
                         videos/zero_frames.mp4 (not referenced). Encoded with libavcodec.
+  --audio N             also write N audio files (DIR/audio/, described in DIR/audio.jsonl) and
+                        append one record each: speech-like sound, tones, a chirp, noise and silence
+                        at 1343 Hz to 96 kHz, 1 to 6 channels, as WAV (16/24-bit, float), FLAC, OGG
+                        Vorbis, Opus, MP3 and M4A, a 31 s clip, and MP4 videos with an AAC track
+                        (records with "use_audio_in_video": true); see synth/audio.h
   --images-only         benchmark mode: N photo-like images of one size and format
   --size WxH            image size for --images-only (default 1920x1080)
   --format F            jpeg | jpeg-progressive | jpeg444 | png | webp, or any variant name
@@ -79,6 +85,7 @@ Result<synth::SynthResult> run(const Args& args) {
   c.seed = seed;
   c.threads = threads;
   STOKER_ASSIGN_OR_RETURN(int videos, args.get_int<int>("videos", 0, 0, 100000));
+  STOKER_ASSIGN_OR_RETURN(int audio, args.get_int<int>("audio", 0, 0, 100000));
   STOKER_ASSIGN_OR_RETURN(synth::SynthResult r, synth::generate_dataset(c));
   if (videos > 0) {
     STOKER_ASSIGN_OR_RETURN(synth::VideoMixResult v, synth::add_video_records(c.out_dir, videos, seed));
@@ -86,13 +93,18 @@ Result<synth::SynthResult> run(const Args& args) {
     std::printf("videos: %d records, %zu files, %.1f KiB (DIR/videos.jsonl)\n", v.records,
                 v.paths.size() + 2, static_cast<double>(v.bytes) / 1024);
   }
+  if (audio > 0) {
+    STOKER_ASSIGN_OR_RETURN(synth::AudioMixResult a, synth::add_audio_records(c.out_dir, audio, seed));
+    r.records += a.records;
+    std::printf("audio: %d records, %.1f KiB (DIR/audio.jsonl)\n", a.records, static_cast<double>(a.bytes) / 1024);
+  }
   return r;
 }
 
 }  // namespace
 
 int run_synth(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos"},
+  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos", "audio"},
                           {"images-only", "help"});
   if (!args.ok()) return report("synth", args.error());
   if (args->has("help")) {
