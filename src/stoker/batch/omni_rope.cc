@@ -473,7 +473,12 @@ Result<OmniRopeIndex> get_omni_rope_index(std::span<const std::int32_t> input_id
       mx = std::max(mx, wk.pos[k][static_cast<std::size_t>(r)]);
     }
   }
-  out.rope_delta = ids.empty() ? 0 : mx + 1 - static_cast<double>(ids.size());
+  if (f32) {  // torch: float32 max + 1, then − len, each rounded to float32
+    const float d = static_cast<float>(mx) + 1.0f;
+    out.rope_delta = ids.empty() ? 0 : static_cast<double>(d - static_cast<float>(ids.size()));
+  } else {
+    out.rope_delta = ids.empty() ? 0 : mx + 1 - static_cast<double>(ids.size());
+  }
   return out;
 }
 
