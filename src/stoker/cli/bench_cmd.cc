@@ -18,6 +18,7 @@ int run_bench_loader(int argc, char** argv);
 int run_bench_packing(int argc, char** argv);
 int run_bench_scale(int argc, char** argv);
 int run_bench_video(int argc, char** argv);
+int run_bench_audio(int argc, char** argv);
 
 #if !defined(STOKER_HAVE_BENCH)
 int run_bench(int, char**) {
@@ -51,6 +52,8 @@ int run_bench(int argc, char** argv) {
        "packed vs spread, float vs uint8 wire (needs root)", run_bench_scale},
       {"video", "1080p sparse-keyframe videos: stoker vs qwen-vl-utils' torchvision/PyAV path + "
        "the transformers video processor", run_bench_video},
+      {"audio", "decode→16 kHz→Whisper log-mel: stoker vs librosa.load's rules + transformers' "
+       "NumPy WhisperFeatureExtractor", run_bench_audio},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)
