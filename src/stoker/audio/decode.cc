@@ -61,7 +61,7 @@ Result<std::int64_t> AudioSource::read(float* out, std::int64_t max_frames) {
   STOKER_ASSIGN_OR_RETURN(std::int64_t n, read_impl(out, max_frames));
   if (n == 0) {
     ended_ = true;
-    if (returned_ == 0) return data_loss("audio: no samples");
+    if (returned_ == 0) return data_loss("audio: no samples (an empty or truncated file?)");
     STOKER_RETURN_IF_ERROR(at_end());
     return std::int64_t{0};
   }

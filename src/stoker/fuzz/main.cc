@@ -23,6 +23,7 @@ const Target* const kTargets[] = {
     &stoker::fuzz::kHttpTarget,     &stoker::fuzz::kXmlTarget,
     &stoker::fuzz::kAwsTarget,      &stoker::fuzz::kUriTarget,
     &stoker::fuzz::kStateTarget,    &stoker::fuzz::kVideoTarget,
+    &stoker::fuzz::kAudioTarget,
 };
 
 const Target* g_target = nullptr;

@@ -56,6 +56,6 @@ inline std::pair<std::string_view, std::string_view> split2(std::string_view tex
 // Defined in the target files.
 extern const Target kRecordTarget, kChatTarget, kTokenizerTarget, kTokenizerJsonTarget,
     kModelTarget, kJpegTarget, kPngTarget, kWebpTarget, kWireTarget, kHttpTarget, kXmlTarget,
-    kAwsTarget, kUriTarget, kStateTarget, kManifestTarget, kVideoTarget;
+    kAwsTarget, kUriTarget, kStateTarget, kManifestTarget, kVideoTarget, kAudioTarget;
 
 }  // namespace stoker::fuzz
