@@ -21,6 +21,9 @@ debs=(
   clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer harnesses (src/stoker/fuzz)
   iproute2 python3-mpi4py  # scripts/cluster.sh: ip netns, tc; its MPI transfer self-test
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg python3-av python3-torchvision
+  # audio (src/stoker/audio): libsndfile (WAV/FLAC/OGG/MP3), libsoxr, libswresample; the
+  # reference path's python3-soundfile and python3-audioread (tests/python/test_audio_parity.py)
+  libsndfile1-dev libsoxr-dev libswresample-dev python3-soundfile python3-audioread
 )
 missing=()
 for p in "${debs[@]}"; do

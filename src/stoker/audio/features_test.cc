@@ -1,4 +1,5 @@
 #include "stoker/audio/features.h"
+#include "stoker/audio/plan.h"
 
 #include <gtest/gtest.h>
 
@@ -159,6 +160,37 @@ TEST(WhisperFeaturesTest, MatchesASlowIndependentComputation) {
     worst = std::max(worst, std::abs(want - static_cast<double>(got[i])));
   }
   EXPECT_LT(worst, 2e-6);
+}
+
+// Planning from header numbers: librosa's offset/duration frames, the 16 kHz length, one call.
+TEST(AudioPlanTest, ClipAndCall) {
+  AudioInfo info;
+  info.sample_rate = 44100;
+  info.channels = 2;
+  info.frames = 101430;
+  info.frames_exact = true;
+  auto whole = plan_clip(info);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->samples, 36800);
+  LoadOptions o;
+  o.offset_s = 0.5;     // int(22050.0) = 22050
+  o.duration_s = 1.01;  // int(44541.0) = 44541
+  auto part = plan_clip(info, o);
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(part->source_frames, 44541);
+  EXPECT_EQ(part->samples, resampled_length(44541, 44100));
+  o.offset_s = 3;
+  EXPECT_FALSE(plan_clip(info, o).ok());
+  const std::int64_t lens[] = {36800, 16000};
+  auto q3 = plan_call(AudioModel::kQwen3Omni, lens);
+  ASSERT_TRUE(q3.ok());
+  EXPECT_EQ(q3->layout.frames, 230);
+  EXPECT_EQ(q3->mask_frames, (std::vector<std::int64_t>{230, 100}));
+  EXPECT_EQ(q3->tokens, (std::vector<std::int64_t>{30, 13}));
+  EXPECT_EQ(q3->feature_bytes(), 2 * 128 * 230 * 4);
+  auto q25 = plan_call(AudioModel::kQwen25Omni, lens);
+  EXPECT_EQ(q25->layout.frames, 30000);
+  EXPECT_EQ(q25->tokens, (std::vector<std::int64_t>{57, 25}));
 }
 
 }  // namespace
