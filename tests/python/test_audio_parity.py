@@ -56,6 +56,11 @@ FFMPEG = {
                                 "sine=frequency=510:duration=1.5:sample_rate=48000",
                                 "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
                                 "-c:a", "libopus", "-shortest"]),
+    # Two audio tracks: the ffmpeg CLI (and stoker) take the default-disposition one, not the one
+    # with more channels.
+    "mka_two_tracks": ("mka", SINE + ["sine=frequency=300:duration=1.5:sample_rate=22050", "-f", "lavfi", "-i",
+                                      "sine=frequency=900:duration=1.5:sample_rate=44100", "-map", "0:a",
+                                      "-map", "1:a", "-ac:1", "2", "-c:a", "libvorbis"]),
     "webm_vorbis": ("webm", SINE + ["testsrc2=size=64x48:rate=10:duration=1.2", "-f", "lavfi", "-i",
                                     "sine=frequency=610:duration=1.2:sample_rate=44100",
                                     "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8",

@@ -110,13 +110,14 @@ struct Demuxer {
       if (now_ns() > deadline_ns) return deadline_exceeded("audio: probing took too long");
       return data_loss("audio: cannot read stream info (" + av_text(ret) + ")");
     }
-    // The ffmpeg CLI's automatic audio stream: highest score, channels + 5e6 for a default
-    // disposition, the first on ties.
+    // The ffmpeg CLI's automatic audio stream (fftools/ffmpeg_opt.c, 5.1): the highest score
+    // channels + 1e8 if probing saw its packets + 5e6 for a default disposition; the first on ties.
     long long best = -1;
     for (unsigned i = 0; i < fmt->nb_streams; ++i) {
       const AVStream* st = fmt->streams[i];
       if (st->codecpar->codec_type != AVMEDIA_TYPE_AUDIO) continue;
       const long long score = st->codecpar->ch_layout.nb_channels +
+                              100000000LL * ((st->event_flags & AVSTREAM_EVENT_FLAG_NEW_PACKETS) ? 1 : 0) +
                               5000000LL * ((st->disposition & AV_DISPOSITION_DEFAULT) ? 1 : 0);
       if (score > best) {
         best = score;
