@@ -3,6 +3,7 @@
 #include <sndfile.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -127,6 +128,36 @@ int sndfile_format(const std::string& f) {
   return 0;
 }
 
+// libsndfile gives each Ogg stream a random serial number (psf_rand_int32): rewrite it to a
+// constant and recompute every page's CRC (polynomial 0x04c11db7, not reflected, initial 0), so
+// the same spec gives the same bytes.
+void fix_ogg_serial(std::vector<std::uint8_t>& b) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t r = i << 24;
+      for (int k = 0; k < 8; ++k) r = (r & 0x80000000u) ? (r << 1) ^ 0x04c11db7u : r << 1;
+      t[i] = r;
+    }
+    return t;
+  }();
+  std::size_t at = 0;
+  while (at + 27 <= b.size() && std::memcmp(b.data() + at, "OggS", 4) == 0) {
+    const std::size_t nseg = b[at + 26];
+    if (at + 27 + nseg > b.size()) return;
+    std::size_t len = 27 + nseg;
+    for (std::size_t i = 0; i < nseg; ++i) len += b[at + 27 + i];
+    if (at + len > b.size()) return;
+    const std::uint8_t serial[4] = {0x53, 0x54, 0x4b, 0x52};  // "STKR"
+    std::memcpy(b.data() + at + 14, serial, 4);
+    std::memset(b.data() + at + 22, 0, 4);
+    std::uint32_t crc = 0;
+    for (std::size_t i = 0; i < len; ++i) crc = (crc << 8) ^ table[((crc >> 24) ^ b[at + i]) & 0xff];
+    for (int k = 0; k < 4; ++k) b[at + 22 + k] = static_cast<std::uint8_t>(crc >> (8 * k));
+    at += len;
+  }
+}
+
 Result<std::vector<std::uint8_t>> encode_sndfile(const AudioSpec& s, const std::vector<float>& pcm) {
   MemOut out;
   SF_VIRTUAL_IO vio{mo_len, mo_seek, mo_read, mo_write, mo_tell};
@@ -141,6 +172,7 @@ Result<std::vector<std::uint8_t>> encode_sndfile(const AudioSpec& s, const std::
   const sf_count_t wrote = sf_writef_float(sf, pcm.data(), frames);
   const int err = sf_close(sf);
   if (wrote != frames || err) return internal_error("synth audio: libsndfile write failed");
+  if ((info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG) fix_ogg_serial(out.data);
   return std::move(out.data);
 }
 
