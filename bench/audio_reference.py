@@ -126,16 +126,21 @@ def soxr_resample(x, in_rate, out_rate):
 # librosa.load(path, sr=16000)
 
 
-def _soundfile_read(path):
+def _soundfile_read(path, offset=0.0, duration=None):
+    """librosa's __soundfile_load: seek(int(offset · sr)), read(frames=int(duration · sr))."""
     import soundfile as sf
     with sf.SoundFile(path) as f:
         sr = f.samplerate
-        y = f.read(frames=-1, dtype=np.float32, always_2d=False).T
+        if offset:
+            f.seek(int(offset * sr))
+        frames = int(duration * sr) if duration is not None else -1
+        y = f.read(frames=frames, dtype=np.float32, always_2d=False).T
     return y, sr
 
 
-def _audioread_read(path):
-    """librosa's __audioread_load with audioread's FFmpeg backend (the ffmpeg CLI, s16le)."""
+def _audioread_read(path, offset=0.0, duration=None):
+    """librosa's __audioread_load with audioread's FFmpeg backend (the ffmpeg CLI, s16le): the
+    interleaved samples [int(sr · offset) · C, + int(sr · duration) · C)."""
     import audioread
     buf = []
     with audioread.audio_open(path) as f:
@@ -144,6 +149,9 @@ def _audioread_read(path):
         for block in f:
             buf.append((1.0 / float(1 << 15)) * np.frombuffer(block, "<i2").astype(np.float32))
     y = np.concatenate(buf) if buf else np.empty(0, dtype=np.float32)
+    s_start = int(sr * offset) * channels
+    s_end = None if duration is None else s_start + int(sr * duration) * channels
+    y = y[s_start:s_end]
     if channels > 1:
         y = y.reshape((-1, channels)).T
     return y, sr
@@ -169,14 +177,15 @@ def resample(y, orig_sr, target_sr=SAMPLE_RATE):
     return np.asarray(y_hat, dtype=y.dtype)
 
 
-def librosa_load(path, sr=SAMPLE_RATE):
-    """(waveform float32 at sr, native rate, channels, backend) as librosa.load(path, sr=sr)."""
+def librosa_load(path, sr=SAMPLE_RATE, offset=0.0, duration=None):
+    """(waveform float32 at sr, native rate, channels, backend) as
+    librosa.load(path, sr=sr, offset=offset, duration=duration)."""
     import soundfile as sf
     try:
-        y, native = _soundfile_read(path)
+        y, native = _soundfile_read(path, offset, duration)
         backend = "sndfile"
     except sf.SoundFileRuntimeError:
-        y, native = _audioread_read(path)
+        y, native = _audioread_read(path, offset, duration)
         backend = "ffmpeg"
     channels = 1 if y.ndim == 1 else y.shape[0]
     y = to_mono(y)
