@@ -152,6 +152,20 @@ TEST(AudioBadInputTest, NanOrInfinityInAFloatWav) {
   }
 }
 
+// Fuzz finding (2026-12-02): finite float samples near FLT_MAX overflow in libsoxr's filter (or
+// in the channel sum) and came out as inf; refused with a reason.
+TEST(AudioBadInputTest, HugeFiniteFloatsOverflowToARefusal) {
+  std::vector<float> s(4410, 0.25f);
+  for (int i = 100; i < 140; ++i) s[static_cast<std::size_t>(i)] = 3.3e38f;
+  auto resampled = load(wav(3, 1, 22050, 32, f32(s)));
+  ASSERT_FALSE(resampled.ok());
+  EXPECT_EQ(resampled.error().code(), ErrorCode::kDataLoss);
+  EXPECT_NE(resampled.error().message().find("not finite"), std::string::npos) << resampled.error().message();
+  auto mixed = load(wav(3, 2, 16000, 32, f32({3.3e38f, 3.3e38f, 0.1f, 0.2f})));  // 16 kHz: the mean overflows
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().message().find("not finite at sample 0"), std::string::npos) << mixed.error().message();
+}
+
 TEST(AudioBadInputTest, AbsurdRatesAndChannelCounts) {
   auto slow = decode_all(wav(1, 1, 1, 16, pcm16({1, 2, 3})));
   ASSERT_FALSE(slow.ok());

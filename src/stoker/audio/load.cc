@@ -52,6 +52,15 @@ Result<Waveform> load(std::span<const std::uint8_t> bytes, const LoadOptions& o)
   }
   if (soxr) STOKER_RETURN_IF_ERROR(soxr->finish(&w.samples));
   if (w.samples.empty()) return data_loss("audio: no samples");
+  // Finite samples of absurd magnitude (a float WAV holding 3e38) overflow in the channel sum or
+  // the resampler's filter: the reference would hand inf/NaN to the features; refused here
+  // (fuzz finding, 2026-12-02).
+  for (std::size_t i = 0; i < w.samples.size(); ++i) {
+    if (!std::isfinite(w.samples[i])) {
+      return data_loss("audio: the 16 kHz signal is not finite at sample " + std::to_string(i) +
+                       " (source samples of absurd magnitude)");
+    }
+  }
   return w;
 }
 
