@@ -57,7 +57,9 @@ run_one() {
   mkdir -p "$work/corpus/$t" "$work/findings/$t" "$work/seeds/$t"
   # -timeout: one input over 30 s is a hang (generous: the machine may be shared);
   # -rss_limit_mb: 2 GiB is an OOM finding, and so is one allocation over 512 MiB.
+  # Leaks inside third-party libraries' own failure paths: src/stoker/fuzz/lsan.supp.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS=suppressions="$root/src/stoker/fuzz/lsan.supp" \
     "$fuzz" --target="$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=512 \
     -print_final_stats=1 -artifact_prefix="$work/findings/$t/" \
     "$work/corpus/$t" "$work/seeds/$t" >"$work/logs/$t.log" 2>&1 || true

@@ -24,6 +24,9 @@ debs=(
   # record sources (issue 23): .jsonl.gz / .jsonl.zst; the tests' independent implementations
   # (braceexpand, PyYAML) and writers (GNU tar, the gzip and zstd tools)
   zlib1g-dev libzstd-dev zstd python3-braceexpand python3-yaml
+  # audio (src/stoker/audio): libsndfile (WAV/FLAC/OGG/MP3), libsoxr, libswresample; the
+  # reference path's python3-soundfile and python3-audioread (tests/python/test_audio_parity.py)
+  libsndfile1-dev libsoxr-dev libswresample-dev python3-soundfile python3-audioread
 )
 missing=()
 for p in "${debs[@]}"; do

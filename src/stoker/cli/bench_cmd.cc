@@ -19,6 +19,7 @@ int run_bench_packing(int argc, char** argv);
 int run_bench_scale(int argc, char** argv);
 int run_bench_video(int argc, char** argv);
 int run_bench_template(int argc, char** argv);
+int run_bench_audio(int argc, char** argv);
 
 #if !defined(STOKER_HAVE_BENCH)
 int run_bench(int, char**) {
@@ -54,6 +55,8 @@ int run_bench(int argc, char** argv) {
        "the transformers video processor", run_bench_video},
       {"template", "chat-template records/s: stoker's Jinja engine vs Python jinja2 in Hugging "
        "Face's environment (the parity corpus)", run_bench_template},
+      {"audio", "decode→16 kHz→Whisper log-mel: stoker vs librosa.load's rules + transformers' "
+       "NumPy WhisperFeatureExtractor", run_bench_audio},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)

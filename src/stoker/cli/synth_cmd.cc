@@ -5,6 +5,7 @@
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
 #include "stoker/synth/shards.h"
+#include "stoker/synth/audio.h"
 #include "stoker/synth/synth.h"
 #include "stoker/synth/video.h"
 
@@ -38,6 +39,11 @@ options:
                         23.976, 60 fps with an AAC track, a 90-degree rotation tag, short GOP, VP9
                         and AV1 (when this FFmpeg encodes them); plus videos/one_frame.mp4 and
                         videos/zero_frames.mp4 (not referenced). Encoded with libavcodec.
+  --audio N             also write N audio files (DIR/audio/, described in DIR/audio.jsonl) and
+                        append one record each: speech-like sound, tones, a chirp, noise and silence
+                        at 1343 Hz to 96 kHz, 1 to 6 channels, as WAV (16/24-bit, float), FLAC, OGG
+                        Vorbis, Opus, MP3 and M4A, a 31 s clip, and MP4 videos with an AAC track
+                        (records with "use_audio_in_video": true); see synth/audio.h
   --images-only         benchmark mode: N photo-like images of one size and format
   --size WxH            image size for --images-only (default 1920x1080)
   --format F            jpeg | jpeg-progressive | jpeg444 | png | webp, or any variant name
@@ -84,6 +90,7 @@ Result<synth::SynthResult> run(const Args& args) {
   c.seed = seed;
   c.threads = threads;
   STOKER_ASSIGN_OR_RETURN(int videos, args.get_int<int>("videos", 0, 0, 100000));
+  STOKER_ASSIGN_OR_RETURN(int audio, args.get_int<int>("audio", 0, 0, 100000));
   STOKER_ASSIGN_OR_RETURN(synth::SynthResult r, synth::generate_dataset(c));
   if (videos > 0) {
     STOKER_ASSIGN_OR_RETURN(synth::VideoMixResult v, synth::add_video_records(c.out_dir, videos, seed));
@@ -96,6 +103,10 @@ Result<synth::SynthResult> run(const Args& args) {
     STOKER_ASSIGN_OR_RETURN(synth::ShardsResult s, synth::write_shards(c.out_dir, shards));
     std::printf("shards: %d samples in %s (%.1f MiB), Energon folder %s\n", s.samples, s.shards_pattern.c_str(),
                 static_cast<double>(s.bytes) / (1 << 20), s.energon_dir.c_str());
+  if (audio > 0) {
+    STOKER_ASSIGN_OR_RETURN(synth::AudioMixResult a, synth::add_audio_records(c.out_dir, audio, seed));
+    r.records += a.records;
+    std::printf("audio: %d records, %.1f KiB (DIR/audio.jsonl)\n", a.records, static_cast<double>(a.bytes) / 1024);
   }
   return r;
 }
@@ -103,7 +114,7 @@ Result<synth::SynthResult> run(const Args& args) {
 }  // namespace
 
 int run_synth(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos", "shards"},
+  auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos", "shards", "audio"},
                           {"images-only", "help"});
   if (!args.ok()) return report("synth", args.error());
   if (args->has("help")) {

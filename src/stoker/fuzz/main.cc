@@ -26,6 +26,7 @@ const Target* const kTargets[] = {
     &stoker::fuzz::kJinjaTarget,
     &stoker::fuzz::kTarTarget,      &stoker::fuzz::kPickleTarget,
     &stoker::fuzz::kYamlSpecTarget,
+    &stoker::fuzz::kAudioTarget,
 };
 
 const Target* g_target = nullptr;

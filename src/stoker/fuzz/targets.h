@@ -57,6 +57,6 @@ inline std::pair<std::string_view, std::string_view> split2(std::string_view tex
 extern const Target kRecordTarget, kChatTarget, kTokenizerTarget, kTokenizerJsonTarget,
     kModelTarget, kJpegTarget, kPngTarget, kWebpTarget, kWireTarget, kHttpTarget, kXmlTarget,
     kAwsTarget, kUriTarget, kStateTarget, kManifestTarget, kVideoTarget, kJinjaTarget, kTarTarget,
-    kPickleTarget, kYamlSpecTarget;
+    kPickleTarget, kYamlSpecTarget, kAudioTarget;
 
 }  // namespace stoker::fuzz

@@ -16,6 +16,7 @@ extern "C" {
 }
 
 #include "stoker/base/file.h"
+#include "stoker/synth/audio.h"
 #include "stoker/synth/rng.h"
 
 namespace stoker::synth {
@@ -216,9 +217,9 @@ Result<std::vector<std::uint8_t>> encode_video(const VideoSpec& s) {
     m.audio = avcodec_alloc_context3(aenc);
     AVCodecContext* a = m.audio;
     a->sample_fmt = AV_SAMPLE_FMT_FLTP;
-    a->sample_rate = 16000;
-    av_channel_layout_default(&a->ch_layout, 1);
-    a->bit_rate = 32000;
+    a->sample_rate = s.audio_rate;
+    av_channel_layout_default(&a->ch_layout, s.audio_channels);
+    a->bit_rate = 32000 * s.audio_channels;
     a->time_base = AVRational{1, a->sample_rate};
     a->thread_count = 1;
     if (m.oc->oformat->flags & AVFMT_GLOBALHEADER) a->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
@@ -265,11 +266,22 @@ Result<std::vector<std::uint8_t>> encode_video(const VideoSpec& s) {
     STOKER_RETURN_IF_ERROR(check(av_frame_get_buffer(m.aframe, 0), "audio frame"));
     const double seconds = static_cast<double>(s.frames) * s.fps_den / s.fps_num;
     const std::int64_t total = static_cast<std::int64_t>(seconds * a->sample_rate);
+    std::vector<float> pcm;  // interleaved, from synth/audio.h when a content is named
+    if (!s.audio_content.empty()) {
+      pcm = render_audio({.format = "m4a", .content = s.audio_content, .sample_rate = s.audio_rate,
+                          .channels = s.audio_channels, .seconds = seconds, .seed = s.seed});
+    }
+    const std::int64_t rendered = static_cast<std::int64_t>(pcm.size()) / s.audio_channels;
     for (std::int64_t t = 0; t < total; t += m.aframe->nb_samples) {
       STOKER_RETURN_IF_ERROR(check(av_frame_make_writable(m.aframe), "audio frame"));
-      auto* d = reinterpret_cast<float*>(m.aframe->data[0]);
-      for (int k = 0; k < m.aframe->nb_samples; ++k) {
-        d[k] = 0.2f * static_cast<float>(std::sin(2 * M_PI * 440.0 * static_cast<double>(t + k) / a->sample_rate));
+      for (int c = 0; c < s.audio_channels; ++c) {
+        auto* d = reinterpret_cast<float*>(m.aframe->data[c]);
+        for (int k = 0; k < m.aframe->nb_samples; ++k) {
+          const std::int64_t i = t + k;
+          d[k] = s.audio_content.empty()
+                     ? 0.2f * static_cast<float>(std::sin(2 * M_PI * 440.0 * static_cast<double>(i) / a->sample_rate))
+                     : (i < rendered ? pcm[static_cast<std::size_t>(i * s.audio_channels + c)] : 0.0f);
+        }
       }
       m.aframe->pts = t;
       STOKER_RETURN_IF_ERROR(drain(m, a, ast, m.aframe));

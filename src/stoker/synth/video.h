@@ -24,6 +24,8 @@ struct VideoSpec {
   int bframes = 2;       // h264 / mpeg4
   bool vfr = false;      // irregular frame durations (pts jitter, a pause)
   bool audio = false;    // an AAC (mp4) / Opus-less: AAC only track next to the video
+  int audio_rate = 16000, audio_channels = 1;
+  std::string audio_content;  // empty: a 440 Hz sine; else synth/audio.h content (speech, tone, ...)
   int rotation = 0;      // display matrix, degrees counterclockwise (ffprobe "rotation"): 0/90/180/270
   std::uint64_t seed = 0;
   Status validate() const;
