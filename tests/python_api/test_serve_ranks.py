@@ -343,7 +343,7 @@ def test_serve_totals_add_up(stoker, data, server, consumer_env, tmp_path):
 def test_served_loader_refuses_pipeline_options(stoker, data, server, monkeypatch, tmp_path):
     srv = server()
     for kw in ({"batch_size": 16}, {"data": "x.jsonl"}, {"packing": True},
-               {"media_root": "/data"}, {"window": 2}):
+               {"media_root": "/data"}, {"sample_window": 2}):
         with pytest.raises(stoker.InvalidArgumentError, match="would be ignored") as e:
             stoker.Loader(connect=srv.sock, rank=0, world_size=WORLD, **kw)
         assert next(iter(kw)) in str(e.value)

@@ -32,8 +32,7 @@
 #include <vector>
 
 #include "stoker/base/clock.h"
-#include "stoker/cli/args.h"
-#include "stoker/cli/loader_flags.h"
+#include "stoker/cli/options_cli.h"
 #include "stoker/cli/run_loop.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/observe.h"
@@ -45,7 +44,7 @@
 
 namespace stoker::cli {
 
-const char kServeHelp[] = R"(usage: stoker serve DATA.jsonl[,MORE.jsonl] --world-size W [options]
+const char kServeHelp[] = R"(usage: stoker serve DATA.jsonl [MORE.jsonl ...] --world-size W [options]
 
 Serves every rank of a W-rank job on this node its own shard over a private Unix socket:
 a process attaches with stoker.Loader(connect=PATH) (rank and world size from its arguments or
@@ -56,33 +55,9 @@ rank finished its epochs, or on SIGINT/SIGTERM. With torchrun (README "One serve
 (Debian's torch 1.13 under Python 3.11: torchrun crashes without --redirects/--tee 1 or 2.)
 Totals: per rank and in the summary, sent = released + reclaimed + held; a connection that never
 attaches (another server checking this one is alive) is no client; refused attaches are counted.
-
-options:
-  --socket PATH        Unix socket (default: $XDG_RUNTIME_DIR/stoker/stoker.sock or
-                       /tmp/stoker-$UID/stoker.sock; export STOKER_SERVER=PATH for clients)
-  --world-size W       ranks of the job (default: WORLD_SIZE from the environment, else 1)
-  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
-  --tokenizer DIR      folder with tokenizer.json (default: the model folder / installed Qwen one)
-  --batch-size B       samples per batch (default 8)   --max-length L   (default 8192)
-  --threads N          CPU threads for all ranks together (default: all cores), split W ways
-  --io-threads N       I/O threads per rank (default 2)
-  --prefetch K         ready batches kept ahead per rank (default 4)
-  --worker-sched C     scheduling class of the loader's threads: batch (default: they never
-                       preempt the trainer's thread), idle (only spare CPU), normal
-  --window N           unreleased batches one rank's process may hold (default 4)
-  --seed S             order seed (default 0)          --epochs E   (default 1; -1 forever)
-  --arena-mb MB        shared arena per rank (default 512)
-  --bf16               pixel_values in bfloat16 (default float32)
-  --exif E             apply (default: EXIF orientation as transformers' load_image) | ignore
-                       (pixels as stored, as qwen-vl-utils and LLaMA-Factory open images)
-  --small-images S     resize (default: a side below the factor enlarged, transformers >= 4.53)
-                       | refuse (InvalidArgument, as transformers <= 4.52)
-  --progress-s S       print per-rank progress every S seconds (default 5; 0: never)
 )";
 
 namespace {
-
-constexpr long long kMaxWorld = 4096;
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
@@ -247,13 +222,6 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
   }
 }
 
-Result<pipeline::LoaderConfig> make_config(const Args& args) {
-  STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig c,
-                          loader_config_from_flags(args, {.io_threads = 2, .arena_mb = 512}));
-  c.arena.shared = true;  // the clients map it
-  return c;
-}
-
 void print_progress(std::vector<std::unique_ptr<RankSlot>>& slots, const shm::BatchServer& server) {
   for (auto& s : slots) {
     std::lock_guard lock(s->mu);
@@ -337,30 +305,23 @@ std::string serve_metrics(std::vector<std::unique_ptr<RankSlot>>& slots,
 
 }  // namespace
 
-Status serve_loader(const Args& args, const ServeHooks& hooks) {
-  STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig base, make_config(args));
-  STOKER_ASSIGN_OR_RETURN(ObserveFlags observe_flags, observe_flags_from(args));
-  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Observer> observer, Observer::create(observe_flags, "serve"));
+Status serve_loader(const config::Settings& settings, const ServeHooks& hooks) {
+  pipeline::LoaderConfig base = settings.loader;
+  base.arena.shared = true;  // the clients map it
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Observer> observer, Observer::create(settings.observe, "serve"));
   base.tracer = observer->tracer();
-  // WORLD_SIZE from the launcher, parsed as strictly as the flag that overrides it.
-  long long world = 1;
-  if (const char* w = std::getenv("WORLD_SIZE"); w != nullptr && *w && !args.has("world-size")) {
-    STOKER_ASSIGN_OR_RETURN(world, parse_int("$WORLD_SIZE", w, 1, kMaxWorld));
-  }
-  STOKER_ASSIGN_OR_RETURN(world, args.get_int<long long>("world-size", world, 1, kMaxWorld));
-  STOKER_ASSIGN_OR_RETURN(int threads,
-                          args.get_int<int>("threads", 0, 0, std::numeric_limits<int>::max()));
+  const long long world = settings.serve.world_size;
+  int threads = base.threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   base.threads = static_cast<int>(std::max<long long>(1, threads / world));
   base.rank.rank = 0;
   base.rank.world_size = static_cast<int>(world);
   if (hooks.configure) STOKER_RETURN_IF_ERROR(hooks.configure(base));
   STOKER_RETURN_IF_ERROR(base.validate());
-  STOKER_ASSIGN_OR_RETURN(int window, args.get_int<int>("window", 4, 1, 64));  // BatchServer's
-  // At most a day: the next deadline (now + S·1e9 ns) stays far from int64 overflow.
-  STOKER_ASSIGN_OR_RETURN(double progress_s, args.get_double("progress-s", 5, 0, 86400));
+  const int window = settings.serve.window;
+  const double progress_s = settings.serve.progress_s;
 
-  std::string path = args.get("socket");
+  std::string path = settings.serve.socket;
   if (path.empty()) {
     STOKER_ASSIGN_OR_RETURN(path, shm::default_socket_path("stoker"));
   } else {
@@ -438,27 +399,17 @@ Status serve_loader(const Args& args, const ServeHooks& hooks) {
   return ok_status();
 }
 
-std::set<std::string> serve_value_flags() {
-  std::set<std::string> values = loader_value_flags();
-  values.insert({"socket", "world-size", "threads", "window", "progress-s"});
-  values.merge(observe_value_flags(/*with_report=*/false));
-  return values;
-}
-
 int run_serve(int argc, char** argv) {
-  for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--help") {
-      std::fputs(kServeHelp, stdout);
-      std::fputs(kPackingFlagsHelp, stdout);
-      std::fputs(kMediaFlagsHelp, stdout);
-      std::fputs(kObserveFlagsHelp, stdout);
-      return 0;
-    }
+  bool help = false;
+  Result<config::Settings> settings = parse_command_line(argc, argv, config::kServe, &help);
+  if (help) {
+    std::fputs(kServeHelp, stdout);
+    std::fputs(options_help(config::kServe).c_str(), stdout);
+    return 0;
   }
-  Result<Args> args =
-      Args::parse(argc, argv, serve_value_flags(), loader_switch_flags(), loader_repeat_flags());
-  if (!args.ok()) return report("serve", args.error());
-  Status st = serve_loader(*args, {});
+  if (!settings.ok()) return report("serve", settings.error());
+  warn_settings(*settings, "serve");
+  Status st = serve_loader(*settings, {});
   if (!st.ok()) return report("serve", st.error());
   return 0;
 }

@@ -105,7 +105,7 @@ class RawClient {
 // released), all with the GIL released. Returns the loader's and the server's counters.
 py::dict serve(const py::dict& kw, const std::string& socket_path, int clients, int window,
                std::int64_t idle_timeout_ms, double wait_clients_s, double finish_timeout_s) {
-  pipeline::LoaderConfig c = loader_config(kw);
+  pipeline::LoaderConfig c = settings_from_keywords(kw, config::kPyServe).loader;
   c.arena.shared = true;  // clients map the memfd
   const std::string path = socket_or_default(socket_path);
   pipeline::LoaderStats ls;
