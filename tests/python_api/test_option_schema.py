@@ -35,6 +35,7 @@ def pyi_params(function):
 
 @pytest.mark.parametrize("command,function,target", [
     ("Loader", ("Loader", "__init__"), lambda s: s.Loader.__init__),
+    ("serve", ("serve",), lambda s: s.serve),
 ])
 def test_signature_and_pyi_agree_with_the_schema(stoker, command, function, target):
     options = schema(stoker, command)

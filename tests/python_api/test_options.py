@@ -197,14 +197,18 @@ def test_cpp_checks_again_before_narrowing(stoker, dataset):
 SERVE_BAD = [
     (dict(batch_size="8"), "batch_size must be an int in [1, 65536], got '8' (str)"),
     (dict(media_root=[1]), "media_root must be a str or os.PathLike, or a list of them"),
-    (dict(clients=-1), "clients must be an int ≥ 0, got -1 (int)"),
-    (dict(clients=True), "clients must be an int ≥ 0, got True (bool)"),
+    (dict(world_size=0), "world_size must be None or an int in [1, 4096], got 0 (int)"),
+    (dict(world_size=True), "world_size must be None or an int in [1, 4096], got True (bool)"),
     (dict(window=0), "window must be an int in [1, 64], got 0 (int)"),
     (dict(window=65), "window must be an int in [1, 64], got 65 (int)"),
     (dict(idle_timeout_s="1"), "idle_timeout_s must be None or a number in [0, 1e+07]"),
-    (dict(wait_clients_s=-1), "wait_clients_s must be a number in [0, 1e+07], got -1 (int)"),
-    (dict(finish_timeout_s=math.inf), "finish_timeout_s must be a number in [0, 1e+07]"),
-    (dict(socket=5), "socket must be a str or an os.PathLike, got 5 (int)"),
+    (dict(progress_s=-1), "progress_s must be a number in [0, 86400], got -1 (int)"),
+    (dict(progress_s=math.inf), "progress_s must be a number in [0, 86400]"),
+    (dict(clients=2), "serve: unknown option 'clients'"),  # the unranked server is gone
+    # every rank has its own arena: together they must fit the memory (checked in C++)
+    (dict(world_size=4, arena_bytes=MEMORY // 2),
+     "arena_bytes x world_size = "),
+    (dict(socket=5), "socket must be None or a str or an os.PathLike, got 5 (int)"),
     (dict(connect_timeout_s=1), "serve: unknown option 'connect_timeout_s'"),
 ]
 

@@ -335,7 +335,7 @@ const OptionSpec kOptions[] = {
      .help = "test switch: sleep between logging a batch and saving the state", .def = "0",
      .dlo = 0, .dhi = 86'400'000, .set = SET(s.run.pause_after_log_ms = v.d)},
     {.name = "quiet", .flag = "quiet", .kind = Kind::kBool, .commands = kRunLike | kServeLike,
-     .group = "run", .help = "no progress lines (serve: no attach, progress or summary lines)",
+     .group = "run", .help = "no progress lines (the summary, and serve's attach lines, stay)",
      .def = "false", .set = SET(s.run.quiet = v.b; s.serve.quiet = v.b)},
     {.name = "progress_s", .flag = "progress-s", .kind = Kind::kNumber,
      .commands = kRunLike | kServeLike, .group = "run",

@@ -38,7 +38,7 @@ struct ServeSettings {
   int window = 4;                // unreleased batches one rank's process may hold
   double progress_s = 5;         // per-rank progress lines (0: none)
   double idle_timeout_s = -1;    // stop when no process was attached this long (-1: never)
-  bool quiet = false;            // no attach / progress / summary lines
+  bool quiet = false;            // no progress lines (attach lines and the summary stay)
 };
 
 struct ClusterSettings {

@@ -129,30 +129,46 @@ def _from_dlpack():
 def serve(
     data: _Paths,
     socket: Optional[_Path] = None,
-    clients: int = 1,
+    world_size: Optional[int] = None,
     window: int = 4,
-    idle_timeout_s: Optional[float] = 60.0,
-    wait_clients_s: float = 60.0,
-    finish_timeout_s: float = 60.0,
+    idle_timeout_s: Optional[float] = None,
+    progress_s: float = 5.0,
+    quiet: bool = False,
     **loader_options: Any,
 ) -> Dict[str, Any]:
-    """Runs one Loader for this node and serves its batches to `stoker.Loader(connect=socket)`
-    processes (zero-copy: they map this process's arena). Waits for `clients` to connect, serves
-    until the data ends, waits until every batch is released, returns the counters. Blocks with
-    the GIL released. socket=None: the per-user default path (also the clients' default with
-    connect=True). Each batch goes to the connected client holding the fewest, so with several
-    clients each sees a share of the stream (not a per-rank split; for that, each rank its own
-    shard, run the `stoker serve` command). `loader_options` are Loader's (batch_size,
-    media_root, ...), checked the same way; a bad one raises InvalidArgumentError."""
-    kw = _options.check_options(dict(loader_options, data=data), "serve")
-    sock = "" if socket is None else _options.path("socket", socket)
-    clients = _options.int_in(0, _options.I32)("clients", clients)
-    window = _options.int_in(1, 64)("window", window)  # the server's limit
-    idle = _options.optional(_options.SECONDS)("idle_timeout_s", idle_timeout_s)
-    wait_s = _options.SECONDS("wait_clients_s", wait_clients_s)
-    finish_s = _options.SECONDS("finish_timeout_s", finish_timeout_s)
-    idle_ms = -1 if idle is None else int(idle * 1000)
-    return _stoker.serve(kw, sock, clients, window, idle_ms, wait_s, finish_s)
+    """The node server: serves every rank of a `world_size`-rank job on this node its own shard
+    (the batches of an in-process `Loader(data, rank=r, world_size=world_size)`), zero-copy over
+    shared memory, to `stoker.Loader(connect=socket)` processes — the same library, the same
+    behaviour and the same output lines as `stoker serve` (and `stoker cluster --serve`): a rank
+    whose process dies and attaches again continues after the last batch it released (what it
+    held is sent again, first); a client's `resume_state` wins; per-rank counters (and Prometheus
+    metrics with `metrics_port=`). socket=None: the per-user default path (the clients' default
+    with connect=True); world_size=None: $WORLD_SIZE, else 1. Blocks, GIL released, until every
+    rank finished its epochs (Ctrl-C: KeyboardInterrupt once the server is closed); returns the
+    counters in total and per rank. `loader_options` are Loader's (batch_size, media_root, ...;
+    threads is for all ranks together, split among them), checked the same way; a bad one
+    raises InvalidArgumentError before anything listens."""
+    kw = _options.check_options(dict(loader_options, data=data, socket=socket,
+                                     world_size=world_size, window=window,
+                                     idle_timeout_s=idle_timeout_s, progress_s=progress_s,
+                                     quiet=quiet), "serve")
+    # SIGTERM stops the server cleanly too (clients closed, socket unlinked), as it stops `stoker
+    # serve`: raised here as KeyboardInterrupt, like Ctrl-C, once the server is closed.
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        def _terminate(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt("SIGTERM")
+
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _stoker.serve(kw)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 class Loader:
