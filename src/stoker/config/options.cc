@@ -51,6 +51,7 @@ constexpr std::string_view kScheds[] = {"batch", "idle", "normal"};
 constexpr std::string_view kFormats[] = {"hf", "megatron"};
 constexpr std::string_view kExif[] = {"apply", "ignore"};
 constexpr std::string_view kSmall[] = {"resize", "refuse"};
+constexpr std::string_view kTimeIndex[] = {"float", "int"};
 constexpr std::string_view kRoles[] = {"receiver", "worker"};
 constexpr std::string_view kWires[] = {"float", "uint8", "encoded"};
 
@@ -284,6 +285,15 @@ const OptionSpec kOptions[] = {
      .def = "resize", .choices = kSmall, .model_folder = true,
      .set = SET(s.loader.small_images = v.s == "refuse" ? image::SmartResizeRules::kRefuseBelowFactor
                                                        : image::SmartResizeRules::kCurrent)},
+    {.name = "video_time_index", .flag = "video-time-index", .kind = Kind::kChoice,
+     .commands = kL, .group = "images",
+     .help = "Qwen2.5-VL video time index t x second_per_grid_t x tokens_per_second: float "
+             "(in float32, then truncated: transformers 4.49, Qwen's fine-tuning code, vLLM) | "
+             "int (second_per_grid_t cast to an integer first: later 4.5x releases to 4.57, and "
+             "5.x until transformers PR 48669; README \"Video\")",
+     .def = "float", .choices = kTimeIndex, .model_folder = true,
+     .set = SET(s.loader.video_time_index = v.s == "int" ? batch::TimeIndexMode::kIntCastFirst
+                                                        : batch::TimeIndexMode::kFloatThenTruncate)},
     // ---- observability
     {.name = "trace", .flag = "trace", .kind = Kind::kPath, .commands = kObserved,
      .group = "observability",

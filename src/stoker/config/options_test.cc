@@ -239,3 +239,31 @@ TEST(OptionSchemaTest, TheTablesListEveryOption) {
 
 }  // namespace
 }  // namespace stoker::config
+
+namespace stoker::config {
+namespace {
+
+TEST(OptionSchemaTest, VideoTimeIndexFromTheFlagAndTheModelFolder) {
+  auto d = build(kRun, Frontend::kCli, {});
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(d->loader.video_time_index, batch::TimeIndexMode::kFloatThenTruncate);
+  auto i = build(kRun, Frontend::kCli, {{"video_time_index", "int"}});
+  ASSERT_TRUE(i.ok()) << i.error().to_string();
+  EXPECT_EQ(i->loader.video_time_index, batch::TimeIndexMode::kIntCastFirst);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("stoker-tix-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "qwen2_5_vl"})";
+  std::ofstream(dir / "stoker.json") << R"({"video_time_index": "int"})";
+  auto f = build(kPyLoader, Frontend::kPython, {{"model", dir.string()}});
+  ASSERT_TRUE(f.ok()) << f.error().to_string();
+  EXPECT_EQ(f->loader.video_time_index, batch::TimeIndexMode::kIntCastFirst);
+  auto bad = build(kRun, Frontend::kCli, {{"video_time_index", "round"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().to_string().find("--video-time-index must be one of float, int, got "
+                                         "'round'"), std::string::npos) << bad.error().to_string();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stoker::config

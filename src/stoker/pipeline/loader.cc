@@ -293,6 +293,7 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   STOKER_ASSIGN_OR_RETURN(video::VideoProcessor vproc, video::VideoProcessor::create(vcfg));
   ctx->video_processor.emplace(std::move(vproc));
   ctx->rope = batch::RopeConfig::from_model(ctx->model);
+  ctx->rope.time_mode = config.video_time_index;
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;

@@ -16,6 +16,7 @@
 
 #include "stoker/base/result.h"
 #include "stoker/batch/arena.h"
+#include "stoker/batch/mrope.h"
 #include "stoker/batch/pack_collate.h"
 #include "stoker/dataset/order.h"
 #include "stoker/exec/sched.h"
@@ -93,6 +94,11 @@ struct LoaderConfig : BatchOptions {
   // >= 4.53 does, or refused as <= 4.52 did.
   bool apply_exif_orientation = true;
   image::SmartResizeRules small_images = image::SmartResizeRules::kCurrent;
+  // Qwen2.5-VL video time index (batch/mrope.h): t · second_per_grid_t · tokens_per_second in
+  // float32, then truncated (transformers 4.49, Qwen's fine-tuning code, vLLM), or with
+  // second_per_grid_t cast to an integer first (later 4.5x releases to 4.57, 5.x until
+  // transformers PR 48669); they differ at fractional seconds per grid (README "Video").
+  batch::TimeIndexMode video_time_index = batch::TimeIndexMode::kFloatThenTruncate;
   std::uint64_t seed = 0;
   std::int64_t epochs = 1;          // -1: forever
   dataset::RankFlags rank;          // explicit rank/world; unset fields come from the launcher env
