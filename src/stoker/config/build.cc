@@ -3,8 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -63,29 +64,24 @@ Result<Value> parse_text(const OptionSpec& o, std::string_view text, std::string
       for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (t == "1" || t == "true") v.b = true;
       else if (t == "0" || t == "false") v.b = false;
-      else return invalid_argument(std::string(what) + " must be 1 or 0 (true or false), got " + shown(text));
+      else return invalid_argument(std::string(what) + " must be 1 or 0 (true or false), got " +
+                                   shown(text));
       return v;
     }
     case Kind::kInt: {
       const Bound hi = o.upper(machine);
       const std::string hint = hi.why.empty() ? std::string() : " (" + hi.why + ")";
-      if (o.also != kNoAlso) {
-        long long x = 0;
+      if (o.also != kNoAlso) {  // e.g. epochs: -1 (forever) or [1, ...]
         Result<long long> any = parse_int(what, text, std::numeric_limits<long long>::min(),
                                           std::numeric_limits<long long>::max());
-        if (any.ok() && *any == o.also) {
-          v.i = *any;
-          return v;
-        }
-        Result<long long> r = parse_int(what, text, o.lo, hi.value, hint);
-        if (!r.ok()) {
+        const bool in_range = any.ok() && (*any == o.also || (*any >= o.lo && *any <= hi.value));
+        if (!in_range) {
           return invalid_argument(std::string(what) + " must be " + std::to_string(o.also) + " (" +
                                   std::string(o.also_means) + ") or an integer in [" +
                                   std::to_string(o.lo) + ", " + std::to_string(hi.value) + "]" +
                                   hint + ", got " + shown(text));
         }
-        x = *r;
-        v.i = x;
+        v.i = *any;
         return v;
       }
       STOKER_ASSIGN_OR_RETURN(long long x, parse_int(what, text, o.lo, hi.value, hint));

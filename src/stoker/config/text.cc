@@ -25,7 +25,10 @@ std::string meta(const OptionSpec& o) {
     case Kind::kChoice: {
       if (!o.switch_sets.empty()) return "";
       std::string out;
-      for (std::string_view c : o.choices) out += (out.empty() ? "" : "|") + std::string(c);
+      for (std::string_view c : o.choices) {  // piece by piece: GCC 12's -Wrestrict false positive
+        if (!out.empty()) out += '|';
+        out.append(c);
+      }
       return out;
     }
     case Kind::kState: return "STATE";
@@ -56,7 +59,10 @@ std::string details(const OptionSpec& o, Command c, const Machine* m) {
   if (o.model_folder) parts.push_back("model folder's stoker.json may set it");
   if (o.kind == Kind::kList && !o.positional) parts.push_back("repeatable");
   std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out += "; ";
+    out += p;
+  }
   return out.empty() ? out : " (" + out + ")";
 }
 
@@ -89,7 +95,9 @@ void wrap(std::string& out, std::string head, const std::string& text) {
 std::string commands_text(Commands cs) {
   std::string out;
   for (Command c : {kRun, kServe, kCluster, kInspect, kPyLoader, kPyServe}) {
-    if ((cs & c) != 0) out += (out.empty() ? "" : ", ") + std::string(command_name(c));
+    if ((cs & c) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out.append(command_name(c));
   }
   return out;
 }
@@ -147,7 +155,10 @@ std::string markdown_table() {
       std::snprintf(buf, sizeof buf, "%g .. %g", o.dlo, o.dhi);
       range = buf;
     } else if (o.kind == Kind::kChoice) {
-      for (std::string_view c : o.choices) range += (range.empty() ? "" : ", ") + std::string(c);
+      for (std::string_view c : o.choices) {
+        if (!range.empty()) range += ", ";
+        range.append(c);
+      }
     }
     if (o.nullable) type += " or None";
     std::string flag;
