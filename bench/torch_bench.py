@@ -192,7 +192,9 @@ def run_one(args):
         code = ("import sys, stoker; stoker.serve(sys.argv[1], socket=sys.argv[2], batch_size="
                 f"{args.batch_size}, threads={args.threads}, prefetch=4, max_length={MAX_LENGTH},"
                 f" seed=0, epochs={epochs})")
-        server = subprocess.Popen([sys.executable, "-c", code, args.data, sock])
+        # The node server prints its attach and summary lines on stdout: not into this JSON.
+        server = subprocess.Popen([sys.executable, "-c", code, args.data, sock],
+                                  stdout=subprocess.DEVNULL)
         loader = stoker.Loader(connect=sock)
     elif args.run == "stoker":
         import stoker

@@ -1,7 +1,7 @@
 """Ctrl-C in a trainer blocked in `next()` (issue 15: it used to be ignored until the wait ended,
 ~40 s): a child /usr/bin/python3 blocks in next() — in-process on an image behind a loopback
-HTTP server that accepts and never answers, or served by a `stoker.serve` that waits for a second
-client before sending anything — the test sends it SIGINT and the child must raise
+HTTP server that accepts and never answers, or served by a `stoker.serve` whose data is such an
+image (the node server's Loader waits on it, so the served next() waits) — the test sends it SIGINT and the child must raise
 KeyboardInterrupt out of next() within a bound. Both clocks are CLOCK_MONOTONIC (time.monotonic in
 either process), so the child stamps the moment it caught it."""
 import os
@@ -42,12 +42,24 @@ except KeyboardInterrupt:
     os._exit(0)  # the point is the latency; the blocked fetch is the server's to end
 """
 
-# Serves one batch stream but only once 2 clients are connected: a single client waits.
+# The node server, on one record whose image is behind a silent HTTP server: rank 0's first
+# batch never comes, so a served next() waits.
 SERVER = r"""
-import sys
+import json, os, socket, sys
 import stoker
-stoker.serve(sys.argv[1], socket=sys.argv[2], clients=2, wait_clients_s=120, batch_size=2,
-             threads=1)
+folder = sys.argv[1]
+silent = socket.socket()  # listens, never accepts: a request is never answered
+silent.bind(("127.0.0.1", 0))
+silent.listen(16)
+data = os.path.join(folder, "served.jsonl")
+with open(data, "w") as f:
+    f.write(json.dumps({"messages": [
+        {"role": "user", "content": [
+            {"type": "image", "image": "http://127.0.0.1:%d/a.jpg" % silent.getsockname()[1]},
+            {"type": "text", "text": "what is it?"}]},
+        {"role": "assistant", "content": "a cat"}]}) + "\n")
+stoker.serve(data, socket=sys.argv[2], world_size=1, batch_size=1, threads=1,
+             io_deadline_ms=60000)
 """
 
 
@@ -83,8 +95,8 @@ def test_ctrl_c_interrupts_an_in_process_next(stoker, tmp_path):
     _interrupt(stoker, "local", tmp_path)
 
 
-def test_ctrl_c_interrupts_a_served_next(stoker, dataset, tmp_path):
-    server = subprocess.Popen([sys.executable, "-c", SERVER, dataset, str(tmp_path / "s.sock")],
+def test_ctrl_c_interrupts_a_served_next(stoker, tmp_path):
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(tmp_path), str(tmp_path / "s.sock")],
                               env=_env(stoker), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _interrupt(stoker, "served", tmp_path)

@@ -1,6 +1,9 @@
-"""`stoker serve`: one node server, every local rank its own shard (DESIGN.md §4 "One node").
+"""`stoker serve` and `stoker.serve()`: one node server, every local rank its own shard (DESIGN.md
+§4 "One node"). Both are shm::NodeServer; the tests that matter run against each (`kind`), and
+the last one checks the two gave each rank the same batches and the same reattach behaviour.
 
-The server is the real CLI (`stoker serve`), the consumers are separate /usr/bin/python3 processes
+The server is the real CLI (`stoker serve`) or a Python process calling stoker.serve(...), the
+consumers are separate /usr/bin/python3 processes
 that get their rank the way torchrun gives it (RANK / WORLD_SIZE in the environment) and iterate
 one epoch through stoker.Loader(connect=...). Checked against the in-process Loader for the same
 rank (an independent path through the engine: no server, no socket). Crash semantics under test:
@@ -70,13 +73,29 @@ def consumer_env(stoker):
     return env
 
 
+# A Python node server: the same options as the CLI's below, through stoker.serve().
+PY_SERVER = r"""
+import json, sys
+import stoker
+data, sock, world, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out = stoker.serve(data, socket=sock, world_size=world, batch_size=batch, threads=2,
+                   progress_s=0.5)
+print(json.dumps(out), flush=True)
+"""
+
+
 class Server:
-    def __init__(self, data, sock, *extra):
+    def __init__(self, data, sock, *extra, kind="cli", env=None):
         self.sock = sock
-        self.proc = subprocess.Popen(
-            [_stoker_bin(), "serve", data, "--socket", sock, "--world-size", str(WORLD),
-             "--batch-size", str(BATCH), "--threads", "2", "--progress-s", "0.5", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.kind = kind
+        if kind == "cli":
+            cmd = [_stoker_bin(), "serve", data, "--socket", sock, "--world-size", str(WORLD),
+                   "--batch-size", str(BATCH), "--threads", "2", "--progress-s", "0.5", *extra]
+        else:
+            assert not extra, extra
+            cmd = [sys.executable, "-c", PY_SERVER, data, sock, str(WORLD), str(BATCH)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
         first = self.proc.stdout.readline()
         assert "listening on " + sock in first, first + self.proc.stderr.read()
 
@@ -91,17 +110,22 @@ class Server:
 
 
 @pytest.fixture
-def server(data, tmp_path):
+def server(data, tmp_path, consumer_env):
     servers = []
 
-    def start(*extra):
-        s = Server(data, str(tmp_path / "node.sock"), *extra)
+    def start(*extra, kind="cli"):
+        s = Server(data, str(tmp_path / "node.sock"), *extra, kind=kind, env=consumer_env)
         servers.append(s)
         return s
 
     yield start
     for s in servers:
         s.stop()
+
+
+KINDS = ["cli", "python"]
+# What each kind of server did in the kill-and-reattach scenario (compared at the end).
+SEEN = {}
 
 
 def consume(env, sock, out, rank, mode="all", **kw):
@@ -131,8 +155,9 @@ def flat(bs):
     return [i for b in bs for i in b]
 
 
-def test_each_rank_gets_its_own_shard(stoker, data, server, consumer_env, tmp_path):
-    srv = server()
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_rank_gets_its_own_shard(stoker, data, server, consumer_env, tmp_path, kind):
+    srv = server(kind=kind)
     procs = [consume(consumer_env, srv.sock, tmp_path / f"r{r}.jsonl", r) for r in range(WORLD)]
     for p in procs:
         _, err = p.communicate(timeout=120)
@@ -153,9 +178,10 @@ def test_each_rank_gets_its_own_shard(stoker, data, server, consumer_env, tmp_pa
     assert not os.path.exists(srv.sock), "the socket outlived the server"
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_killed_rank_reattaches_and_the_epoch_is_served_exactly_once(
-        stoker, data, server, consumer_env, tmp_path):
-    srv = server()
+        stoker, data, server, consumer_env, tmp_path, kind):
+    srv = server(kind=kind)
     r0 = consume(consumer_env, srv.sock, tmp_path / "r0.jsonl", 0)
     r1 = consume(consumer_env, srv.sock, tmp_path / "r1a.jsonl", 1, mode="hold2")
     deadline = time.time() + 120
@@ -182,10 +208,17 @@ def test_killed_rank_reattaches_and_the_epoch_is_served_exactly_once(
     assert "rank 1 attached (client" in out and "from epoch 0 position 16" in out, out
     # 2 released + 4 reclaimed (2 held, 2 more within the window) by the dead process.
     assert "(1 lost, 0 refused)" in out and "4 reclaimed" in out, out
+    ranks, totals = _rank_lines(out)
+    SEEN[kind] = {"released": released, "held": held, "second": batches(second),
+                  "rank0": batches(read_log(tmp_path / "r0.jsonl")), "ranks": ranks,
+                  "totals": totals,
+                  "attached": sorted(line.split("(client ")[0] + line.split("), ")[1]
+                                     for line in out.splitlines() if " attached (client " in line)}
 
 
-def test_client_state_wins_and_wrong_world_is_refused(stoker, data, server, consumer_env):
-    srv = server()
+@pytest.mark.parametrize("kind", KINDS)
+def test_client_state_wins_and_wrong_world_is_refused(stoker, data, server, consumer_env, kind):
+    srv = server(kind=kind)
     with pytest.raises(stoker.StokerError) as e:
         stoker.Loader(connect=srv.sock, rank=0, world_size=3)
     assert "world size 2, not 3" in str(e.value)
@@ -343,7 +376,7 @@ def test_serve_totals_add_up(stoker, data, server, consumer_env, tmp_path):
 def test_served_loader_refuses_pipeline_options(stoker, data, server, monkeypatch, tmp_path):
     srv = server()
     for kw in ({"batch_size": 16}, {"data": "x.jsonl"}, {"packing": True},
-               {"media_root": "/data"}, {"window": 2}):
+               {"media_root": "/data"}, {"sample_window": 2}):
         with pytest.raises(stoker.InvalidArgumentError, match="would be ignored") as e:
             stoker.Loader(connect=srv.sock, rank=0, world_size=WORLD, **kw)
         assert next(iter(kw)) in str(e.value)
@@ -366,3 +399,12 @@ def test_served_loader_refuses_pipeline_options(stoker, data, server, monkeypatc
     finally:
         dflt.kill()
         dflt.wait()
+
+
+def test_python_and_cli_servers_behave_alike():
+    # stoker.serve() and `stoker serve` are one library: each rank got the same batches, the
+    # killed rank's held batches came again first to its replacement, from the same state, and
+    # every counter (per rank and in total) is the same.
+    if set(SEEN) != set(KINDS):
+        pytest.skip("needs both runs of test_killed_rank_reattaches_... (run the whole file)")
+    assert SEEN["python"] == SEEN["cli"], (SEEN["python"], SEEN["cli"])

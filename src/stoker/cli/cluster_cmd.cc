@@ -8,9 +8,8 @@
 #include <limits>
 #include <string>
 
-#include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
-#include "stoker/cli/loader_flags.h"
+#include "stoker/cli/options_cli.h"
 #include "stoker/cli/run_loop.h"
 
 #ifdef STOKER_HAVE_CLUSTER
@@ -23,7 +22,7 @@
 namespace stoker::cli {
 namespace {
 
-constexpr char kHelp[] = R"(usage: mpirun [mpirun options] -np N stoker cluster DATA.jsonl[,MORE.jsonl] [options]
+constexpr char kHelp[] = R"(usage: mpirun [mpirun options] -np N stoker cluster DATA.jsonl [MORE.jsonl ...] [options]
 
 Scale-out: world ranks 0..R-1 are receivers — each one is data-parallel rank r of R, runs the
 `stoker run` loop (a simulated trainer with --step-ms, state file, logs, hashes) and assembles
@@ -32,26 +31,11 @@ tokenize the samples the receivers ask for and send them back over MPI. mpirun p
 (--map-by node spreads, --map-by slot packs); the batches are the bytes `stoker run --rank r
 --world-size R` makes, whatever the layout and the number of workers. With no workers a
 receiver prepares its samples itself (--threads). A rank that dies ends the job (mpirun names
-it); --resume the receivers' --state-file with any number of workers.
-
-cluster options (every rank must get the same flags; only --role may differ):
-  --receivers R        ranks 0..R-1 receive (default 1)
-  --role receiver|worker   MPMD instead of --receivers: this app context's role
-  --wire W             float (default: finished pixel rows) | uint8 (resized pixels; the receiver
-                       normalises, bit-identical) | encoded (media bytes; the receiver decodes)
-  --threads N          CPU threads of every rank (default: all cores)
-  --receiver-threads N CPU threads of the receivers (default: --threads)
-  --sample-window N    samples a receiver's Loader keeps requested ahead (default
-                       2*B*(prefetch+1)): the bound of pixels in flight per Loader; without
-                       --serve, --window N says the same
-  --serve              receivers run `stoker serve` (--world-size W trainer ranks attach with
-                       stoker.Loader(connect=--socket)) instead of the `stoker run` loop
-  --summary-json F     rank 0 writes samples/s, wait ratio, wire bytes and every rank's CPU
-                       seconds and bytes to F
-  With R > 1, --state-file, --resume, --delivered-log, --batch-hashes and --error-report
-  name one file per receiver: F.r0, F.r1, ...
-
-`stoker run` options (receivers' loop and the shared loader config):
+it); --resume the receivers' --state-file with any number of workers. Every rank must get the
+same options (only --role may differ). With --serve, receivers run the node server (`stoker
+serve`: --world-size trainer ranks attach with stoker.Loader(connect=--socket)). With R > 1,
+--state-file, --resume, --delivered-log, --batch-hashes and --error-report name one file per
+receiver: F.r0, F.r1, ...
 )";
 
 #ifdef STOKER_HAVE_CLUSTER
@@ -70,51 +54,19 @@ std::uint64_t fingerprint(int argc, char** argv) {
   return h;
 }
 
-int cluster(int argc, char** argv, const Args& args) {
-  Result<int> receivers = args.get_int<int>("receivers", 1, 1, 1 << 20);
-  if (!receivers.ok()) return report("cluster", receivers.error());
-  const std::string role = args.get("role");
-  if (!role.empty() && role != "receiver" && role != "worker") {
-    return report("cluster", invalid_argument("--role receiver|worker, not '" + role + "'"));
-  }
-  if (!role.empty() && args.has("receivers")) {
-    return report("cluster", invalid_argument("--role and --receivers exclude each other"));
-  }
-  Result<cluster::Wire> wire = cluster::parse_wire(args.get("wire", "float"));
+int cluster(int argc, char** argv, const config::Settings& settings) {
+  const config::ClusterSettings& cs = settings.cluster;
+  Result<cluster::Wire> wire = cluster::parse_wire(cs.wire);
   if (!wire.ok()) return report("cluster", wire.error());
-  Result<pipeline::LoaderConfig> config = run_config(args, /*rank_flags=*/false);
-  if (!config.ok()) return report("cluster", config.error());
-  Result<int> receiver_threads =
-      args.get_int<int>("receiver-threads", config->threads, 0, std::numeric_limits<int>::max());
-  if (!receiver_threads.ok()) return report("cluster", receiver_threads.error());
-  // The samples a receiver requests ahead: --sample-window; without --serve also --window (the
-  // first interface's name; with --serve, --window is stoker serve's batch window).
-  if (args.has("sample-window") && args.has("window") && !args.has("serve")) {
-    return report("cluster", invalid_argument("--window and --sample-window are the same setting "
-                                              "without --serve: give one"));
-  }
-  const char* window_flag = args.has("sample-window") || args.has("serve") ? "sample-window" : "window";
-  Result<int> window = args.get_int<int>(window_flag, 0, 0, 1 << 20);
-  if (!window.ok()) return report("cluster", window.error());
-  Result<double> step_ms = args.get_double("step-ms", 0, 0, 86'400'000);
-  if (!step_ms.ok()) return report("cluster", step_ms.error());
+  const pipeline::LoaderConfig* config = &settings.loader;
+  const int receiver_threads = cs.receiver_threads >= 0 ? cs.receiver_threads : config->threads;
+  const int window = config->window;  // --sample-window
+  const bool serve = cs.serve;
+  const std::string role = cs.role;
+  const int receivers = cs.receivers;
+  const double step_ms = settings.run.step_ms;
 
-  const bool serve = args.has("serve");
-  if (args.has("rank")) {
-    return report("cluster", invalid_argument("--rank: a receiver's rank is its place among the "
-                                              "receivers"));
-  }
-  for (const char* f : {"socket", "progress-s"}) {
-    if (args.has(f) && !serve) {
-      return report("cluster", invalid_argument(std::string("--") + f + " goes with --serve"));
-    }
-  }
-  if (args.has("world-size") && !serve) {
-    return report("cluster", invalid_argument("--world-size is the trainer ranks of --serve; "
-                                              "without it the world is the R receivers"));
-  }
-
-  cluster::Job job = cluster::start_job(role.empty() ? *receivers : 0, role, fingerprint(argc, argv));
+  cluster::Job job = cluster::start_job(role.empty() ? receivers : 0, role, fingerprint(argc, argv));
   const int R = static_cast<int>(job.receivers.size());
   cluster::RankReport mine;
   if (job.receiver()) {
@@ -123,17 +75,15 @@ int cluster(int argc, char** argv, const Args& args) {
     std::optional<image::ImageProcessor> processor;
     // The workers prepare this receiver's samples: one Receiver for all its Loaders.
     auto attach_workers = [&](pipeline::LoaderConfig& c) -> Status {
-      c.window = *window;
+      c.window = window;
       // No production before resume(): a Loader started at create and then resumed would have
       // the workers prepare its first window twice.
       c.prefetch_on_create = false;
       if (job.workers.empty()) return ok_status();
       if (!remote) {
-        // The receiver's own processor for the uint8 wire's normalise + patchify (the model's
-        // image settings, as the engine's context makes them).
-        STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-        m.image.apply_exif_orientation = c.apply_exif_orientation;
-        m.image.resize_rules = c.small_images;
+        // The receiver's own processor for the uint8 wire's normalise + patchify: the model's
+        // image settings as the engine's context has them (the model parsed once, in the options).
+        STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, pipeline::resolved_model(c));
         STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(m.image));
         processor.emplace(std::move(proc));
         remote = std::make_shared<cluster::Receiver>(job.workers, *wire, &*processor);
@@ -150,7 +100,7 @@ int cluster(int argc, char** argv, const Args& args) {
         c.errors.report_path.clear();  // one per rank would be needed: not in serve mode
         return attach_workers(c);
       };
-      if (Status st = serve_loader(args, hooks); !st.ok()) abort_job(job, st.error());
+      if (Status st = serve_loader(settings, hooks); !st.ok()) abort_job(job, st.error());
     } else {
       RunHooks hooks;
       hooks.name = "cluster: receiver " + std::to_string(r) + " of " + std::to_string(R);
@@ -159,10 +109,10 @@ int cluster(int argc, char** argv, const Args& args) {
       hooks.configure = [&](pipeline::LoaderConfig& c) -> Status {
         c.rank.rank = r;
         c.rank.world_size = R;
-        c.threads = *receiver_threads;
+        c.threads = receiver_threads;
         return attach_workers(c);
       };
-      const int rc = run_loader(args, hooks);
+      const int rc = run_loader(settings, hooks);
       if (rc != 0) abort_job(job, internal_error("the receiver's loop failed (its error is above)"));
     }
     std::uint64_t sent = 0, received = 0, answered = 0;
@@ -197,8 +147,8 @@ int cluster(int argc, char** argv, const Args& args) {
                        .workers = static_cast<int>(job.workers.size()),
                        .wire = job.workers.empty() ? "local" : cluster::wire_name(*wire),
                        .batch_size = config->batch_size,
-                       .step_ms = *step_ms};
-    if (Status st = cluster::write_summary(s, all, args.get("summary-json")); !st.ok()) {
+                       .step_ms = step_ms};
+    if (Status st = cluster::write_summary(s, all, cs.summary_json); !st.ok()) {
       rc = report("cluster", st.error());
     }
   }
@@ -210,24 +160,17 @@ int cluster(int argc, char** argv, const Args& args) {
 }  // namespace
 
 int run_cluster(int argc, char** argv) {
-  std::set<std::string> values = run_value_flags(), switches = run_switch_flags();
-  for (const std::string& f : serve_value_flags()) values.insert(f);
-  values.insert({"receivers", "role", "wire", "receiver-threads", "sample-window", "summary-json"});
-  switches.insert("serve");
-  auto args = Args::parse(argc, argv, values, switches, loader_repeat_flags());
-  if (!args.ok()) return report("cluster", args.error());
-  if (args->has("help") || args->positional().empty()) {
-    std::FILE* out = args->has("help") ? stdout : stderr;
+  bool help = false;
+  Result<config::Settings> settings = parse_command_line(argc, argv, config::kCluster, &help);
+  if (help || argc == 0) {
+    std::FILE* out = help ? stdout : stderr;
     std::fputs(kHelp, out);
-    std::fputs(kRunHelp, out);
-    std::fputs("\n--serve: `stoker serve` options (each receiver serves its node's trainer ranks):\n", out);
-    std::fputs(kServeHelp, out);
-    std::fputs(kPackingFlagsHelp, out);
-    std::fputs(kMediaFlagsHelp, out);
-    return args->has("help") ? 0 : 2;
+    std::fputs(options_help(config::kCluster).c_str(), out);
+    return help ? 0 : 2;
   }
+  if (!settings.ok()) return report("cluster", settings.error());
 #ifdef STOKER_HAVE_CLUSTER
-  return cluster(argc, argv, *args);
+  return cluster(argc, argv, *settings);
 #else
   return report("cluster", unimplemented("this stoker was built without MPI (install "
                                          "libopenmpi-dev and reconfigure)"));

@@ -15,9 +15,8 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
-#include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
-#include "stoker/cli/loader_flags.h"
+#include "stoker/cli/options_cli.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/processor.h"
 #include "stoker/image/resample.h"
@@ -28,27 +27,17 @@
 namespace stoker::cli {
 namespace {
 
-constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [--model M] [--limit N] [--json]
-                      [--exif apply|ignore] [--small-images resize|refuse] [media options]
+constexpr char kHelp[] = R"(usage: stoker inspect DATA.jsonl [options]
 
 For every record of DATA.jsonl (OpenAI messages, ShareGPT or LLaVA form) and every image in it:
 the file, format and colour mode, source size, size after smart_resize, grid t x h x w, vision
 tokens, and the time of each stage (decode, resize, normalise+patchify, total) on one core with
 the model's exact (Pillow-compatible) image processor. Then a summary: images, vision tokens
-(total, p50, max per image), time per image (p50, p99), images/s, errors.
+(total, p50, max per image), time per image (p50, p99), images/s, errors; the summary names the
+chat template the model would train with, or why it is refused.
 Bad records (malformed JSON, no assistant turn, ...) and bad images (missing, corrupt,
 truncated, too small, ...) are reported with file:line and the reason; the run continues.
 Exit status: 0 when everything was fine, 1 when any record or image had an error, 2 on usage.
-
-options:
-  --model M     qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
-                (the summary names the chat template it would train with, or why it is refused)
-  --limit N     inspect only the first N records
-  --json        one JSON object per image / error, then {"summary": {...}} (no table)
-  --exif E      apply (default: EXIF orientation as transformers' load_image) | ignore (pixels as
-                stored, as qwen-vl-utils and LLaMA-Factory open images)
-  --small-images S  resize (default: transformers >= 4.53) | refuse (a side below the factor is
-                an error, transformers <= 4.52)
 )";
 
 struct ImageRow {
@@ -360,43 +349,36 @@ int Inspector::finish(const std::string& data_path) {
 }  // namespace
 
 int run_inspect(int argc, char** argv) {
-  std::set<std::string> values = media_value_flags(), switches = media_switch_flags();
-  values.insert({"model", "limit", "exif", "small-images"});
-  switches.insert({"json", "help"});
-  auto args = Args::parse(argc, argv, values, switches, media_repeat_flags());
-  if (!args.ok()) return report("inspect", args.error());
-  if (args->has("help")) {
+  bool help = false;
+  Result<config::Settings> settings = parse_command_line(argc, argv, config::kInspect, &help);
+  if (help) {
     std::fputs(kHelp, stdout);
-    std::fputs(kMediaFlagsHelp, stdout);
+    std::fputs(options_help(config::kInspect).c_str(), stdout);
     return 0;
   }
-  if (args->positional().size() != 1)
+  if (!settings.ok()) return report("inspect", settings.error());
+  const pipeline::LoaderConfig& config = settings->loader;
+  if (config.data.size() != 1) {
     return report("inspect", invalid_argument("expected one DATA.jsonl (see --help)"));
-  const std::string data_path = args->positional()[0];
-  auto limit = args->get_int<long long>("limit", -1, 0);
-  if (!limit.ok()) return report("inspect", limit.error());
-  auto media = media_flags_from(*args);
-  if (!media.ok()) return report("inspect", media.error());
-  auto model = model::load_model(args->get("model", "qwen2.5-vl"));
+  }
+  warn_settings(*settings, "inspect");
+  const std::string data_path = config.data[0];
+  const std::int64_t limit = settings->inspect.limit;
+  // The model parsed once by the options, with the image settings (--exif, --small-images).
+  auto model = pipeline::resolved_model(config);
   if (!model.ok()) return report("inspect", model.error());
-  if (Status st = image::set_exif_option(args->get("exif", "apply"), &model->image); !st.ok())
-    return report("inspect", st.error());
-  if (Status st = image::set_small_images_option(args->get("small-images", "resize"), &model->image); !st.ok())
-    return report("inspect", st.error());
   auto proc = image::ImageProcessor::create(model->image);
   if (!proc.ok()) return report("inspect", proc.error());
 
-  pipeline::LoaderConfig config;
-  media->apply_to(config);
   pipeline::Context sources;
   if (Status st = pipeline::open_sources({data_path}, pipeline::source_options(config), &sources);
       !st.ok()) {
     return report("inspect", st.error());
   }
-  Inspector inspector(*model, std::move(*proc), sources, args->has("json"));
+  Inspector inspector(*model, std::move(*proc), sources, settings->inspect.json);
   inspector.print_header();
   const std::uint64_t n = sources.index->size();
-  for (std::uint64_t id = 0; id < n && (*limit < 0 || static_cast<long long>(id) < *limit); ++id) {
+  for (std::uint64_t id = 0; id < n && (limit < 0 || static_cast<std::int64_t>(id) < limit); ++id) {
     inspector.record(id);
   }
   return inspector.finish(sources.manifest_names[0]);

@@ -16,6 +16,7 @@ int run_serve(int argc, char** argv);  // serve_cmd.cc
 int run_cluster(int argc, char** argv);  // cluster_cmd.cc
 
 int run_report(int argc, char** argv);  // report_cmd.cc
+int run_options(int argc, char** argv);  // options_cmd.cc
 
 namespace {
 
@@ -38,6 +39,8 @@ const Command kCommands[] = {
      run_cluster},
     {"report", "render a run folder (stoker run --report DIR) into PNG plots and an HTML page",
      run_report},
+    {"options", "every option of run, serve, cluster, inspect and Python, from the one schema",
+     run_options},
 };
 
 void usage() {

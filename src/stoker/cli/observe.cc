@@ -22,63 +22,14 @@ extern char** environ;
 namespace stoker::cli {
 namespace fs = std::filesystem;
 
-const char kObserveFlagsHelp[] = R"(
-observability (README "Observability"):
-  --trace FILE         write a Chrome/Perfetto trace-event JSON of the run to FILE (open it in
-                       ui.perfetto.dev): a track per thread, a span per sample per stage, next()
-                       and arena waits, counters (fetch bytes in flight, arena use, queues)
-  --trace-sample N     keep the per-sample spans of every Nth sample only (default 1: all)
-  --trace-max-events N at most N events (default 1000000, ~110 MB of JSON); later ones dropped
-  --metrics-port PORT  serve Prometheus metrics at http://ADDR:PORT/metrics during the run
-                       (0: any free port; the URL is printed to stderr)
-  --metrics-addr ADDR  address the metrics endpoint binds (default 127.0.0.1: this host only)
-)";
-
-const char kReportFlagHelp[] = R"(  --report DIR         write a run folder to DIR (per-step waits, a timeline of the loader's
-                       stats, final metrics, summary, trace.json unless --trace) and render it:
-                       PNG plots + index.html (`stoker report DIR` renders it again)
-)";
-
-std::set<std::string> observe_value_flags(bool with_report) {
-  std::set<std::string> v = {"trace", "trace-sample", "trace-max-events", "metrics-port",
-                             "metrics-addr"};
-  if (with_report) v.insert("report");
-  return v;
-}
-
-Result<ObserveFlags> observe_flags_from(const Args& args) {
-  ObserveFlags f;
-  f.trace_path = args.get("trace");
-  if (args.has("trace") && f.trace_path.empty()) return invalid_argument("--trace needs a file");
-  if (!f.trace_path.empty()) {
-    const fs::path dir = fs::path(f.trace_path).parent_path();
-    if (!dir.empty() && !fs::is_directory(dir)) {
-      return not_found("--trace " + f.trace_path + ": folder " + dir.string() + " does not exist");
-    }
-  }
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  STOKER_ASSIGN_OR_RETURN(f.trace.sample_every,
-                          args.get_int<std::int64_t>("trace-sample", 1, 1, kMax));
-  STOKER_ASSIGN_OR_RETURN(f.trace.max_events,
-                          args.get_int<std::int64_t>("trace-max-events", 1'000'000, 1, kMax));
-  for (const char* needs : {"trace-sample", "trace-max-events"}) {
-    if (args.has(needs) && !args.has("trace") && !args.has("report")) {
-      return invalid_argument(std::string("--") + needs + " needs --trace FILE (or --report DIR)");
-    }
-  }
-  if (args.has("metrics-port")) {
-    STOKER_ASSIGN_OR_RETURN(f.metrics_port, args.get_int<int>("metrics-port", 0, 0, 65535));
-  }
-  f.metrics_addr = args.get("metrics-addr", "127.0.0.1");
-  if (args.has("metrics-addr") && !args.has("metrics-port")) {
-    return invalid_argument("--metrics-addr needs --metrics-port");
-  }
-  f.report_dir = args.get("report");
-  if (args.has("report") && f.report_dir.empty()) return invalid_argument("--report needs a folder");
-  return f;
-}
-
 Result<std::unique_ptr<Observer>> Observer::create(const ObserveFlags& flags, std::string command) {
+  if (!flags.trace_path.empty()) {
+    const fs::path dir = fs::path(flags.trace_path).parent_path();
+    if (!dir.empty() && !fs::is_directory(dir)) {
+      return not_found("--trace " + flags.trace_path + ": folder " + dir.string() +
+                       " does not exist");
+    }
+  }
   std::unique_ptr<Observer> o(new Observer());
   o->flags_ = flags;
   o->command_ = std::move(command);

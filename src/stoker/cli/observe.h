@@ -10,37 +10,26 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "stoker/base/result.h"
-#include "stoker/cli/args.h"
+#include "stoker/config/settings.h"
 #include "stoker/obs/metrics_server.h"
 #include "stoker/obs/trace.h"
 #include "stoker/pipeline/loader.h"
 
 namespace stoker::cli {
 
-struct ObserveFlags {
-  std::string trace_path;     // --trace FILE
-  obs::TraceOptions trace;    // --trace-sample N, --trace-max-events N
-  int metrics_port = -1;      // --metrics-port PORT (0: any free port); -1: no endpoint
-  std::string metrics_addr = "127.0.0.1";  // --metrics-addr ADDR
-  std::string report_dir;     // --report DIR (run only)
-};
-
-std::set<std::string> observe_value_flags(bool with_report);
-extern const char kObserveFlagsHelp[];
-extern const char kReportFlagHelp[];
-// InvalidArgument naming the flag. The trace file's folder must exist (checked now, so a typo
-// fails before the run, not after it).
-Result<ObserveFlags> observe_flags_from(const Args& args);
+// --trace, --trace-sample, --trace-max-events, --metrics-port, --metrics-addr, --report: the
+// option schema's (config/options.cc); checked and defaulted there.
+using ObserveFlags = config::ObserveSettings;
 
 class Observer {
  public:
-  // The tracer (when --trace or --report) and the report folder (created) come from here.
+  // The tracer (when --trace or --report) and the report folder (created) come from here. The
+  // trace file's folder must exist (checked now, so a typo fails before the run, not after it).
   static Result<std::unique_ptr<Observer>> create(const ObserveFlags& flags, std::string command);
   ~Observer();
 

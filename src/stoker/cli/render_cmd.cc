@@ -12,7 +12,7 @@
 #include "stoker/batch/mrope.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
-#include "stoker/cli/loader_flags.h"
+#include "stoker/cli/options_cli.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/processor.h"
 #include "stoker/model/model_config.h"

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,8 +23,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
-#include "stoker/cli/args.h"
-#include "stoker/cli/loader_flags.h"
+#include "stoker/cli/options_cli.h"
 #include "stoker/cli/run_loop.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/observe.h"
@@ -33,49 +33,13 @@
 
 namespace stoker::cli {
 
-const char kRunHelp[] = R"(usage: stoker run DATA.jsonl[,MORE.jsonl] [options]
+const char kRunHelp[] = R"(usage: stoker run DATA.jsonl [MORE.jsonl ...] [options]
 
 Streams training batches for this rank the way a trainer would consume them and reports
-throughput, the wait ratio (time blocked in next() / total), per-stage busy time and the
-the limiter (trainer, arena, I/O budget, media I/O or a CPU stage, from measured waits), errors, time to first batch, peak arena bytes and peak RSS.
-
-options:
-  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder
-  --tokenizer DIR      folder with tokenizer.json (default: the model folder; for a preset, the
-                       Qwen tokenizer installed with stoker, share/stoker/tokenizers)
-  --batch-size B       samples per batch (default 8)
-  --max-length L       drop samples longer than L tokens, reported (default 8192; 0: no limit)
-  --pad-to-max         pad every batch to --max-length (default: to the longest sample)
-  --threads N          CPU pool (default: all cores)      --io-threads N   I/O pool (default 4)
-  --prefetch K         ready batches kept ahead (default 4)
-  --worker-sched C     scheduling class of the loader's threads: batch (default: they never
-                       preempt the trainer's thread), idle (only spare CPU), normal
-  --mode M             serial | concurrent | prefetch (default)
-  --seed S             order seed (default 0)          --epochs E   (default 1; -1 forever)
-  --rank R --world-size W   this rank (default: torchrun / Open MPI / Slurm env, else 0 of 1)
-  --strict             stop at the first failed sample
-  --max-errors N       stop when more than N samples failed (default: no limit)
-  --max-error-rate F   stop when the failed share exceeds F after 100 samples (default 0.1)
-  --error-report F     JSONL line per failed sample (sample, file, line, stage, code, reason)
-  --state-file F       after each batch, write the loader state to F (atomically)
-  --resume F           continue from the state in F (a --state-file of an earlier run)
-  --delivered-log F    append "epoch step id id ..." per delivered batch (cut back on resume;
-                       packing: " repeat" ends the line of an epoch-tail repeat)
-  --batch-hashes F     write one FNV-1a hash of every batch's tensors (shapes + bytes) per line,
-                       to compare runs byte for byte (e.g. local vs s3://; not kept over resumes)
-  --step-ms MS         simulated trainer step: hold each batch MS ms before taking the next
-  --limit-batches N    stop after N batches
-  --arena-mb MB        batch arena size (default 1024)
-  --bf16               pixel_values in bfloat16 (default float32)
-  --exif E             apply (default: EXIF orientation as transformers' load_image) | ignore
-                       (pixels as stored, as qwen-vl-utils and LLaMA-Factory open images)
-  --small-images S     resize (default: a side below the factor enlarged, transformers >= 4.53)
-                       | refuse (InvalidArgument, as transformers <= 4.52)
-  --quiet              no progress lines
-  --progress-s S       progress every S seconds (default: 0.5, redrawn in place with \r, when
-                       stderr is a terminal; 10, one plain line each, when it is a file or pipe)
-  --pause-after-log-ms MS   test switch: sleep between logging a batch and saving the state,
-                       widening the window a kill test must survive
+throughput, the wait ratio (time blocked in next() / total), per-stage busy time, the limiter
+(trainer, arena, I/O budget, media I/O or a CPU stage, from measured waits), errors, time to
+first batch, peak arena bytes and peak RSS. Several data files are read as one dataset, in
+order; each is one argument.
 )";
 
 namespace {
@@ -146,44 +110,7 @@ std::uint64_t batch_hash(const pipeline::Batch& b) {
   return h;
 }
 
-// --step-ms / --pause-after-log-ms: at most a day, so a sleep's duration never overflows a clock.
-constexpr double kMaxSleepMs = 86'400'000;
-
-struct Options {
-  std::string state_file, resume_file, delivered_log, batch_hashes;
-  double step_ms = 0;
-  double pause_after_log_ms = 0;
-  long long limit_batches = -1;
-  bool quiet = false;
-  double progress_s = -1;  // -1: by the kind of stderr (see --progress-s)
-};
-
-Result<pipeline::LoaderConfig> make_config(const Args& args, bool rank_flags = true) {
-  constexpr int kIntMax = std::numeric_limits<int>::max();
-  STOKER_ASSIGN_OR_RETURN(pipeline::LoaderConfig c, loader_config_from_flags(args, {}));
-  STOKER_ASSIGN_OR_RETURN(c.threads, args.get_int<int>("threads", 0, 0, kIntMax));
-  STOKER_ASSIGN_OR_RETURN(c.errors.max_errors, args.get_int<std::int64_t>("max-errors", -1, 0));
-  STOKER_ASSIGN_OR_RETURN(c.errors.max_error_rate, args.get_double("max-error-rate", 0.1, 0, 1));
-  c.padding = args.has("pad-to-max") ? pipeline::Padding::kFixed : pipeline::Padding::kLongest;
-  c.errors.strict = args.has("strict");
-  c.errors.report_path = args.get("error-report");
-  std::string mode = args.get("mode", "prefetch");
-  if (mode == "serial") c.mode = pipeline::Mode::kSerial;
-  else if (mode == "concurrent") c.mode = pipeline::Mode::kConcurrent;
-  else if (mode == "prefetch") c.mode = pipeline::Mode::kPrefetch;
-  else return invalid_argument("--mode serial|concurrent|prefetch, not '" + mode + "'");
-  if (rank_flags && args.has("rank") != args.has("world-size")) {
-    return invalid_argument("--rank and --world-size go together");
-  }
-  if (rank_flags && args.has("rank")) {
-    STOKER_ASSIGN_OR_RETURN(int w, args.get_int<int>("world-size", 1, 1, kIntMax));
-    STOKER_ASSIGN_OR_RETURN(int r, args.get_int<int>("rank", 0, 0, w - 1));
-    c.rank.rank = r;
-    c.rank.world_size = w;
-  }
-  STOKER_RETURN_IF_ERROR(c.validate());
-  return c;
-}
+using Options = config::RunSettings;
 
 // The --state-file text: the loader state, then how many batches the delivered log holds.
 struct SavedState {
@@ -356,14 +283,9 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
 
 }  // namespace
 
-Result<pipeline::LoaderConfig> run_config(const Args& args, bool rank_flags) {
-  return make_config(args, rank_flags);
-}
-
-int run_loader(const Args& args, const RunHooks& hooks) {
+int run_loader(const config::Settings& settings, const RunHooks& hooks) {
   const char* cmd = hooks.name.c_str();
-  Result<pipeline::LoaderConfig> config = make_config(args);
-  if (!config.ok()) return report(cmd, config.error());
+  std::optional<pipeline::LoaderConfig> config = settings.loader;
   auto with_suffix = [&](const std::string& path) {
     return path.empty() ? path : path + hooks.file_suffix;
   };
@@ -371,32 +293,15 @@ int run_loader(const Args& args, const RunHooks& hooks) {
   if (hooks.configure) {
     if (Status st = hooks.configure(*config); !st.ok()) return report(cmd, st.error());
   }
-  Options o;
-  o.state_file = with_suffix(args.get("state-file"));
-  o.resume_file = with_suffix(args.get("resume"));
-  o.delivered_log = with_suffix(args.get("delivered-log"));
-  o.batch_hashes = with_suffix(args.get("batch-hashes"));
-  o.quiet = args.has("quiet");
-  if (args.has("progress-s")) {
-    Result<double> p = args.get_double("progress-s", 0, 0, 86400);  // 0: none
-    if (!p.ok()) return report(cmd, p.error());
-    o.progress_s = *p;
-  }
-  Result<double> step = args.get_double("step-ms", 0, 0, kMaxSleepMs);
-  if (!step.ok()) return report(cmd, step.error());
-  o.step_ms = *step;
-  Result<double> pause = args.get_double("pause-after-log-ms", 0, 0, kMaxSleepMs);
-  if (!pause.ok()) return report(cmd, pause.error());
-  o.pause_after_log_ms = *pause;
-  Result<long long> limit = args.get_int<long long>("limit-batches", -1, 0);
-  if (!limit.ok()) return report(cmd, limit.error());
-  o.limit_batches = *limit;
+  Options o = settings.run;
+  o.state_file = with_suffix(o.state_file);
+  o.resume_file = with_suffix(o.resume_file);
+  o.delivered_log = with_suffix(o.delivered_log);
+  o.batch_hashes = with_suffix(o.batch_hashes);
 
   // --trace / --metrics-port / --report (observe.h). Its threads (endpoint, timeline) start
   // only once nothing returns early any more, and stop in finish(), before the loader goes.
-  Result<ObserveFlags> observe_flags = observe_flags_from(args);
-  if (!observe_flags.ok()) return report(cmd, observe_flags.error());
-  Result<std::unique_ptr<Observer>> observer = Observer::create(*observe_flags, cmd);
+  Result<std::unique_ptr<Observer>> observer = Observer::create(settings.observe, cmd);
   if (!observer.ok()) return report(cmd, observer.error());
   config->tracer = (*observer)->tracer();
 
@@ -481,44 +386,32 @@ int run_loader(const Args& args, const RunHooks& hooks) {
   if (hashes != nullptr) std::fclose(hashes);
   if (hooks.stats != nullptr) *hooks.stats = (*loader)->stats();
   print_summary(**loader, *config, o, hooks.name);
-  const std::vector<std::pair<std::string, std::string>> settings = {
-      {"data", args.positional().front()}, {"mode", args.get("mode", "prefetch")},
+  const char* mode = config->mode == pipeline::Mode::kSerial       ? "serial"
+                     : config->mode == pipeline::Mode::kConcurrent ? "concurrent"
+                                                                   : "prefetch";
+  const std::vector<std::pair<std::string, std::string>> shown = {
+      {"data", config->data.front()}, {"mode", mode},
       {"batch_size", std::to_string(config->batch_size)},
       {"threads", std::to_string(config->threads)}, {"step_ms", std::to_string(o.step_ms)}};
-  if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), settings));
+  if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), shown));
       !st.ok() && rc == 0) {
     rc = report(cmd, st.error());
   }
   return rc;
 }
 
-std::set<std::string> run_value_flags() {
-  std::set<std::string> values = loader_value_flags();
-  values.insert({"threads", "mode", "rank", "world-size", "max-errors", "max-error-rate",
-                 "error-report", "state-file", "resume", "delivered-log", "step-ms",
-                 "limit-batches", "pause-after-log-ms", "batch-hashes", "progress-s"});
-  values.merge(observe_value_flags(/*with_report=*/true));
-  return values;
-}
-
-std::set<std::string> run_switch_flags() {
-  std::set<std::string> switches = loader_switch_flags();
-  switches.insert({"strict", "quiet", "pad-to-max", "help"});
-  return switches;
-}
-
 int run_run(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, run_value_flags(), run_switch_flags(), loader_repeat_flags());
-  if (!args.ok()) return report("run", args.error());
-  if (args->has("help") || args->positional().empty()) {
-    std::fputs(kRunHelp, args->has("help") ? stdout : stderr);
-    std::fputs(kPackingFlagsHelp, args->has("help") ? stdout : stderr);
-    std::fputs(kMediaFlagsHelp, args->has("help") ? stdout : stderr);
-    std::fputs(kObserveFlagsHelp, args->has("help") ? stdout : stderr);
-    std::fputs(kReportFlagHelp, args->has("help") ? stdout : stderr);
-    return args->has("help") ? 0 : 2;
+  bool help = false;
+  Result<config::Settings> settings = parse_command_line(argc, argv, config::kRun, &help);
+  if (help || argc == 0) {
+    std::FILE* out = help ? stdout : stderr;
+    std::fputs(kRunHelp, out);
+    std::fputs(options_help(config::kRun).c_str(), out);
+    return help ? 0 : 2;
   }
-  return run_loader(*args, {});
+  if (!settings.ok()) return report("run", settings.error());
+  warn_settings(*settings, "run");
+  return run_loader(*settings, {});
 }
 
 }  // namespace stoker::cli

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <functional>
-#include <set>
 #include <string>
 
 #include "stoker/base/result.h"
-#include "stoker/cli/args.h"
+#include "stoker/config/settings.h"
 #include "stoker/pipeline/loader.h"
 
 namespace stoker::cli {
@@ -24,25 +23,17 @@ struct RunHooks {
   pipeline::LoaderStats* stats = nullptr;  // out: the loader's stats at the end
 };
 
-// The Loader config `stoker run` makes from its flags (validated); without `rank_flags`,
-// --rank / --world-size are left to the caller.
-Result<pipeline::LoaderConfig> run_config(const Args& args, bool rank_flags = true);
-
-// Returns the exit code (0 ok).
-int run_loader(const Args& args, const RunHooks& hooks);
-
-// Flag names `stoker run` reads (the loader's and its own).
-std::set<std::string> run_value_flags();
-std::set<std::string> run_switch_flags();
-extern const char kRunHelp[];
+// `settings`: stoker run's (or a cluster receiver's) options (cli/options_cli.h). Returns the
+// exit code (0 ok).
+int run_loader(const config::Settings& settings, const RunHooks& hooks);
+extern const char kRunHelp[];  // the usage line and what run does; the options: the schema
 
 struct ServeHooks {
   // Adjusts the per-rank config (before the rank is set): remote samples, threads.
   std::function<Status(pipeline::LoaderConfig&)> configure;
 };
 // Serves until every rank finished (or SIGINT/SIGTERM).
-Status serve_loader(const Args& args, const ServeHooks& hooks);
-std::set<std::string> serve_value_flags();
+Status serve_loader(const config::Settings& settings, const ServeHooks& hooks);
 extern const char kServeHelp[];
 
 }  // namespace stoker::cli

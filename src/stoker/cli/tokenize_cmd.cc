@@ -1,7 +1,7 @@
 // `stoker tokenize --model DIR [--json] [--decode]`: reads text on stdin (all of it, as one
 // string), prints its token ids space-separated (`--json`: a JSON array), or with `--decode` one
 // decoded piece per token (JSON strings, so spaces, newlines and broken UTF-8 stay visible).
-// The tokenizer is found by every command's rule (loader_flags.h): --tokenizer DIR, else the
+// The tokenizer is found by every command's rule (options_cli.h): --tokenizer DIR, else the
 // model's own (a folder's files; for a preset, the Qwen tokenizer installed with stoker). A
 // --model folder with tokenizer.json but no model config (a bare tokenizer folder) works too.
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include "stoker/base/json_text.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
-#include "stoker/cli/loader_flags.h"
+#include "stoker/cli/options_cli.h"
 #include "stoker/model/model_config.h"
 #include "stoker/text/tokenizer.h"
 

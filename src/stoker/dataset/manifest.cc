@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "stoker/base/option_name.h"
+
 namespace stoker::dataset {
 namespace {
 
@@ -479,7 +481,8 @@ Status ManifestIndex::read_record(std::uint64_t id, std::string& out) const {
                                                      : std::to_string(loc.length) + " bytes";
     return resource_exhausted(describe(id) + ": the record is " + size + ", over the " +
                               std::to_string(max_record_bytes_) +
-                              "-byte record cap (--max-record-bytes)");
+                              "-byte record cap (" + option_name("max_record_bytes", "--max-record-bytes") +
+                              ")");
   }
   out.resize(loc.length);
   const std::int64_t got = pread_full(fds_[loc.file], out.data(), loc.length, loc.offset);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "stoker/base/mix.h"
+#include "stoker/base/option_name.h"
 
 namespace stoker::dataset {
 
@@ -282,7 +283,9 @@ Result<RankInfo> resolve_rank_info(const RankFlags& flags, const EnvLookup& env_
   const EnvLookup env = env_in ? env_in : EnvLookup([](const char* name) { return std::getenv(name); });
   if (flags.rank || flags.world_size) {
     if (!flags.rank || !flags.world_size) {
-      return invalid_argument("--rank and --world-size must be given together");
+      return invalid_argument(option_name("rank", "--rank") + " and " +
+                              option_name("world_size", "--world-size") +
+                              " must be given together");
     }
     RankInfo info{.rank = *flags.rank, .world_size = *flags.world_size,
                   .local_rank = flags.local_rank.value_or(RankInfo::kUnknown),
@@ -290,7 +293,9 @@ Result<RankInfo> resolve_rank_info(const RankFlags& flags, const EnvLookup& env_
                   .source = "flags"};
     if (info.local_rank == RankInfo::kUnknown || info.local_world_size == RankInfo::kUnknown) {
       if (flags.local_rank || flags.local_world_size) {
-        return invalid_argument("--local-rank and --local-world-size must be given together");
+        return invalid_argument(option_name("local_rank", "--local-rank") + " and " +
+                                option_name("local_world_size", "--local-world-size") +
+                                " must be given together");
       }
     }
     return finish(std::move(info), "rank from flags");

@@ -29,15 +29,23 @@ fs::path temp_dir(const std::string& name) {
   return p;
 }
 
+// Expected times from the C++20 calendar (days from the civil date, std::chrono's own
+// arithmetic), not from timegm — the recipe parse_iso8601 uses — so a shared mistake cannot
+// hide; the helper itself is pinned to epoch seconds computed outside C++ below.
 SysClock::time_point utc(int y, int mo, int d, int h, int mi, int s) {
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  return SysClock::from_time_t(timegm(&tm));
+  const std::chrono::sys_days day{std::chrono::year{y} / std::chrono::month{static_cast<unsigned>(mo)} /
+                                  std::chrono::day{static_cast<unsigned>(d)}};
+  return SysClock::time_point(day) + std::chrono::hours{h} + std::chrono::minutes{mi} +
+         std::chrono::seconds{s};
+}
+
+TEST(Iso8601Test, TheExpectedTimesAreTheEpochSecondsComputedElsewhere) {
+  // Python's calendar.timegm and `date -u -d ... +%s` agree on these.
+  using std::chrono::seconds;
+  EXPECT_EQ(utc(2024, 5, 1, 12, 0, 0).time_since_epoch(), seconds{1714564800});
+  EXPECT_EQ(utc(2023, 12, 31, 23, 59, 59).time_since_epoch(), seconds{1704067199});
+  EXPECT_EQ(utc(2030, 1, 1, 0, 0, 0).time_since_epoch(), seconds{1893456000});
+  EXPECT_EQ(utc(2261, 12, 31, 23, 59, 59).time_since_epoch(), seconds{9214646399});
 }
 
 TEST(Iso8601Test, ParsesUtcOffsetsAndFractions) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "stoker/base/option_name.h"
 #include "stoker/io/uri.h"
 
 namespace stoker::io {
@@ -120,8 +121,10 @@ Result<std::string> MediaScope::resolve(std::string_view ref) const {
       if (roots_.size() > 1) where += " and the media roots";
       const std::string target = uri == ref ? "" : " resolves to " + uri + ",";
       return permission_denied(quoted(ref) + target + " is outside " + where +
-                               " (trust boundary: --media-root DIR adds a folder, "
-                               "--trust-media-paths lifts the rule)");
+                               " (trust boundary: " + option_name("media_root", "--media-root DIR") +
+                               " adds a folder, " +
+                               option_name("trust_media_paths", "--trust-media-paths") +
+                               " lifts the rule)");
     }
     return uri;
   }
@@ -130,7 +133,8 @@ Result<std::string> MediaScope::resolve(std::string_view ref) const {
     if (std::find(buckets_.begin(), buckets_.end(), u.authority) == buckets_.end()) {
       return permission_denied("s3 bucket " + quoted(u.authority) + " of " + quoted(ref) +
                                " is not " + (remote_ ? "the manifest's own bucket nor " : "") +
-                               "an allowed bucket (trust boundary: --allow-bucket " + u.authority +
+                               "an allowed bucket (trust boundary: " +
+                               option_name("allow_buckets", "--allow-bucket") + " " + u.authority +
                                " allows it)");
     }
   }

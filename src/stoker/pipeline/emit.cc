@@ -349,9 +349,9 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
                                 std::stop_token stop, std::vector<BrokenImage>* broken,
                                 ReadyBatch& out) {
   batch::PackShape shape;
-  shape.format = options_.pack_format;
-  shape.position_rows = options_.position_rows;
-  shape.align = options_.pack_align;
+  shape.format = options_.packing.format;
+  shape.position_rows = options_.packing.position_rows;
+  shape.align = options_.pack_align();
   shape.sequences = static_cast<std::int64_t>(goods.size());
   std::int64_t real = 0;
   for (const Prepared& p : goods) {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/option_name.h"
 #include "stoker/batch/collate.h"
 #include "stoker/pipeline/store_fetcher.h"
 
@@ -252,7 +253,8 @@ std::optional<Error> Engine::count_failure(const SampleFailure& f) {
   }
   if (policy.max_errors >= 0 && failed_ > static_cast<std::uint64_t>(policy.max_errors)) {
     return data_loss("failure budget exceeded: " + std::to_string(failed_) +
-                     " failed samples > --max-errors " + std::to_string(policy.max_errors) + "; " +
+                     " failed samples > " + option_name("max_errors", "--max-errors") + " " +
+                     std::to_string(policy.max_errors) + "; " +
                      last);
   }
   std::uint64_t failed_here = failed_ - options_.errors_before;
@@ -410,7 +412,7 @@ ReadyBatch Engine::produce(std::stop_token stop) {
     if (out.state_after) out.state_after->errors = failed_;
     return std::move(out);
   };
-  const bool units = options_.batching != Batching::kFixed;
+  const bool units = options_.packing.batching != Batching::kFixed;
   bool whole = false;  // units: every item of the unit was taken (it may have no good sample)
   for (;;) {
     if (!whole) {
@@ -435,7 +437,7 @@ ReadyBatch Engine::produce(std::stop_token stop) {
     }
     std::vector<BrokenImage> broken;
     const std::int64_t t0 = now_ns();
-    Result<Batch> batch = options_.batching == Batching::kPack
+    Result<Batch> batch = options_.packing.batching == Batching::kPack
                               ? emit_pack(goods, epoch, stop, &broken, out)
                               : emit(goods, epoch, stop, &broken, out);
     const std::int64_t t1 = now_ns();
@@ -483,7 +485,7 @@ std::optional<Error> Engine::end_of_data_check() const {
   }
   return data_loss("failure budget exceeded at the end of the data: " +
                    std::to_string(failed_here) + " of " + std::to_string(seen_) +
-                   " samples failed (rate above --max-error-rate " +
+                   " samples failed (rate above " + option_name("max_error_rate", "--max-error-rate") + " " +
                    std::to_string(policy.max_error_rate) + "; the error report lists them)");
 }
 

@@ -74,20 +74,12 @@ struct QueueDepths {
   std::int64_t prepared = 0;   // prepared, waiting in the reorder buffer
 };
 
-struct EngineOptions {
-  Batching batching = Batching::kFixed;
-  batch::PackFormat pack_format = batch::PackFormat::kHF;
-  int position_rows = 4;
-  std::int64_t pack_align = 1;
-  int batch_size = 8;
-  Padding padding = Padding::kLongest;
-  std::int64_t max_length = 0;
-  image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
+// The batch fields are the LoaderConfig's own (BatchOptions, loader_config.h): one struct.
+struct EngineOptions : BatchOptions {
   std::size_t window = 1;
   // Serial / concurrent: submit only what the current batch still needs (≤ window), so nothing
   // is computed ahead of next(). Prefetch: keep the window full.
   bool on_demand = false;
-  ErrorPolicy errors;
   std::uint64_t errors_before = 0;  // failures already reported before a resume
   std::int64_t pad_id = 151643;
   RemoteSamples* remote = nullptr;  // samples prepared elsewhere (LoaderConfig::remote)

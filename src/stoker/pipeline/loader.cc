@@ -20,69 +20,16 @@
 
 namespace stoker::pipeline {
 
-// ---- config, state ----
-
-Status LoaderConfig::validate() const {
-  if (data.empty()) return invalid_argument("loader: no data files");
-  if (batch_size < 1) return invalid_argument("loader: batch_size must be at least 1");
-  if (max_length < 0) return invalid_argument("loader: max_length must be >= 0");
-  if (padding == Padding::kFixed && max_length == 0) {
-    return invalid_argument("loader: fixed padding needs max_length");
-  }
-  if (epochs == 0 || epochs < -1) return invalid_argument("loader: epochs must be >= 1 or -1");
-  if (threads < 0) return invalid_argument("loader: threads must be >= 0");
-  if (io_threads < 1) return invalid_argument("loader: io_threads must be >= 1");
-  if (prefetch < 1) return invalid_argument("loader: prefetch must be >= 1");
-  if (window < 0) return invalid_argument("loader: window must be >= 0");
-  if (fetch_bytes_in_flight < 1) return invalid_argument("loader: fetch_bytes_in_flight must be > 0");
-  if (max_object_bytes < 1) return invalid_argument("loader: max_object_bytes must be >= 1");
-  if (max_record_bytes < 1 || max_record_bytes > (std::int64_t{4} << 30)) {
-    return invalid_argument("loader: max_record_bytes must be in [1, 4 GiB]");
-  }
-  if (io_deadline_ms < 0) return invalid_argument("loader: io_deadline_ms must be >= 0");
-  for (const std::string& r : media_roots) {
-    if (r.empty()) return invalid_argument("loader: an empty media root");
-  }
-  for (const std::string& b : allow_buckets) {
-    if (b.empty()) return invalid_argument("loader: an empty bucket name in allow_buckets");
-  }
-  if (errors.max_error_rate < 0 || errors.max_error_rate > 1) {
-    return invalid_argument("loader: max_error_rate must be in [0, 1]");
-  }
-  if (packing.batching != Batching::kFixed) {
-    const std::int64_t budget = packing.max_tokens > 0 ? packing.max_tokens : max_length;
-    // cu_seqlens are int32; 0 would mean "no limit", which a token budget cannot be.
-    if (packing.max_tokens < 0 || budget < 1 || budget > std::numeric_limits<std::int32_t>::max()) {
-      return invalid_argument("loader: packing needs max_tokens (or max_length) in [1, 2^31-1]");
-    }
-    if (packing.window < 1) return invalid_argument("loader: packing window must be >= 1");
-    if (packing.position_rows != 3 && packing.position_rows != 4) {
-      return invalid_argument("loader: position_rows must be 3 or 4");
-    }
-    if (packing.align < 1 || packing.align > budget) {
-      return invalid_argument("loader: pack align must be in [1, max_tokens]");
-    }
-    if (padding == Padding::kFixed) {
-      return invalid_argument("loader: fixed padding (pad to max_length) does not combine with "
-                              "packing or token budgets");
-    }
-  }
-  if (!trace_path.empty() || tracer != nullptr) STOKER_RETURN_IF_ERROR(trace.validate());
-  return arena.validate();
-}
+// ---- state ----
 
 namespace {
-
-std::int64_t pack_capacity(const LoaderConfig& c) {
-  return c.packing.max_tokens > 0 ? c.packing.max_tokens : c.max_length;
-}
 
 // What the plan depends on besides the data and the world size: a resume with other values
 // would skip or repeat samples, so a state carries this and a mismatch is refused.
 std::uint32_t plan_id(const LoaderConfig& c) {
   const std::string key =
       "v1|" + std::to_string(static_cast<int>(c.packing.batching)) + "|" +
-      std::to_string(pack_capacity(c)) + "|" + std::to_string(c.packing.window) + "|" +
+      std::to_string(c.pack_capacity()) + "|" + std::to_string(c.packing.window) + "|" +
       std::to_string(static_cast<int>(c.packing.format)) + "|" +
       std::to_string(c.packing.format == batch::PackFormat::kMegatron ? c.packing.align : 1) +
       "|" + std::to_string(c.seed) + "|" + std::to_string(c.max_length) + "|" +
@@ -217,15 +164,7 @@ Status Loader::Impl::open_report() {
 
 Status Loader::Impl::start_engine() {
   EngineOptions eo;
-  eo.batching = config.packing.batching;
-  eo.pack_format = config.packing.format;
-  eo.position_rows = config.packing.position_rows;
-  eo.pack_align = config.packing.format == batch::PackFormat::kMegatron ? config.packing.align : 1;
-  eo.batch_size = config.batch_size;
-  eo.padding = config.padding;
-  eo.max_length = config.max_length;
-  eo.pixel_dtype = config.pixel_dtype;
-  eo.errors = config.errors;
+  static_cast<BatchOptions&>(eo) = config;  // what the batches look like: one struct
   eo.errors_before = start_state.errors;
   eo.remote = config.remote.get();
   if (std::optional<text::TokenId> pad = ctx->tokenizer->token_to_id("<|endoftext|>")) eo.pad_id = *pad;
@@ -264,11 +203,11 @@ Status Loader::Impl::start_engine() {
     PackPlanOptions po;
     po.kind = config.packing.batching == Batching::kPack ? batch::UnitKind::kPack
                                                          : batch::UnitKind::kPaddedBudget;
-    po.capacity = pack_capacity(config);
+    po.capacity = config.pack_capacity();
     po.window = static_cast<std::uint64_t>(config.packing.window);
     po.format = config.packing.batching == Batching::kPack ? config.packing.format
                                                            : batch::PackFormat::kHF;
-    po.align = eo.pack_align;
+    po.align = config.pack_align();
     po.plan_id = plan_id(config);
     po.measure_in_flight = 2 * config.io_threads;
     STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, ctx->index->size(), order, rank,
@@ -334,14 +273,13 @@ Loader::~Loader() = default;
 Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
   ctx->tracer = config.tracer;
-  STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
-  ctx->model.image.apply_exif_orientation = config.apply_exif_orientation;
-  ctx->model.image.resize_rules = config.small_images;
+  STOKER_ASSIGN_OR_RETURN(ctx->model, resolved_model(config));
   STOKER_ASSIGN_OR_RETURN(ctx->template_kind, model::chat_template_kind(ctx->model));
-  std::string tok_dir = config.tokenizer.empty() ? ctx->model.folder : config.tokenizer;
+  // The tokenizer: the one given, else the model's own (its folder; for a preset the Qwen
+  // tokenizer installed with stoker) — the same rule for every front end.
+  std::string tok_dir = config.tokenizer;
   if (tok_dir.empty()) {
-    return invalid_argument("model preset '" + config.model +
-                            "' has no tokenizer files: set the tokenizer folder");
+    STOKER_ASSIGN_OR_RETURN(tok_dir, model::default_tokenizer_dir(ctx->model));
   }
   STOKER_ASSIGN_OR_RETURN(ctx->tokenizer, text::Tokenizer::load(tok_dir));
   STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(ctx->model.image));
@@ -355,12 +293,13 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   STOKER_ASSIGN_OR_RETURN(video::VideoProcessor vproc, video::VideoProcessor::create(vcfg));
   ctx->video_processor.emplace(std::move(vproc));
   ctx->rope = batch::RopeConfig::from_model(ctx->model);
+  ctx->rope.time_mode = config.video_time_index;
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;
   if (config.packing.batching != Batching::kFixed) {
     // A sample must fit one pack row / one token budget on its own.
-    const std::int64_t cap = pack_capacity(config);
+    const std::int64_t cap = config.pack_capacity();
     ctx->max_length = ctx->max_length > 0 ? std::min(ctx->max_length, cap) : cap;
   }
   ctx->truncate = config.truncate;

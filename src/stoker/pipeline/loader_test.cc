@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <set>
 #include <thread>
 
+#include "stoker/model/model_config.h"
 #include "stoker/pipeline/fetcher.h"
 #include "stoker/pipeline/test_util.h"
 
@@ -119,12 +121,32 @@ TEST(LoaderConfigTest, ValidateNamesTheField) {
   EXPECT_NE(st.error().to_string().find("batch_size"), std::string::npos);
 }
 
-TEST(LoaderTest, PresetWithoutTokenizerIsAClearError) {
-  LoaderConfig c;
-  c.data = {"x.jsonl"};
+// Every front end's rule, now the engine's own: no tokenizer given means the model's — for a
+// preset the Qwen tokenizer installed with stoker; when that is missing, an error naming it.
+TEST(LoaderTest, PresetWithoutTokenizerUsesTheInstalledOne) {
+  STOKER_REQUIRE_TOKENIZER();
+  auto ds = make_dataset("preset-tokenizer", 4);
+  LoaderConfig c = small_config(ds.data_path);
+  c.tokenizer.clear();
+  Result<std::string> installed = model::default_tokenizer_dir(*model::preset(c.model));
   auto l = Loader::create(c);
-  ASSERT_FALSE(l.ok());
-  EXPECT_NE(l.error().to_string().find("tokenizer"), std::string::npos);
+  if (!installed.ok()) {
+    ASSERT_FALSE(l.ok());
+    EXPECT_NE(l.error().to_string().find("tokenizer"), std::string::npos) << l.error().to_string();
+    return;
+  }
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  c.tokenizer = *installed;
+  auto named = Loader::create(c);
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  auto a = (*l)->next();
+  auto b = (*named)->next();
+  ASSERT_TRUE(a.ok() && a->has_value() && b.ok() && b->has_value());
+  const batch::TensorView* ta = (**a).layout().find("input_ids");
+  const batch::TensorView* tb = (**b).layout().find("input_ids");
+  ASSERT_TRUE(ta != nullptr && tb != nullptr);
+  ASSERT_EQ(ta->bytes(), tb->bytes());
+  EXPECT_EQ(0, std::memcmp((**a).data(*ta), (**b).data(*tb), ta->bytes()));
 }
 
 TEST(LoaderTest, BatchContentsAreConsistent) {

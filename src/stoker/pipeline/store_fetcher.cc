@@ -48,15 +48,6 @@ struct PendingSample {
   std::optional<std::pair<std::size_t, Error>> error;  // the lowest-numbered image that failed
 };
 
-// Ranged GETs of a remote manifest: 8 MiB, or $STOKER_MANIFEST_CHUNK_BYTES (a test knob: a
-// small manifest in many ranges, to replace it between two of them).
-std::int64_t manifest_chunk_bytes() {
-  if (const char* v = std::getenv("STOKER_MANIFEST_CHUNK_BYTES"); v != nullptr && std::atoll(v) >= 1) {
-    return std::atoll(v);
-  }
-  return std::int64_t{8} << 20;
-}
-
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
@@ -71,7 +62,6 @@ std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> sto
 }
 
 std::string default_cache_dir() {
-  if (const char* d = std::getenv("STOKER_CACHE_DIR"); d != nullptr && *d != '\0') return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d != nullptr && *d != '\0') {
     return std::string(d) + "/stoker";
   }
@@ -82,7 +72,7 @@ std::string default_cache_dir() {
 }
 
 Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::string& uri,
-                                          const std::string& cache_dir) {
+                                          const std::string& cache_dir, std::int64_t chunk_bytes) {
   Result<io::ObjectInfo> info = io::head_sync(store, uri);
   if (!info.ok()) return std::move(info.error().with_context("manifest " + uri));
   std::string base = uri.substr(uri.rfind('/') + 1);
@@ -110,7 +100,7 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   if (f == nullptr) return unavailable("writing manifest cache " + tmp);
   io::ObjectInfo streamed;
   Status st = io::stream_object(
-      store, uri, manifest_chunk_bytes(),
+      store, uri, chunk_bytes,
       [&](std::span<const std::uint8_t> chunk, std::int64_t offset) -> Status {
         // The object was replaced mid-stream: stream_object starts over with the new version.
         if (offset == 0 && (std::fflush(f) != 0 || ::ftruncate(::fileno(f), 0) != 0 ||
@@ -146,6 +136,10 @@ SourceOptions source_options(const LoaderConfig& config) {
   o.max_object_bytes = config.max_object_bytes;
   o.max_record_bytes = config.max_record_bytes;
   o.io_deadline_ms = config.io_deadline_ms;
+  o.io_max_attempts = config.io_max_attempts;
+  o.cache_dir = config.cache_dir;
+  o.manifest_chunk_bytes = config.manifest_chunk_bytes;
+  o.fetch_blocking = config.fetch_blocking;
   o.imds = config.imds;
   return o;
 }
@@ -163,34 +157,30 @@ Status open_sources(const std::vector<std::string>& data, const SourceOptions& o
     ctx->manifest_names.push_back(redact_secrets(d));
   }
   // The retry window of every request: a span of time, not an attempt count.
-  std::int64_t deadline_ms = options.io_deadline_ms;
-  if (const char* v = std::getenv("STOKER_IO_DEADLINE_MS"); deadline_ms == 0 && v != nullptr) {
-    deadline_ms = std::atoll(v);
+  if (options.io_deadline_ms > 0) {
+    store_options.http.deadline = std::chrono::milliseconds(options.io_deadline_ms);
   }
-  if (deadline_ms > 0) store_options.http.deadline = std::chrono::milliseconds(deadline_ms);
-  if (const char* v = std::getenv("STOKER_IO_MAX_ATTEMPTS"); v != nullptr && std::atoi(v) > 0) {
-    store_options.http.backoff.max_attempts = std::atoi(v);
-  }
+  if (options.io_max_attempts > 0) store_options.http.backoff.max_attempts = options.io_max_attempts;
   store_options.imds = options.imds;  // EC2 instance metadata: only when asked for
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> opened, io::open_store(store_options));
   std::shared_ptr<io::ObjectStore> store = std::move(opened);
-  const std::string cache_dir = default_cache_dir();
+  const std::string cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   std::vector<std::string> local;
   for (const std::string& d : data) {
     if (!io::is_remote_uri(d)) {
       local.push_back(d);
       continue;
     }
-    STOKER_ASSIGN_OR_RETURN(std::string path, cache_remote_manifest(*store, d, cache_dir));
+    STOKER_ASSIGN_OR_RETURN(std::string path, cache_remote_manifest(*store, d, cache_dir,
+                                                                     options.manifest_chunk_bytes));
     local.push_back(std::move(path));
   }
   dataset::ManifestOptions manifest_options;
   manifest_options.max_record_bytes = static_cast<std::uint64_t>(options.max_record_bytes);
   STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(local, manifest_options));
-  // STOKER_FETCH_BLOCKING=1: one blocking read per I/O pool thread (the A/B baseline).
-  const char* blocking = std::getenv("STOKER_FETCH_BLOCKING");
+  // fetch_blocking: one blocking read per I/O pool thread (the A/B baseline).
   ctx->fetcher = make_store_fetcher(std::move(store), options.max_object_bytes,
-                                    blocking != nullptr && *blocking == '1');
+                                    options.fetch_blocking);
   return ok_status();
 }
 

@@ -34,22 +34,29 @@ namespace stoker::pipeline {
 std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
                                             std::int64_t max_object_bytes, bool blocking = false);
 
-// $STOKER_CACHE_DIR, else $XDG_CACHE_HOME/stoker, else ~/.cache/stoker, else /tmp/stoker-cache.
+// $XDG_CACHE_HOME/stoker, else ~/.cache/stoker, else /tmp/stoker-cache ($STOKER_CACHE_DIR, the
+// cache_dir option's fallback, is read where the configuration is built: config/options.cc).
 std::string default_cache_dir();
 
 // The local copy of remote manifest `uri` under `cache_dir`: reused when a file for this URI and
 // the object's current ETag and size exists; otherwise streamed (io::stream_object: If-Match on
 // every range, restarted from byte 0 if the object is replaced meanwhile) to a temporary file and
-// renamed into place — the copy is always exactly one version. Its .stoker-index lands next to it.
+// renamed into place — the copy is always exactly one version (ranged GETs of `chunk_bytes`).
+// Its .stoker-index lands next to it.
 Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::string& uri,
-                                          const std::string& cache_dir);
+                                          const std::string& cache_dir,
+                                          std::int64_t chunk_bytes = std::int64_t{8} << 20);
 
 // How the sources are opened (from LoaderConfig).
 struct SourceOptions {
   io::MediaAccess access;
   std::int64_t max_object_bytes = std::int64_t{256} << 20;
   std::int64_t max_record_bytes = std::int64_t{16} << 20;
-  std::int64_t io_deadline_ms = 0;  // 0: $STOKER_IO_DEADLINE_MS, else io's default (120 s)
+  std::int64_t io_deadline_ms = 0;  // 0: io's default (120 s)
+  int io_max_attempts = 0;          // 0: io's default
+  std::string cache_dir;            // remote manifests' local copies; empty: default_cache_dir()
+  std::int64_t manifest_chunk_bytes = std::int64_t{8} << 20;  // ranged GETs of a manifest
+  bool fetch_blocking = false;      // one blocking read per I/O thread (the A/B baseline)
   bool imds = false;
 };
 
@@ -58,9 +65,9 @@ SourceOptions source_options(const LoaderConfig& config);
 
 // Fills ctx->index, ctx->scopes, ctx->manifest_names and ctx->fetcher: one store (io::open_store:
 // AWS credentials chain, local reads restricted to the local manifests' folders and the media
-// roots unless trusted) serves the remote manifests (cached under default_cache_dir()) and all
-// media, asynchronously. The retry window: options.io_deadline_ms, $STOKER_IO_DEADLINE_MS, else
-// 120 s — retries until then, however many (STOKER_IO_MAX_ATTEMPTS caps them, for tests).
+// roots unless trusted) serves the remote manifests (cached under options.cache_dir) and all
+// media, asynchronously. The retry window: options.io_deadline_ms, else 120 s — retries until
+// then, however many (options.io_max_attempts caps them, for tests). Reads no environment.
 Status open_sources(const std::vector<std::string>& data, const SourceOptions& options,
                     Context* ctx);
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "stoker/base/result.h"
+#include "stoker/config/settings.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/python/dlpack_export.h"
 
@@ -43,8 +44,13 @@ bool python_signal_pending();
 inline constexpr std::chrono::milliseconds kSignalPoll{50};
 
 // Keyword options (checked by stoker/_options.py, again in config.cc: type and range before any
-// narrowing) → a LoaderConfig for Loader::create to validate, tokenizer resolved.
-pipeline::LoaderConfig loader_config(const py::dict& kw);
+// narrowing) → Settings of Loader(...) (config::kPyLoader) or serve(...) (config::kPyServe),
+// through the option schema: model folder parsed once, environment fallbacks, cross-checks.
+config::Settings settings_from_keywords(const py::dict& kw, config::Command command);
+pipeline::LoaderConfig loader_config(const py::dict& kw);  // Loader(...)'s
+// The schema's Python options as dicts (name, kind, range on this machine, choices, defaults,
+// help, env, ...): what stoker/_options.py builds its checks and the docstrings from.
+py::list option_schema();
 
 // (dict name → "dltensor" capsule, step, epoch, ready_ns): what RawLoader/RawClient.next return.
 py::object batch_tuple(const std::shared_ptr<SharedBatch>& b, std::int64_t ready_ns);

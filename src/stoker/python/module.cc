@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/base/option_name.h"
 #include "stoker/base/result.h"
 #include "stoker/base/version.h"
 #include "stoker/pipeline/loader.h"
@@ -272,6 +273,9 @@ void raise_code(const std::string& code, const std::string& message) {
 PYBIND11_MODULE(_stoker, m) {
   using namespace stoker::python;
   m.doc() = "stoker engine bindings (use the `stoker` package, not this module)";
+  // Messages from below the front ends name options as Python spells them (max_errors, not
+  // --max-errors): base/option_name.h.
+  stoker::set_option_style(stoker::OptionStyle::kPython);
   m.attr("__version__") = std::string(stoker::version());  // the package's __version__
 
   py::register_exception_translator([](std::exception_ptr p) {
@@ -298,6 +302,7 @@ PYBIND11_MODULE(_stoker, m) {
   m.def("monotonic_ns", &monotonic_ns, "the steady clock next()'s ready_ns is taken from");
   m.def("live_tensors", &live_tensors, "exported DLPack tensors not yet freed");
   m.def("_raise", &raise_code, "test hook: raise the error a code name stands for");
+  m.def("option_schema", &option_schema, "the option schema's Python options (stoker/_options.py)");
 
   py::class_<RawLoader>(m, "RawLoader")
       .def(py::init<const py::dict&>())

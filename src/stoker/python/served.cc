@@ -3,10 +3,11 @@
 // the client maps the server's arena (copy-on-write: writes stay local) and wraps each batch zero-copy, exactly like the
 // in-process path (same SharedBatch → DLPack capsules). Dropping the last tensor of a batch sends
 // its release. The client's first message is an attach (rank, world size, optional resume
-// state): `stoker serve` (cli/serve_cmd.cc) answers with that rank's own shard and arena;
-// stoker.serve (an unranked server: one shared stream) ignores it. GIL released in connect, next
-// and the whole serve loop.
+// state): the node server (shm::NodeServer — `stoker serve`, stoker.serve() and cluster --serve
+// alike) answers with that rank's own shard and arena. GIL released in connect, next and the
+// whole serve loop.
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,7 +16,9 @@
 #include "stoker/dataset/order.h"
 #include "stoker/python/bindings.h"
 #include "stoker/shm/client.h"
-#include "stoker/shm/server.h"
+#include "stoker/obs/metrics_server.h"
+#include "stoker/obs/trace.h"
+#include "stoker/shm/node_server.h"
 #include "stoker/shm/socket_path.h"
 
 namespace stoker::python {
@@ -28,8 +31,8 @@ std::string socket_or_default(const std::string& path) {
 class RawClient {
  public:
   // rank/world_size: -1 = from the launcher's variables (torchrun, Open MPI, Slurm; else 0 of 1).
-  // Sent as the attach: a ranked server (`stoker serve`) serves this rank's shard, resumed from
-  // `state` when given (epoch, position, errors); an unranked one (stoker.serve) ignores it.
+  // Sent as the attach: the node server serves this rank's shard, resumed from `state` when
+  // given (epoch, position, errors), else from what this rank last released.
   RawClient(const std::string& socket_path, std::int64_t connect_timeout_ms, int rank,
             int world_size, const py::object& state) {
     dataset::RankFlags flags;
@@ -101,58 +104,78 @@ class RawClient {
   int rank_ = 0, world_ = 1;
 };
 
-// Runs a Loader and serves its batches until the data ends (then waits for every batch to be
-// released), all with the GIL released. Returns the loader's and the server's counters.
-py::dict serve(const py::dict& kw, const std::string& socket_path, int clients, int window,
-               std::int64_t idle_timeout_ms, double wait_clients_s, double finish_timeout_s) {
-  pipeline::LoaderConfig c = loader_config(kw);
-  c.arena.shared = true;  // clients map the memfd
-  const std::string path = socket_or_default(socket_path);
-  pipeline::LoaderStats ls;
-  shm::ServerStats ss;
-  std::optional<Error> failed;
+// The node server (shm::NodeServer, the library `stoker serve` runs): every rank of the job its
+// own shard, reattach exactly once, per-rank counters; the same lines as `stoker serve` on stdout
+// (quiet=True: no progress lines). Serves until every rank finished its epochs (or Ctrl-C:
+// KeyboardInterrupt once the server is closed), all with the GIL released. Returns the counters,
+// in total and per rank.
+py::dict serve(const py::dict& kw) {
+  const config::Settings s = settings_from_keywords(kw, config::kPyServe);
+  shm::NodeServerOptions options = shm::NodeServerOptions::from(s);
+  std::shared_ptr<obs::Tracer> tracer;
+  if (!s.observe.trace_path.empty()) {
+    tracer = std::make_shared<obs::Tracer>(s.observe.trace);
+    tracer->set_process_name("stoker serve()");
+    options.base.tracer = tracer;
+  }
+  options.log = [](const std::string& line) {
+    std::printf("stoker serve: %s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  Status result;
+  std::vector<shm::RankReport> ranks;
+  shm::ServerStats st;
+  std::string socket;
+  bool finished = false, interrupted = false;
   {
     py::gil_scoped_release nogil;
-    std::unique_ptr<pipeline::Loader> loader = unwrap(pipeline::Loader::create(c));
-    std::unique_ptr<shm::BatchServer> server = unwrap(shm::BatchServer::create(
-        loader->arena(),
-        {.socket_path = path, .window = window, .idle_timeout_ms = idle_timeout_ms}));
-    if (clients > 0) {
-      check(server->wait_for_clients(
-          clients, std::chrono::milliseconds(static_cast<std::int64_t>(wait_clients_s * 1e3))));
+    std::unique_ptr<shm::NodeServer> server = unwrap(shm::NodeServer::create(std::move(options)));
+    socket = server->socket_path();
+    std::unique_ptr<obs::MetricsServer> metrics;
+    if (s.observe.metrics_port >= 0) {
+      metrics = unwrap(obs::MetricsServer::start(
+          {.address = s.observe.metrics_addr, .port = s.observe.metrics_port},
+          [srv = server.get()] { return srv->metrics_text(); }));
+      std::fprintf(stderr, "stoker serve: metrics at %s\n", metrics->url().c_str());
     }
-    for (;;) {
-      Result<std::optional<pipeline::Batch>> b = loader->next();
-      if (!b.ok()) {
-        failed = std::move(b).error();
-        break;
-      }
-      if (!*b) break;
-      if (Status st = server->send(std::move(**b)); !st.ok()) {
-        failed = std::move(st).error();
-        break;
-      }
+    result = server->run([&] { return interrupted = python_signal_pending(); });
+    metrics.reset();  // before the server closes
+    server->close();
+    finished = server->finished();
+    ranks = server->ranks();
+    st = server->stats();
+    server.reset();
+    if (tracer != nullptr) {
+      if (Status w = tracer->write(s.observe.trace_path); !w.ok() && result.ok()) result = w;
     }
-    Status fin = server->finish(
-        std::chrono::milliseconds(static_cast<std::int64_t>(finish_timeout_s * 1e3)));
-    if (!failed && !fin.ok()) failed = std::move(fin).error();
-    ls = loader->stats();
-    ss = server->stats();
-    server.reset();  // closes clients and unlinks the socket before the arena goes
   }
-  if (failed) raise(std::move(*failed));
+  if (interrupted) throw py::error_already_set();  // KeyboardInterrupt (or what a handler raised)
+  check(std::move(result));
   py::dict d;
-  d["socket"] = path;
-  d["batches"] = ls.batches;
-  d["samples"] = ls.samples;
-  d["failed"] = ls.failed;
-  d["wait_ratio"] = ls.wait_ratio();
-  d["clients_accepted"] = ss.clients_accepted;
-  d["clients_lost"] = ss.clients_lost;
-  d["batches_sent"] = ss.batches_sent;
-  d["batches_released"] = ss.batches_released;
-  d["batches_reclaimed"] = ss.batches_reclaimed;
-  d["descriptor_bytes"] = ss.descriptor_bytes;
+  d["socket"] = socket;
+  d["finished"] = finished;
+  d["clients_accepted"] = st.clients_accepted;
+  d["clients_lost"] = st.clients_lost;
+  d["clients_refused"] = st.clients_rejected;
+  d["batches_sent"] = st.batches_sent;
+  d["batches_released"] = st.batches_released;
+  d["batches_reclaimed"] = st.batches_reclaimed;
+  d["descriptor_bytes"] = st.descriptor_bytes;
+  py::list per_rank;
+  for (const shm::RankReport& r : ranks) {
+    py::dict rd;
+    rd["rank"] = r.rank;
+    rd["batches_sent"] = r.batches_sent;
+    rd["batches_released"] = r.batches_released;
+    rd["batches_reclaimed"] = r.batches_reclaimed;
+    rd["attaches"] = r.attaches;
+    rd["ended"] = r.ended;
+    rd["epoch"] = r.committed.epoch;
+    rd["position"] = r.committed.position;
+    rd["error"] = r.error;
+    per_rank.append(rd);
+  }
+  d["ranks"] = per_rank;
   return d;
 }
 
@@ -166,9 +189,7 @@ void bind_served(py::module_& m) {
       .def("next", &RawClient::next)
       .def("info", &RawClient::info)
       .def("close", &RawClient::close);
-  m.def("serve", &serve, py::arg("options"), py::arg("socket"), py::arg("clients"),
-        py::arg("window"), py::arg("idle_timeout_ms"), py::arg("wait_clients_s"),
-        py::arg("finish_timeout_s"));
+  m.def("serve", &serve, py::arg("options"));
   m.def("default_socket_path", [] { return unwrap(shm::default_socket_path("stoker")); });
 }
 

@@ -129,30 +129,46 @@ def _from_dlpack():
 def serve(
     data: _Paths,
     socket: Optional[_Path] = None,
-    clients: int = 1,
+    world_size: Optional[int] = None,
     window: int = 4,
-    idle_timeout_s: Optional[float] = 60.0,
-    wait_clients_s: float = 60.0,
-    finish_timeout_s: float = 60.0,
+    idle_timeout_s: Optional[float] = None,
+    progress_s: float = 5.0,
+    quiet: bool = False,
     **loader_options: Any,
 ) -> Dict[str, Any]:
-    """Runs one Loader for this node and serves its batches to `stoker.Loader(connect=socket)`
-    processes (zero-copy: they map this process's arena). Waits for `clients` to connect, serves
-    until the data ends, waits until every batch is released, returns the counters. Blocks with
-    the GIL released. socket=None: the per-user default path (also the clients' default with
-    connect=True). Each batch goes to the connected client holding the fewest, so with several
-    clients each sees a share of the stream (not a per-rank split; for that, each rank its own
-    shard, run the `stoker serve` command). `loader_options` are Loader's (batch_size,
-    media_root, ...), checked the same way; a bad one raises InvalidArgumentError."""
-    kw = _options.check_loader_options(dict(loader_options, data=data), "serve")
-    sock = "" if socket is None else _options.path("socket", socket)
-    clients = _options.int_in(0, _options.I32)("clients", clients)
-    window = _options.int_in(1, 64)("window", window)  # the server's limit
-    idle = _options.optional(_options.SECONDS)("idle_timeout_s", idle_timeout_s)
-    wait_s = _options.SECONDS("wait_clients_s", wait_clients_s)
-    finish_s = _options.SECONDS("finish_timeout_s", finish_timeout_s)
-    idle_ms = -1 if idle is None else int(idle * 1000)
-    return _stoker.serve(kw, sock, clients, window, idle_ms, wait_s, finish_s)
+    """The node server: serves every rank of a `world_size`-rank job on this node its own shard
+    (the batches of an in-process `Loader(data, rank=r, world_size=world_size)`), zero-copy over
+    shared memory, to `stoker.Loader(connect=socket)` processes — the same library, the same
+    behaviour and the same output lines as `stoker serve` (and `stoker cluster --serve`): a rank
+    whose process dies and attaches again continues after the last batch it released (what it
+    held is sent again, first); a client's `resume_state` wins; per-rank counters (and Prometheus
+    metrics with `metrics_port=`). socket=None: the per-user default path (the clients' default
+    with connect=True); world_size=None: $WORLD_SIZE, else 1. Blocks, GIL released, until every
+    rank finished its epochs (Ctrl-C: KeyboardInterrupt once the server is closed); returns the
+    counters in total and per rank. `loader_options` are Loader's (batch_size, media_root, ...;
+    threads is for all ranks together, split among them), checked the same way; a bad one
+    raises InvalidArgumentError before anything listens."""
+    kw = _options.check_options(dict(loader_options, data=data, socket=socket,
+                                     world_size=world_size, window=window,
+                                     idle_timeout_s=idle_timeout_s, progress_s=progress_s,
+                                     quiet=quiet), "serve")
+    # SIGTERM stops the server cleanly too (clients closed, socket unlinked), as it stops `stoker
+    # serve`: raised here as KeyboardInterrupt, like Ctrl-C, once the server is closed.
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        def _terminate(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt("SIGTERM")
+
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _stoker.serve(kw)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 class Loader:
@@ -163,53 +179,12 @@ class Loader:
     (torchrun, Open MPI, Slurm). Every blocking call releases the GIL.
 
     Every option is checked before the engine starts: its type (an int option takes an int, not
-    a bool or a str; a float option an int or a float; paths a str or os.PathLike), its range and
-    its choices. A bad one raises InvalidArgumentError (a ValueError) naming it, e.g.
-    "batch_size must be an int ≥ 1, got '8' (str)"; so does an unknown option.
-
-    What a record may read (the trust boundary; README "Trust boundary"):
-      media_root         a folder (str/PathLike) or a list of them: a local manifest may read
-                         local media under its own folder and these, nowhere else; a remote
-                         (s3://, http(s)://) manifest never reads local files
-      trust_media_paths  True: a local manifest may read any file this user can read
-      allow_buckets      a bucket name or a list ("*": any): s3:// media is read only from a
-                         remote manifest's own bucket and these
-      max_object_bytes   largest media object read (default 256 MiB)
-      max_record_bytes   longest JSONL record, one line (default 16 MiB; at most 4 GiB)
-      io_deadline_ms     retry window of one remote request, all attempts together (default
-                         None: $STOKER_IO_DEADLINE_MS, else 120000)
-      imds               True: S3 credentials may come from the EC2 instance metadata service
-                         (otherwise it is consulted only when $AWS_EC2_METADATA_SERVICE_ENDPOINT
-                         is set)
-
-    Packing (a global plan every rank computes alike; pipeline/README.md "Packing"):
-      packing            True: whole samples packed into one row of at most max_tokens tokens
-                         per batch, no padding (best-fit decreasing within pack_window samples)
-      max_tokens         tokens per pack row (default: max_length)
-      pack_format        "hf" (default): input_ids/labels [1, N], position_ids [4, 1, N],
-                         cu_seq_lens_q/k, max_length_q/k (ints): keyword arguments of a
-                         Qwen2.5-VL / Qwen3-VL forward (pop "sample_ids" first);
-                         "megatron": THD row with shifted labels, loss_mask, cu_seqlens_q/kv
-                         (+ _padded), max_seqlen_q/kv, 1-D position_ids
-      token_budget       True (instead of packing): padded batches of size × longest ≤ max_tokens
-      pack_window        samples planned together (default 1000)
-      pack_align         megatron: each sub-sequence padded to a multiple of it (e.g. 2·CP)
-      position_rows      hf: 4 (default) or 3 (mRoPE rows only, transformers before ~4.54)
-      truncate           True: samples over max_length lose whole turns instead of failing
-
-    Images (transformers' behaviour by default; src/stoker/image/README.md):
-      exif               "apply" (default: the EXIF orientation, as transformers' load_image) or
-                         "ignore" (pixels as stored, as qwen-vl-utils and LLaMA-Factory open them)
-      small_images       "resize" (default: a side below the factor enlarged, transformers ≥ 4.53)
-                         or "refuse" (InvalidArgument for that sample, as ≤ 4.52)
-
-    Observability (README "Observability"):
-      trace              a file: a Chrome/Perfetto trace-event JSON of this Loader (a track per
-                         thread, a span per sample per stage, next() and arena waits, counters),
-                         written when the Loader is closed (close(), `with`, garbage collection,
-                         interpreter exit); open it in ui.perfetto.dev
-      trace_sample       keep the per-sample spans of every Nth sample only (default 1)
-      trace_max_events   at most this many events (default 1000000); later ones are dropped
+    a bool or a str; a float option an int or a float; paths a str or os.PathLike), its range on
+    this machine and its choices, then how the options combine. A bad one raises
+    InvalidArgumentError (a ValueError) naming it, e.g. "batch_size must be an int in [1, 65536],
+    got '8' (str)"; so does an unknown option. The options below come from stoker's option schema
+    (`stoker options` prints them all; the README's table is the same); those not in the
+    signature are keyword arguments too.
     """
 
     def __init__(
@@ -290,7 +265,7 @@ class Loader:
             timeout_s = _options.SECONDS("connect_timeout_s", advanced.pop("connect_timeout_s", 30))
             resume_state = advanced.pop("resume_state", None)
             options.update(advanced)
-            kw = _options.check_loader_options(options, "Loader", ranks_paired=False)
+            kw = _options.check_options(options, "Loader")
             _refuse_server_options(options)
             state = None
             if resume_state is not None:
@@ -315,8 +290,8 @@ class Loader:
                 pass  # no private socket folder: no server
             raise InvalidArgumentError(
                 "Loader: pass data=... (or connect=... / $STOKER_SERVER for served mode)" + hint)
-        options.update(advanced)  # window, fetch_bytes_in_flight, arena_shared, min_seen, ...
-        self._raw = _stoker.RawLoader(_options.check_loader_options(options, "Loader"))
+        options.update(advanced)  # sample_window, fetch_bytes_in_flight, arena_shared, ...
+        self._raw = _stoker.RawLoader(_options.check_options(options, "Loader"))
         if trace is not None:
             # The trace is written when the engine stops: close(), `with`, garbage collection,
             # or at interpreter exit (weakref.finalize runs atexit) — whichever comes first.
@@ -403,3 +378,8 @@ class Loader:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# The option lists of the docstrings, from the schema (one declaration per option).
+Loader.__doc__ = (Loader.__doc__ or "") + "\n    Options:" + _options.docs("Loader")
+serve.__doc__ = (serve.__doc__ or "") + "\n    Options:" + _options.docs("serve")

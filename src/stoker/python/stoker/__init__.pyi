@@ -22,11 +22,11 @@ _PathLike = Union[str, "os.PathLike[str]"]
 def serve(
     data: Union[_PathLike, Sequence[_PathLike]],
     socket: Optional[_PathLike] = ...,
-    clients: int = ...,
+    world_size: Optional[int] = ...,
     window: int = ...,
     idle_timeout_s: Optional[float] = ...,
-    wait_clients_s: float = ...,
-    finish_timeout_s: float = ...,
+    progress_s: float = ...,
+    quiet: bool = ...,
     **loader_options: Any,
 ) -> Dict[str, Any]: ...
 

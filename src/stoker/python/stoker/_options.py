@@ -1,10 +1,14 @@
 """The keyword options of `Loader(...)` and `serve(...)`, checked before anything reaches C++.
 
-Each option has one checker: its type (an int option takes an int but not a bool; a float option
-an int or a float; a path a str or os.PathLike; a list option one of those or a list of them),
-its range (what the engine's field holds) and its choices. A bad value raises
-`stoker.InvalidArgumentError` (a ValueError) naming the option and the value, e.g.
-`batch_size must be an int ≥ 1, got '8' (str)`. The C++ side (`make_config`) checks again.
+Every option is declared once, in stoker's option schema (src/stoker/config/options.cc): its
+name, type, range (on this machine), choices, default and help. `_stoker.option_schema()` hands
+that table over; this module builds one checker per option from it — its type (an int option
+takes an int but not a bool; a float option an int or a float; a path a str or os.PathLike; a
+list option one of those or a list of them), its range and its choices — and the docstrings'
+option lists. A bad value raises `stoker.InvalidArgumentError` (a ValueError) naming the option
+and the value, e.g. `batch_size must be an int in [1, 65536], got '8' (str)`. The C++ side checks
+again, and checks the options against each other (packing's options, rank with world_size,
+prefetch against the arena, ...), naming them as Python does.
 """
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import math
 import numbers
 import os
 from typing import Any, Callable, Dict, List, Optional
+
+from . import _stoker
 
 I32 = 2**31 - 1
 I64 = 2**63 - 1
@@ -40,17 +46,25 @@ def _is_int(value: Any) -> bool:
 Checker = Callable[[str, Any], Any]
 
 
-def int_in(lo: int, hi: int) -> Checker:
-    desc = f"an int ≥ {lo}" if hi in _NATURAL_MAX else f"an int in [{lo}, {hi}]"
+def int_in(lo: int, hi: int, why: str = "", also: Optional[int] = None,
+           also_means: str = "") -> Checker:
+    suffix = f" ({why})" if why else ""
+    full = f"an int in [{lo}, {hi}]{suffix}"
+    desc = f"an int ≥ {lo}" if hi in _NATURAL_MAX else full
+    if also is not None:
+        desc = f"{also} ({also_means}) or {desc}"
+        full = f"{also} ({also_means}) or {full}"
 
     def check(name: str, value: Any) -> int:
         if not _is_int(value):
             fail(f"{name} must be {desc}, {_got(value)}")
         v = int(value)
+        if also is not None and v == also:
+            return v
         if v < lo:
             fail(f"{name} must be {desc}, {_got(value)}")
         if v > hi:
-            fail(f"{name} must be an int in [{lo}, {hi}], {_got(value)}")
+            fail(f"{name} must be {full}, {_got(value)}")
         return v
 
     check.desc = desc
@@ -92,6 +106,15 @@ def path(name: str, value: Any) -> str:
 
 
 path.desc = "a str or an os.PathLike"
+
+
+def text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        fail(f"{name} must be a str, {_got(value)}")
+    return value
+
+
+text.desc = "a str"
 
 
 def strings(name: str, value: Any) -> List[str]:
@@ -145,12 +168,6 @@ def optional(inner: Checker) -> Checker:
     return check
 
 
-def _epochs(name: str, value: Any) -> int:
-    if not _is_int(value) or not (int(value) == -1 or 1 <= int(value) <= I64):
-        fail(f"{name} must be -1 (forever) or an int ≥ 1, {_got(value)}")
-    return int(value)
-
-
 def _pixel_dtype(name: str, value: Any) -> str:
     s = value
     if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
@@ -161,115 +178,104 @@ def _pixel_dtype(name: str, value: Any) -> str:
     return s
 
 
-def _position_rows(name: str, value: Any) -> int:
-    if not _is_int(value) or int(value) not in (3, 4):
-        fail(f"{name} must be 3 or 4, {_got(value)}")
-    return int(value)
+_pixel_dtype.desc = "'float32', 'bfloat16' or a torch dtype"
 
 
-_position_rows.desc = "3 or 4"
-
-# Options that only mean something with packing=True or token_budget=True.
-PACKING_ONLY = ("max_tokens", "pack_format", "pack_window", "pack_align", "position_rows")
-
-# The engine's options: name → checker (the dict keys make_config in module.cc reads).
-LOADER_OPTIONS: Dict[str, Checker] = {
-    "data": strings,
-    "model": path,
-    "tokenizer": optional(path),
-    "batch_size": int_in(1, I32),
-    "max_length": int_in(0, I64),
-    "padding": choice("longest", "max_length"),
-    "pixel_dtype": _pixel_dtype,
-    "seed": int_in(0, U64),
-    "epochs": _epochs,
-    "rank": optional(int_in(0, I32)),
-    "world_size": optional(int_in(1, I32)),
-    "local_rank": optional(int_in(0, I32)),
-    "local_world_size": optional(int_in(1, I32)),
-    "mode": choice("serial", "concurrent", "prefetch"),
-    "threads": int_in(0, I32),
-    "prefetch": int_in(1, I32),
-    "io_threads": int_in(1, I32),
-    "window": int_in(0, I32),
-    "fetch_bytes_in_flight": int_in(1, I64),
-    "arena_bytes": int_in(4096, 2**62),
-    "arena_shared": boolean,
-    "worker_sched": choice("batch", "idle", "normal"),
-    "strict": boolean,
-    "max_errors": optional(int_in(0, I64)),
-    "max_error_rate": number_in(0.0, 1.0),
-    "min_seen": int_in(0, I64),
-    "error_report": optional(path),
-    "media_root": strings,
-    "trust_media_paths": boolean,
-    "allow_buckets": strings,
-    "max_object_bytes": int_in(1, I64),
-    "max_record_bytes": int_in(1, 4 << 30),
-    "io_deadline_ms": optional(int_in(1, I32)),
-    "imds": boolean,
-    "packing": boolean,
-    "token_budget": boolean,
-    "max_tokens": optional(int_in(1, I32)),
-    "pack_format": optional(choice("hf", "megatron")),
-    "pack_window": int_in(1, 1 << 24),
-    "pack_align": int_in(1, 1 << 20),
-    "position_rows": _position_rows,
-    "truncate": boolean,
-    "exif": choice("apply", "ignore"),
-    "small_images": choice("resize", "refuse"),
-    "trace": optional(path),
-    "trace_sample": int_in(1, I64),
-    "trace_max_events": int_in(1, I64),
-}
-
-# Time limits in seconds: ≤ 10^7 s (115 days) keeps every ms/ns conversion far from overflow.
-SECONDS = number_in(0.0, 1e7)
+def _state(name: str, value: Any) -> Dict[str, int]:
+    if not isinstance(value, dict):
+        fail(f"{name} must be a dict with epoch, position, errors, "
+             f"got {value!r} ({type(value).__name__})")
+    count = int_in(0, U64)
+    return {k: count(f"{name}['{k}']", v) for k, v in value.items()
+            if k in ("epoch", "position", "errors", "packs", "plan")}
 
 
-def check_loader_options(options: Dict[str, Any], who: str = "Loader",
-                         ranks_paired: bool = True) -> Dict[str, Any]:
-    """The options checked and normalised (paths → str, numbers → int/float) for `_stoker`.
-    ranks_paired: rank and world_size go together (in served mode either may come from the
-    launcher's environment instead)."""
+_state.desc = "a state dict"
+
+
+def _as_is(name: str, value: Any) -> Any:
+    return value
+
+
+_as_is.desc = "anything"
+
+# The schema, as _stoker has it (machine-dependent bounds computed on this machine).
+SCHEMA: List[Dict[str, Any]] = _stoker.option_schema()
+
+
+def _checker(spec: Dict[str, Any]) -> Checker:
+    kind = spec["kind"]
+    if spec["name"] == "pixel_dtype":  # Python also takes torch dtypes
+        c = _pixel_dtype
+    elif kind == "bool":
+        c = boolean
+    elif kind in ("int", "bytes", "uint"):
+        c = int_in(spec["lo"], spec["hi"], spec["why"], spec["also"], spec["also_means"])
+    elif kind == "number":
+        c = number_in(spec["dlo"], spec["dhi"])
+    elif kind == "path":
+        c = path
+    elif kind == "text":
+        c = text if spec["name"] != "connect" else _as_is  # connect_target checks it
+    elif kind == "list":
+        c = strings
+    elif kind == "choice":
+        c = choice(*spec["choices"])
+    else:
+        c = _state
+    return optional(c) if spec["nullable"] else c
+
+
+def _table(command: str) -> Dict[str, Checker]:
+    return {s["name"]: _checker(s) for s in SCHEMA if command in s["commands"]}
+
+
+# name → checker, for each entry point (the keys the C++ side reads, plus the package's own).
+LOADER_OPTIONS: Dict[str, Checker] = _table("Loader")
+SERVE_OPTIONS: Dict[str, Checker] = _table("serve")
+DEFAULTS = {s["name"]: s["default"] for s in SCHEMA if "Loader" in s["commands"]}
+# Read by the package, never sent to _stoker.
+PACKAGE_ONLY = ("connect", "connect_timeout_s", "resume_state")
+
+
+def check_options(options: Dict[str, Any], who: str = "Loader") -> Dict[str, Any]:
+    """The options checked one by one and normalised (paths → str, numbers → int/float) for
+    `_stoker`; None (where allowed) means unset. How they combine is checked by the C++ side."""
+    table = SERVE_OPTIONS if who == "serve" else LOADER_OPTIONS
     out: Dict[str, Any] = {}
     for name, value in options.items():
-        checker = LOADER_OPTIONS.get(name)
+        checker = table.get(name)
         if checker is None:
             fail(f"{who}: unknown option '{name}'")
         out[name] = checker(name, value)
-    if ranks_paired and (out.get("rank") is None) != (out.get("world_size") is None):
-        fail(f"{who}: rank and world_size go together, got rank={options.get('rank')!r}, "
-             f"world_size={options.get('world_size')!r}")
-    if out.get("rank") is not None and out.get("world_size") is not None and \
-            out["rank"] >= out["world_size"]:
-        fail(f"rank must be an int in [0, world_size - 1] = [0, {out['world_size'] - 1}], "
-             f"{_got(options['rank'])}")
-    if out.get("max_errors", 0) is None:
-        out["max_errors"] = -1  # the engine's "no limit"
-    _check_packing(out, who)
-    for name in ("trace_sample", "trace_max_events"):
-        if name in out and out.get("trace") is None:
-            fail(f"{who}: {name} needs trace=FILE")
-    if out.get("trace") is None:
-        out.pop("trace", None)
     return out
 
 
-def _check_packing(out: Dict[str, Any], who: str) -> None:
-    pack, budget = out.get("packing", False), out.get("token_budget", False)
-    if pack and budget:
-        fail(f"{who}: packing and token_budget exclude each other")
-    for name in PACKING_ONLY:
-        if out.get(name) is not None and not (pack or budget):
-            fail(f"{who}: {name} needs packing=True or token_budget=True")
-    if budget and out.get("pack_format") is not None:
-        fail(f"{who}: pack_format is for packing=True (token budgets give padded batches)")
-    if out.get("pack_align") is not None and out.get("pack_format") != "megatron":
-        fail(f"{who}: pack_align is for pack_format='megatron'")
-    for name in PACKING_ONLY:
-        if name in out and out[name] is None:
-            del out[name]  # None: the engine's default
+def docs(command: str) -> str:
+    """The options of `command` ("Loader" or "serve") as docstring lines, by group."""
+    lines: List[str] = []
+    group = None
+    key = "default" if command == "Loader" else "default_serve"
+    for s in SCHEMA:
+        if command not in s["commands"]:
+            continue
+        if s["group"] != group:
+            group = s["group"]
+            lines.append(f"\n    {group}:")
+        extra = []
+        if s[key] is not None and s["kind"] != "bool":
+            extra.append(f"default {s[key]!r}")
+        if s["env"]:
+            extra.append(f"else ${s['env']}")
+        if s["model_folder"]:
+            extra.append("the model folder's stoker.json may set it")
+        tail = f" ({'; '.join(extra)})" if extra else ""
+        lines.append(f"      {s['name']:<21} {s['help']}{tail}")
+    return "\n".join(lines) + "\n"
+
+
+# Time limits in seconds: ≤ 10^7 s (115 days) keeps every ms/ns conversion far from overflow.
+SECONDS = number_in(0.0, 1e7)
 
 
 def connect_target(value: Any) -> Optional[str]:
@@ -277,5 +283,8 @@ def connect_target(value: Any) -> Optional[str]:
     if value is True:
         return ""
     if isinstance(value, (str, os.PathLike)) and not isinstance(value, bool):
-        return path("connect", value)
+        p = path("connect", value)
+        if not p:
+            fail("connect must be None, True or a socket path, got '' (an empty path)")
+        return p
     fail(f"connect must be None, True or a socket path (str or os.PathLike), {_got(value)}")

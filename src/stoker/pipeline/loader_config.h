@@ -1,0 +1,178 @@
+// LoaderConfig: everything a Loader is made from, and its validation. Front ends do not fill it
+// field by field: the option schema (config/options.cc) declares each option once — name, type,
+// range, default, help, environment fallback — and config::build turns flags, keyword arguments,
+// the model folder's stoker.json and the environment into one of these (model folder parsed
+// once: model_config). C++ callers may fill it directly; Loader::create validates it again.
+// BatchOptions — what the batches look like — is shared with the engine (EngineOptions derives
+// from it): one struct, no field copied by hand between the two.
+// Errors: InvalidArgument naming the field ("loader: batch_size must be at least 1").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stoker/base/result.h"
+#include "stoker/batch/arena.h"
+#include "stoker/batch/mrope.h"
+#include "stoker/batch/pack_collate.h"
+#include "stoker/dataset/order.h"
+#include "stoker/exec/sched.h"
+#include "stoker/image/processor.h"
+#include "stoker/model/model_config.h"
+#include "stoker/obs/trace.h"
+
+namespace stoker::pipeline {
+
+class RemoteSamples;  // remote.h
+
+// The seed's ladder (DESIGN.md; `stoker bench ladder`): how much of the engine runs ahead.
+enum class Mode {
+  kSerial,      // on demand in next(): one sample after another, on the caller's thread
+  kConcurrent,  // on demand in next(): the batch's samples fetched/transformed in parallel
+  kPrefetch,    // background producers keep `prefetch` batches ready (the default)
+};
+
+enum class Padding { kLongest, kFixed };
+
+// How samples become batches. kFixed: batch_size samples, padded. kPack: whole samples packed
+// into one row of at most max_tokens tokens (best-fit decreasing within a window; the HF varlen
+// or Megatron THD form, batch/pack_collate.h). kTokenBudget: padded batches whose batch size
+// is chosen so that size × longest ≤ max_tokens (for trainers that cannot take varlen).
+// kPack and kTokenBudget plan globally: every rank computes the same plan and takes its share
+// of each step, balanced by vision load (pipeline/README.md "Packing").
+enum class Batching { kFixed, kPack, kTokenBudget };
+
+struct PackingOptions {
+  Batching batching = Batching::kFixed;
+  std::int64_t max_tokens = 0;   // row / batch token budget; 0: max_length
+  int window = 1000;             // samples planned together (a window of the epoch order)
+  batch::PackFormat format = batch::PackFormat::kHF;
+  int position_rows = 4;         // HF form: 4 (text row + mRoPE, transformers >= 4.54) or 3
+  std::int64_t align = 1;        // Megatron form: each sub-sequence padded to a multiple of it
+                                 // (e.g. 2·CP, or lcm(2·CP, CP·TP) with sequence parallelism)
+};
+
+struct ErrorPolicy {
+  bool strict = false;             // stop at the first failed sample
+  std::int64_t max_errors = -1;    // stop when more samples than this failed (-1: no limit)
+  double max_error_rate = 0.10;    // stop when failed/seen exceeds this after min_seen samples
+  std::int64_t min_seen = 100;
+  std::string report_path;         // JSONL error report; empty: none written
+};
+
+// What a batch looks like and when the run stops: the Loader's fields the engine reads too.
+struct BatchOptions {
+  int batch_size = 8;
+  std::int64_t max_length = 8192;
+  Padding padding = Padding::kLongest;
+  image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
+  PackingOptions packing;
+  ErrorPolicy errors;
+
+  // Megatron form: packing.align; the HF form pads nothing (1).
+  std::int64_t pack_align() const {
+    return packing.format == batch::PackFormat::kMegatron ? packing.align : 1;
+  }
+  // The row / batch token budget: max_tokens, else max_length.
+  std::int64_t pack_capacity() const { return packing.max_tokens > 0 ? packing.max_tokens : max_length; }
+};
+
+struct LoaderConfig : BatchOptions {
+  std::vector<std::string> data;  // JSONL manifests
+  std::string model = "qwen2.5-vl";  // preset or HF model folder
+  // `model` parsed (config::build does it once per run and every Loader of the run shares it);
+  // null: Loader::create parses `model` itself.
+  std::shared_ptr<const model::ModelConfig> model_config;
+  std::string tokenizer;             // folder with tokenizer.json; empty: the model's (its
+                                     // folder, or for a preset the Qwen tokenizer installed)
+  // Image compatibility (image/processor.h, over the model's): the EXIF orientation applied as
+  // transformers' load_image does, or ignored as recipes that open images themselves do
+  // (qwen-vl-utils, LLaMA-Factory); images with a side below the factor resized as transformers
+  // >= 4.53 does, or refused as <= 4.52 did.
+  bool apply_exif_orientation = true;
+  image::SmartResizeRules small_images = image::SmartResizeRules::kCurrent;
+  // Qwen2.5-VL video time index (batch/mrope.h): t · second_per_grid_t · tokens_per_second in
+  // float32, then truncated (transformers 4.49, Qwen's fine-tuning code, vLLM), or with
+  // second_per_grid_t cast to an integer first (later 4.5x releases to 4.57, 5.x until
+  // transformers PR 48669); they differ at fractional seconds per grid (README "Video").
+  batch::TimeIndexMode video_time_index = batch::TimeIndexMode::kFloatThenTruncate;
+  std::uint64_t seed = 0;
+  std::int64_t epochs = 1;          // -1: forever
+  dataset::RankFlags rank;          // explicit rank/world; unset fields come from the launcher env
+  Mode mode = Mode::kPrefetch;
+  int threads = 0;                  // CPU pool size; 0: hardware concurrency
+  int prefetch = 4;                 // ready batches kept ahead (kPrefetch)
+  // kPrefetch: start producing when the loader is created, so the ring fills while the trainer
+  // builds its model; a resume() before the first next() restarts production at its state.
+  // Off: production starts at the first next().
+  bool prefetch_on_create = true;
+  int io_threads = 4;               // record reads + media fetches (blocking pread)
+  int window = 0;                   // samples in flight incl. finished-but-unconsumed; 0: auto
+                                    // (2·batch_size·(prefetch+1) for kPrefetch, batch_size for
+                                    // kConcurrent, 1 for kSerial)
+  std::int64_t fetch_bytes_in_flight = std::int64_t{256} << 20;
+  // What a record may reach (the trust boundary; README "Trust boundary", io/media_access.h).
+  // A local manifest reads local files only under its own folder and these roots; a remote
+  // manifest never reads local files; s3:// media only in a remote manifest's own bucket and
+  // in these buckets ("*": any bucket).
+  std::vector<std::string> media_roots;
+  bool trust_media_paths = false;   // local manifests may read any local file (loudly)
+  std::vector<std::string> allow_buckets;
+  // Every read is bounded: a media object (file, HTTP body) and a JSONL record (one line).
+  std::int64_t max_object_bytes = std::int64_t{256} << 20;
+  std::int64_t max_record_bytes = std::int64_t{16} << 20;
+  // The retry window of a remote request (all attempts together); 0: io's default, 120 s (the
+  // option schema resolves $STOKER_IO_DEADLINE_MS into it). A store that stays down longer
+  // stops the run (resumable).
+  std::int64_t io_deadline_ms = 0;
+  int io_max_attempts = 0;          // attempts per request, a cap for tests; 0: io's default
+  // Remote manifests are copied here (keyed by URI + ETag); empty: default_cache_dir().
+  std::string cache_dir;
+  std::int64_t manifest_chunk_bytes = std::int64_t{8} << 20;  // ranged GETs of a remote manifest
+  bool fetch_blocking = false;      // one blocking read per I/O thread (the A/B baseline)
+  // S3 credentials from the EC2 instance metadata service: consulted only when true or when
+  // $AWS_EC2_METADATA_SERVICE_ENDPOINT is set — never on stoker's own initiative.
+  bool imds = false;
+  // Scheduling class of the loader's own threads (CPU, I/O and emit pools, the prefetch
+  // producer); the caller's thread is never changed. Batch: a waking loader thread does not
+  // preempt the trainer's thread, so next() is not left waiting for a core (exec/sched.h).
+  exec::SchedClass worker_sched = exec::SchedClass::kBatch;
+  // Batch memory (batch/arena.h): its size is the loader's memory budget for batches. In-process
+  // by default: anonymous memory with transparent huge pages (first touches ~7x cheaper than
+  // 4 KiB pages on this project's VMs); `shared` (a memfd) when another process maps the batches
+  // — `stoker serve`, the zero-copy bench mode. The warm pool: the arena (up to 1 GiB) is written
+  // at create, on the caller's thread (~0.1-0.3 s per GiB with huge pages here), so the first
+  // epoch's batches meet no fresh page — the arena is resident from the start; beyond 1 GiB a
+  // spare-CPU thread keeps 256 MB (or the largest batch) past the highest block resident.
+  batch::ArenaOptions arena = {.shared = false,
+                               .prefault_ahead = std::size_t{256} << 20,
+                               .warm_bytes = std::size_t{1} << 30};
+  // Over max_length: keep the longest prefix of whole turns that ends with an assistant turn
+  // (text::Overflow::kTruncateTurns) instead of dropping the sample.
+  bool truncate = false;
+  // Tracing (obs/trace.h; README "Observability"): a Chrome/Perfetto trace-event JSON of the
+  // run. Either a tracer the caller owns and writes (several loaders may share one: `stoker
+  // serve`), or a path: the loader then makes its own tracer with `trace` options and writes
+  // it when it is destroyed (a failure to write is printed to stderr). Neither: off.
+  std::shared_ptr<obs::Tracer> tracer;
+  std::string trace_path;
+  obs::TraceOptions trace;
+  // Test hook: called before each media read with (record id, media index); may sleep to
+  // simulate I/O jitter. Must be thread-safe. Never affects output bytes.
+  std::function<void(std::uint64_t, int)> io_delay_hook;
+  // Scale-out (cluster/): the per-sample work (read, fetch, prepare, pixels) is done by these
+  // remote workers; the engine keeps order, policy, state and assembly (pipeline/remote.h).
+  std::shared_ptr<RemoteSamples> remote;
+
+  Status validate() const;
+};
+
+// The model the run uses: model_config (or `model` parsed when it is null) with this config's
+// image settings applied (EXIF orientation, small images). The engine's context and a cluster
+// receiver's processor both come from here.
+Result<model::ModelConfig> resolved_model(const LoaderConfig& config);
+
+}  // namespace stoker::pipeline
