@@ -98,15 +98,16 @@ Result<synth::SynthResult> run(const Args& args) {
     std::printf("videos: %d records, %zu files, %.1f KiB (DIR/videos.jsonl)\n", v.records,
                 v.paths.size() + 2, static_cast<double>(v.bytes) / 1024);
   }
+  if (audio > 0) {
+    STOKER_ASSIGN_OR_RETURN(synth::AudioMixResult a, synth::add_audio_records(c.out_dir, audio, seed));
+    r.records += a.records;
+    std::printf("audio: %d records, %.1f KiB (DIR/audio.jsonl)\n", a.records, static_cast<double>(a.bytes) / 1024);
+  }
   if (args.has("shards")) {
     STOKER_ASSIGN_OR_RETURN(int shards, args.get_int<int>("shards", 1, 1, kMaxRecords));
     STOKER_ASSIGN_OR_RETURN(synth::ShardsResult s, synth::write_shards(c.out_dir, shards));
     std::printf("shards: %d samples in %s (%.1f MiB), Energon folder %s\n", s.samples, s.shards_pattern.c_str(),
                 static_cast<double>(s.bytes) / (1 << 20), s.energon_dir.c_str());
-  if (audio > 0) {
-    STOKER_ASSIGN_OR_RETURN(synth::AudioMixResult a, synth::add_audio_records(c.out_dir, audio, seed));
-    r.records += a.records;
-    std::printf("audio: %d records, %.1f KiB (DIR/audio.jsonl)\n", a.records, static_cast<double>(a.bytes) / 1024);
   }
   return r;
 }
