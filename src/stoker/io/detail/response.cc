@@ -30,6 +30,20 @@ bool apply_header_line(std::string_view line, HttpResponse* resp) {
   return false;
 }
 
+int parse_status_line(std::string_view line) {
+  if (line.substr(0, 5) != "HTTP/") return -1;
+  const std::size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || sp == 5 || line.size() < sp + 4) return -1;
+  int status = 0;
+  for (std::size_t i = sp + 1; i < sp + 4; ++i) {
+    if (line[i] < '0' || line[i] > '9') return -1;
+    status = status * 10 + (line[i] - '0');
+  }
+  const std::size_t after = sp + 4;
+  if (after < line.size() && line[after] != ' ' && line[after] != '\r' && line[after] != '\n') return -1;
+  return status;
+}
+
 std::int64_t parse_content_length(std::string_view value) {
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   std::int64_t v = -1;
