@@ -1,5 +1,8 @@
 #include "stoker/io/uri.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <vector>
@@ -19,6 +22,14 @@ bool is_host_char(char c) {
 bool is_userinfo_char(char c) {  // RFC 3986 unreserved, sub-delims and ':' ('%' checked apart)
   return std::isalnum(static_cast<unsigned char>(c)) ||
          std::string_view("-._~!$&'()*+,;=:").find(c) != std::string_view::npos;
+}
+
+// a.b.c.d, each 0-255 in plain decimal without leading zeros.
+bool dotted_quad(std::string_view h) {
+  in_addr addr{};
+  char back[INET_ADDRSTRLEN];
+  return ::inet_pton(AF_INET, std::string(h).c_str(), &addr) == 1 &&
+         ::inet_ntop(AF_INET, &addr, back, sizeof back) != nullptr && h == back;
 }
 
 Error bad(std::string_view what, std::string_view text) {
@@ -60,9 +71,9 @@ std::string check_authority(std::string_view a, Uri* u) {
   if (!a.empty() && a[0] == '[') {  // an IPv6 literal (no zone id)
     const std::size_t close = a.find(']');
     if (close == std::string_view::npos || close < 3) return "an unclosed or empty IPv6 address";
-    for (char c : a.substr(1, close - 1)) {
-      if (!is_hex(c) && c != ':' && c != '.') return "a character not allowed in an IPv6 address";
-    }
+    in6_addr addr{};
+    if (::inet_pton(AF_INET6, std::string(a.substr(1, close - 1)).c_str(), &addr) != 1)
+      return "a malformed IPv6 address (zone ids are not supported)";
     u->host = std::string(a.substr(0, close + 1));
     const std::string_view rest = a.substr(close + 1);
     if (!rest.empty() && rest[0] != ':') return "text after the IPv6 address";
@@ -78,6 +89,15 @@ std::string check_authority(std::string_view a, Uri* u) {
         return "a non-ASCII host name (write its punycode form, xn--…)";
       if (!is_host_char(c)) return "a character not allowed in a host name ('" + std::string(1, c) + "')";
     }
+    // A last label of digits (or 0x…) makes the host an IPv4 address to URL parsers, which
+    // read "2130706433", "0x7f.1" or "017.0.0.1" as 127.0.0.1 (and differ on some): only the
+    // dotted-quad form is accepted.
+    std::string_view last = host.substr(0, host.size() - (host.back() == '.' ? 1 : 0));
+    last = last.substr(last.rfind('.') == std::string_view::npos ? 0 : last.rfind('.') + 1);
+    const bool numeric = !last.empty() &&
+        (std::all_of(last.begin(), last.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) ||
+         last.substr(0, 2) == "0x" || last.substr(0, 2) == "0X");
+    if (numeric && !dotted_quad(host)) return "an IPv4 address not in dotted-quad form";
     u->host = std::string(host);
     if (colon != std::string_view::npos) {
       port = a.substr(colon + 1);
