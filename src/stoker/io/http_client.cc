@@ -30,7 +30,7 @@ constexpr std::chrono::seconds kProbeTimeout{5};
 // not 2xx — an error document is read this far, for the S3 <Code>/<Message>, and the rest never.
 // libcurl itself refuses one header line over 100 KB (CURLE_OUT_OF_MEMORY) and 300 KB in all.
 constexpr std::size_t kMaxHeaderBytes = 64 << 10;
-constexpr int kMaxHeaderLines = 256;
+constexpr int kMaxHeaderLines = 1000;
 constexpr std::size_t kMaxErrorBodyBytes = 16 << 10;
 
 // Transient transport failures: the next attempt may well succeed.
