@@ -400,6 +400,7 @@ def _measures(kind: Kind, runner: str, outcome: str, r: RunResult, layout: Layou
         why = "stopped: " + (r.error.strip().splitlines() or [""])[-1]
     else:
         why = "delivered" if sid in set(r.delivered) else "no report line"
+    why = re.sub(r"\b(https?|s3|file)://\S*", "URL", why)  # the reason, not the address
     good = set(layout.good_ids)
     got = len(good & set(r.delivered))
     return (f"| {kind.name} | {runner} | {outcome} | {_exit(r)} | {r.wall_s:.1f} | {r.printed:,} | "

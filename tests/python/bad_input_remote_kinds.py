@@ -25,7 +25,7 @@ def _media(ds: pathlib.Path) -> None:
 
 # Faults that fail only once the retry window is spent (the outage-vs-broken-object decision):
 # they get their own dataset, so a run they stop does not hide the outcome of the others.
-RETRY_KINDS = {"http_500_always", "http_503_always", "http_stalled", "http_reset",
+RETRY_KINDS = {"http_500_always", "http_503_always", "http_503_50mb_body", "http_stalled", "http_reset",
                "http_truncated", "http_length_long", "http_refused"}
 
 
@@ -53,6 +53,8 @@ def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "", retry: bool = Fal
              "persistent 500 on this object, others served"),
         Kind("http_503_always", with_image(u("status/503")), dl(r"503|SlowDown|" + RETRIED),
              "persistent 503 SlowDown on this object, others served"),
+        Kind("http_503_50mb_body", with_image(u("big_error/503/50")), dl(r"503|" + RETRIED),
+             "persistent 503 with a 50 MiB XML error body, others served"),
         Kind("http_503_twice", with_image(u("flaky/2")), DELIVERED,
              "503 twice, then served (retried)"),
         Kind("http_slow_ok", with_image(u("trickle/800")), DELIVERED,
@@ -121,9 +123,6 @@ def hostile_kinds(base: str, ds: pathlib.Path, prefix: str = "") -> List[Kind]:
         Kind("http_403_50mb_body", with_image(u("big_error/403/50")),
              fails("PermissionDenied", r"403 AccessDenied", "fetch"),
              "403 with a 50 MiB S3 XML error body"),
-        Kind("http_503_50mb_body", with_image(u("big_error/503/50")),
-             fails("DataLoss", r"503|" + RETRIED, "fetch"),
-             "persistent 503 with a 50 MiB XML body (retried, others served)"),
         Kind("http_100kb_url", with_image(f"{base}/{'a' * (100 << 10)}.png"),
              bad_url(r"URL of \d+ bytes"), "a 100 KiB URL"),
         Kind("http_backslash_authority", with_image(f"http://127.0.0.1:{port}\\@host/x.png"),
