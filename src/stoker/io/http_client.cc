@@ -119,6 +119,7 @@ struct HttpClient::Impl {
     std::size_t header_bytes = 0;
     int header_lines = 0;
     bool error_body_cut = false;  // a non-2xx body stopped at kMaxErrorBodyBytes
+    bool counted = false;         // in requests_by_host
     bool cut_by_deadline = false;  // this attempt's timeout is the time left, not attempt_timeout
     int broken = 0;          // 2xx responses whose body broke off
     Impl* impl = nullptr;
@@ -152,6 +153,11 @@ struct HttpClient::Impl {
   // when a request's window is spent with no other evidence (see give_up_or_probe).
   std::map<std::string, HttpRequest> last_ok_by_host;
   std::optional<HttpRequest> last_ok_any;  // the last request any host answered with a 2xx
+  // Requests (not attempts) started per host, for hosts that never answered: one request alone to
+  // a host nobody else uses is one record's problem, not a shared failure. Forgotten past
+  // kMaxHostsCounted hosts (then the probe falls back to the object itself).
+  static constexpr std::size_t kMaxHostsCounted = 4096;
+  std::map<std::string, int> requests_by_host;
 
   std::atomic<std::int64_t> attempts{0}, retries{0}, succeeded{0}, failed{0}, bytes_received{0},
       peak_in_flight{0}, connections{0};
@@ -233,6 +239,11 @@ struct HttpClient::Impl {
     }
     op->easy = easy;
     op->impl = this;
+    if (!op->counted && !op->req.probe) {
+      op->counted = true;
+      if (requests_by_host.size() >= kMaxHostsCounted) requests_by_host.clear();
+      ++requests_by_host[host_of(op->req.url)];
+    }
     op->resp = HttpResponse{};
     op->errbuf[0] = 0;
     op->too_large = false;
@@ -396,11 +407,16 @@ struct HttpClient::Impl {
   void give_up_or_probe(OpPtr op, Error last, bool deadline_passed) {
     const bool evidence = op->first_failure && last_answered_start > *op->first_failure;
     if (evidence || op->req.probe) return finish(std::move(op), give_up(*op, last, deadline_passed, evidence));
-    // This host's last answered request; a host that never answered in this run while another
-    // did: that other one (is the network up? then this record names a bad host); else the object.
-    HttpRequest probe;
-    auto it = last_ok_by_host.find(host_of(op->req.url));
-    probe = it != last_ok_by_host.end() ? it->second : last_ok_any ? *last_ok_any : op->req;
+    // What to probe: this host's last answered request; for a host that never answered and that
+    // no other request used (one record naming its own host), the last request any host answered
+    // — is the network up? then this record's host is the problem —; else the object itself.
+    const std::string host = host_of(op->req.url);
+    auto it = last_ok_by_host.find(host);
+    auto used = requests_by_host.find(host);
+    const bool alone = used != requests_by_host.end() && used->second == 1;
+    HttpRequest probe = it != last_ok_by_host.end() ? it->second
+                        : alone && last_ok_any  ? *last_ok_any
+                                                : op->req;
     probe.method = "HEAD";
     probe.body.clear();
     probe.expected_bytes = 0;
