@@ -164,5 +164,19 @@ TEST(ResponseTest, StatusLines) {
     EXPECT_EQ(detail::parse_status_line(bad), -1) << bad;
 }
 
+// ETag and Content-Range are the server's words too: quoted bounded in the errors they cause.
+TEST(ResponseTest, ServerChosenHeaderValuesAreQuotedBounded) {
+  HttpResponse r;
+  r.status = 206;
+  r.etag = std::string(60 << 10, 'e') + "\x1b[2J";
+  EXPECT_LT(detail::body_for_range(r, ReadOptions{.offset = 0, .length = 4, .if_match = "x"}, "u")
+                .error().to_string().size(), 400u);
+  r.etag.clear();
+  r.content_range = "bytes " + std::string(60 << 10, '9');
+  const Error e = detail::body_for_range(r, ReadOptions{.offset = 0, .length = 4}, "u").error();
+  EXPECT_LT(e.to_string().size(), 400u);
+  EXPECT_EQ(e.code(), ErrorCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace stoker::io
