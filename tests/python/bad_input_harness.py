@@ -140,12 +140,37 @@ class RunResult:
             self.error, re.I) is not None
 
 
+# Peak RSS through GNU time when present: a child's own ru_maxrss counts the memory of the
+# process it was forked from until its exec (Linux records the pre-exec mm's high-water mark), so
+# os.wait4 reads this test process's size (hundreds of MiB after a big report) into every child.
+TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def _time_report(path: pathlib.Path) -> Tuple[Optional[int], Optional[int], Optional[int]]:
+    """(maxrss KiB, exit status, signal) from GNU time's -o file; Nones when it has none."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None, None, None
+    sig = next((int(m.group(1)) for m in (re.search(r"terminated by signal (\d+)", x)
+                                          for x in lines) if m), None)
+    last = lines[-1].split() if lines else []
+    if len(last) != 2 or not all(x.isdigit() for x in last):
+        return None, None, None
+    return int(last[0]), (None if sig else int(last[1])), sig
+
+
 def run_child(cmd: Sequence[str], env: Dict[str, str], timeout: float, stderr_path: pathlib.Path,
               on_tick=None) -> Tuple[Optional[int], Optional[int], bool, int, float]:
     """Runs cmd in its own process group; kills the group after `timeout` s. Returns (exit
-    status, signal, timed out, ru_maxrss KiB, wall s). on_tick(elapsed) is called every 50 ms.
+    status, signal, timed out, peak RSS KiB, wall s). on_tick(elapsed) is called every 50 ms.
     stderr goes to `stderr_path`, stdout beside it (stdout.txt): printed_bytes() counts both."""
     t0 = time.monotonic()
+    rss_file = stderr_path.parent / "maxrss.txt"
+    if rss_file.exists():
+        rss_file.unlink()
+    if TIME_BIN:
+        cmd = [TIME_BIN, "-f", "%M %x", "-o", str(rss_file)] + list(cmd)
     with open(stderr_path, "wb") as err, open(stderr_path.parent / "stdout.txt", "wb") as out:
         proc = subprocess.Popen(list(cmd), env=env, stdout=out, stderr=err,
                                 start_new_session=True)
@@ -169,8 +194,11 @@ def run_child(cmd: Sequence[str], env: Dict[str, str], timeout: float, stderr_pa
     except ProcessLookupError:
         pass
     rc = os.waitstatus_to_exitcode(status)
-    return (rc if rc >= 0 else None, -rc if rc < 0 else None, timed_out, ru.ru_maxrss,
-            time.monotonic() - t0)
+    wall = time.monotonic() - t0
+    maxrss, child_rc, child_sig = _time_report(rss_file) if TIME_BIN else (None, None, None)
+    if maxrss is not None and not timed_out:
+        return child_rc, child_sig, False, maxrss, wall
+    return (rc if rc >= 0 else None, -rc if rc < 0 else None, timed_out, ru.ru_maxrss, wall)
 
 
 def printed_bytes(work: pathlib.Path) -> int:
