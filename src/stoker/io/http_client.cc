@@ -1,6 +1,7 @@
 #include "stoker/io/http_client.h"
 
 #include "stoker/base/elide.h"
+#include "stoker/io/detail/curl_codes.h"
 #include "stoker/io/detail/response.h"
 #include "stoker/io/detail/text.h"
 
@@ -33,41 +34,6 @@ constexpr std::size_t kMaxHeaderBytes = 64 << 10;
 constexpr int kMaxHeaderLines = 1000;
 constexpr std::size_t kMaxErrorBodyBytes = 16 << 10;
 
-// Transient transport failures: the next attempt may well succeed.
-bool retryable_curl_error(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Failures of the answer to THIS request — the server (or whatever holds the port) replied, and
-// the reply is not one we can use: per-object, never retried, never an outage.
-bool malformed_answer(CURLcode code) {
-  switch (code) {
-    case CURLE_UNSUPPORTED_PROTOCOL:  // "Received HTTP/0.9 when not allowed": not HTTP at all
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_BAD_CONTENT_ENCODING:
-    case CURLE_RANGE_ERROR:
-    case CURLE_TOO_MANY_REDIRECTS:
-    case CURLE_FILESIZE_EXCEEDED:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_2xx(long status) { return status >= 200 && status < 300; }
 
 void global_init() {
@@ -76,15 +42,6 @@ void global_init() {
 }
 
 }  // namespace
-
-std::pair<std::string, std::string> parse_xml_error(const std::string& body) {
-  std::string code = detail::xml_text(body, "Code");
-  // An S3 error code is a short identifier; anything else is not quoted.
-  const bool identifier = !code.empty() && code.size() <= 64 &&
-      std::all_of(code.begin(), code.end(), [](unsigned char c) { return std::isalnum(c) || c == '.'; });
-  if (!identifier) code.clear();
-  return {code, detail::server_text(detail::xml_text(body, "Message"), kShownServerTextBytes)};
-}
 
 Status HttpClientOptions::validate() const {
   if (max_requests_in_flight < 1) return invalid_argument("max_requests_in_flight must be >= 1");
@@ -331,7 +288,7 @@ struct HttpClient::Impl {
     long status = 0;
     curl_easy_getinfo(op.easy, CURLINFO_RESPONSE_CODE, &status);
     op.resp.status = status;
-    const bool malformed = !op.malformed.empty() || malformed_answer(code) ||
+    const bool malformed = !op.malformed.empty() || detail::malformed_answer(code) ||
                            code == CURLE_OUT_OF_MEMORY;
     if ((status > 0 && status < 500) || malformed) {
       last_answered_start = std::max(last_answered_start, op.attempt_started);
@@ -354,9 +311,9 @@ struct HttpClient::Impl {
       // libcurl's words (its error buffer may quote the reply: shown bounded, control-free).
       std::string why = curl_easy_strerror(code);
       if (op.errbuf[0]) why += " (" + detail::server_text(op.errbuf, kShownServerTextBytes) + ")";
-      if (malformed_answer(code)) return data_loss(what + ": malformed response: " + why);
+      if (detail::malformed_answer(code)) return data_loss(what + ": malformed response: " + why);
       const std::string msg = what + ": " + why;
-      *retry = retryable_curl_error(code);
+      *retry = detail::retryable_curl_error(code);
       if (*retry && is_2xx(status) && ++op.broken >= options.max_broken_responses) {
         // The server answers, and the body breaks off every time: the object, not the store.
         *retry = false;
