@@ -15,6 +15,14 @@ root (GET with Range, HEAD, ETag) and misbehaves on request, chosen by the path:
   /fault/gzip_bomb/<mb>/<path>      Content-Encoding: gzip, <mb> MiB of zeros gzipped (~1 kB/MiB)
   /fault/garbage/<path>             a response that is not HTTP at all, then close
   /fault/html/<path>                200 text/html (a captive-portal page) instead of the file
+  /fault/big_error/<status>/<mb>/<path>  <status> with an S3-style XML error whose <Message> is
+                                    <mb> MiB (Content-Length set; the whole body sent)
+  /fault/big_header/<kb>/<path>     200, one header line of <kb> KiB, then the file
+  /fault/big_reason/<kb>/<path>     status line "HTTP/1.1 200 <kb KiB of reason phrase>", the file
+  /fault/many_headers/<n>/<path>    200 with <n> extra header lines, then the file
+  /fault/big_location/<kb>/<path>   302 with a Location of <kb> KiB
+  /fault/bad_header/<path>          200 whose headers hold a line without a colon and one with a
+                                    NUL byte, then the file
 
 Every request is counted per path (`counts`), so a test can tell retries happened. Run in the
 test's process (`FaultServer(root).start()`, a thread per connection) or as a process
@@ -99,7 +107,11 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             return self._plain(rel, body)
         if kind == "gzip_bomb":
             return self._gzip_bomb(int(arg), body)
-        if kind in ("chunked", "redirect_loop", "redirect_file", "cl_bad", "garbage", "html"):
+        if kind == "big_error":
+            mb, _, _ = rel.partition("/")
+            return self._big_error(int(arg), int(mb), body)
+        if kind in ("chunked", "redirect_loop", "redirect_file", "cl_bad", "garbage", "html",
+                    "bad_header"):
             rel = rest
         data = self._file(rel)
         if data is None:
@@ -154,8 +166,41 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self._headers(len(page), [("Content-Type", "text/html")])
             if body:
                 self.wfile.write(page)
+        elif kind in ("big_header", "big_reason", "many_headers", "big_location", "bad_header"):
+            self._raw_head(kind, arg if kind != "bad_header" else "0", data, body)
         else:
             self._status(400, body)
+
+    def _big_error(self, status, mb, body):
+        """An S3-style error document of `mb` MiB (its <Message> is the bulk)."""
+        xml = _big_xml(mb)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(xml)))
+        self.end_headers()
+        if body:
+            self.wfile.write(xml)
+
+    def _raw_head(self, kind, arg, data, body):
+        """Hostile response heads, written as raw bytes (http.server would refuse some)."""
+        n = int(arg)
+        status = b"HTTP/1.1 200 OK\r\n"
+        extra = b""
+        if kind == "big_header":
+            extra = b"X-Big: " + b"a" * (n << 10) + b"\r\n"
+        elif kind == "big_reason":
+            status = b"HTTP/1.1 200 " + b"r" * (n << 10) + b"\r\n"
+        elif kind == "many_headers":
+            extra = b"".join(b"X-H%d: v\r\n" % i for i in range(n))
+        elif kind == "big_location":
+            status = b"HTTP/1.1 302 Found\r\n"
+            extra = b"Location: http://127.0.0.1/" + b"l" * (n << 10) + b"\r\n"
+            data = b""
+        elif kind == "bad_header":
+            extra = b"this line has no colon\r\nX-Nul: a\x00b\r\n"
+        head = status + extra + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data)
+        self.wfile.write(head + (data if body else b""))
+        self.close_connection = True
 
     def _gzip_bomb(self, mb, body):
         data = _gzip_zeros(mb)
@@ -183,6 +228,15 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
 
 
 _GZIP = {}
+_BIG_XML = {}
+
+
+def _big_xml(mb):
+    if mb not in _BIG_XML:
+        _BIG_XML[mb] = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
+                        b'<Message>' + b"Access Denied. " * ((mb << 20) // 15) +
+                        b'</Message><RequestId>1</RequestId></Error>')
+    return _BIG_XML[mb]
 
 
 def _gzip_zeros(mb):

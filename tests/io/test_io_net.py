@@ -279,6 +279,70 @@ def test_body_over_the_object_cap_is_refused_unread(tree):
         server.stop()
 
 
+# --- issue 29: hostile answers and URLs fail their own object, bounded ------------------------
+
+def test_malformed_answers_fail_their_object_at_once(tree):
+    """A giant header line, reason phrase or Location, countless or colon-less headers: the answer
+    to THIS request is bad — DataLoss at the first attempt, never retried, never an outage; a 50
+    MiB error body is not read (its S3 <Code> is quoted, the rest never). Output stays small."""
+    import fault_server
+    server = fault_server.FaultServer(str(tree)).start()
+    try:
+        base = server.base
+        bad = {f"{base}/fault/{f}/obj/01.bin": code for f, code in [
+            ("big_header/10240", "DataLoss"), ("big_header/90", "DataLoss"),
+            ("big_reason/1024", "DataLoss"), ("many_headers/100000", "DataLoss"),
+            ("big_location/1024", "DataLoss"), ("bad_header", "DataLoss"),
+            ("big_error/403/50", "PermissionDenied"), ("big_error/404/50", "NotFound")]}
+        good = f"{base}/obj/02.bin"
+        t0 = time.time()
+        results, stats, out = io_tool(["get", "--deadline-ms", "5000", good] + list(bad))
+        assert time.time() - t0 < 20
+        assert results[good]["ok"], out
+        for uri, code in bad.items():
+            assert results[uri]["code"] == code, results[uri]
+            assert len(results[uri]["error"]) < 400, results[uri]["error"][:400]
+        assert "malformed response" in results[f"{base}/fault/big_header/10240/obj/01.bin"]["error"]
+        assert "AccessDenied" in results[f"{base}/fault/big_error/403/50/obj/01.bin"]["error"]
+        assert stats["retries"] == 0 and stats["attempts"] == len(bad) + 1, stats
+        assert len(out) < 16 << 10, len(out)
+    finally:
+        server.stop()
+
+
+def test_malformed_urls_are_refused_unsent(tree):
+    server = servers.ThreadServer("range", root=str(tree))
+    try:
+        port = server.port
+        bad = [f"http://127.0.0.1:{port}\\@evil.example/x.bin",  # curl: host evil.example
+               f"http://127.0.0.1:{port}/" + "a" * (100 << 10), f"http://127.0.0.1:0/x",
+               f"http://127.0.0.1:{port}/x%zz", f"http://127.0.0.1:{port}/a\rb"]
+        results, stats, out = io_tool(["get"] + bad)
+        assert stats["attempts"] == 0, stats
+        for uri in bad:
+            assert results[uri]["code"] == "InvalidArgument", results[uri]
+            assert len(results[uri]["error"]) < 400
+        assert len(out) < 200 << 10  # io_tool echoes each URI once in its "uri" field
+    finally:
+        server.stop()
+
+
+def test_lone_request_to_a_host_that_never_answered_is_per_object(tree):
+    """One record naming its own dead host (nothing else uses it) while the store answers: that
+    record's DataLoss after the window and one probe of the working host, not an outage."""
+    server = servers.ThreadServer("range", root=str(tree))
+    try:
+        good = f"http://127.0.0.1:{server.port}/obj/02.bin"
+        dead = f"http://127.0.0.1:{servers.free_port()}/x.bin"
+        results, _, out = io_tool(["get", "--deadline-ms", "800", "--initial-ms", "10",
+                                   "--max-delay-ms", "100", good, dead])
+        assert results[good]["ok"], out
+        assert results[dead]["code"] == "DataLoss", results[dead]
+        assert "answered other requests" in results[dead]["error"], results[dead]
+    finally:
+        server.stop()
+
+
 # --- S3 errors, credentials and resilience --------------------------------------------------
 
 SECRET_MARKER = "wr0ngS3cretDoNotPrint"

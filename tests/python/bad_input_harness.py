@@ -7,7 +7,8 @@ the error report naming its file:line with an expected code (and stage) and a re
 regex — or, for kinds that are legitimate, delivery. Whatever the kind, the run must not crash or
 hang, every good record of the manifest must be delivered and peak RSS must stay within a bound.
 Outcomes: ok, crash, hang, job stopped, silently delivered, wrong code, no report line, good
-lost, RSS, option rejected (a flag or keyword this build does not know yet).
+lost, RSS, flood (more than PRINT_BOUND bytes printed, or a report line over REPORT_LINE_BOUND),
+option rejected (a flag or keyword this build does not know yet).
 """
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ SLOW = 2.0 if SANITIZED else 1.0  # measured: ASan/UBSan children run ~2x slower
 RSS_MARGIN_KB = int(os.environ.get("STOKER_BAD_RSS_MARGIN_MB", "384")) * 1024 * \
     (2 if SANITIZED else 1)
 ISOLATE = os.environ.get("STOKER_BAD_ISOLATE") == "1"  # one dataset per kind (diagnosis)
+# What one run may print (stdout + stderr, and the Loader's exception text) and how long one error
+# report line may be, whatever the data (issue 29: a 50 MB error body, a 100 KB URL).
+PRINT_BOUND = 256 << 10
+REPORT_LINE_BOUND = 8 << 10
 DELIVER = frozenset()  # Expect(codes=DELIVER): the record is legitimate and must be delivered
 
 
@@ -116,6 +121,8 @@ class RunResult:
     maxrss_kb: int = 0
     wall_s: float = 0.0
     stderr: str = ""
+    printed: int = 0                 # bytes on stdout + stderr (+ the Loader's exception text)
+    max_report_line: int = 0         # bytes of the longest error report line
     report: List[dict] = field(default_factory=list)
     delivered: List[int] = field(default_factory=list)
     error: str = ""                  # the fatal error (run: stderr; Loader: the exception)
@@ -133,13 +140,39 @@ class RunResult:
             self.error, re.I) is not None
 
 
+# Peak RSS through GNU time when present: a child's own ru_maxrss counts the memory of the
+# process it was forked from until its exec (Linux records the pre-exec mm's high-water mark), so
+# os.wait4 reads this test process's size (hundreds of MiB after a big report) into every child.
+TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def _time_report(path: pathlib.Path) -> Tuple[Optional[int], Optional[int], Optional[int]]:
+    """(maxrss KiB, exit status, signal) from GNU time's -o file; Nones when it has none."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None, None, None
+    sig = next((int(m.group(1)) for m in (re.search(r"terminated by signal (\d+)", x)
+                                          for x in lines) if m), None)
+    last = lines[-1].split() if lines else []
+    if len(last) != 2 or not all(x.isdigit() for x in last):
+        return None, None, None
+    return int(last[0]), (None if sig else int(last[1])), sig
+
+
 def run_child(cmd: Sequence[str], env: Dict[str, str], timeout: float, stderr_path: pathlib.Path,
               on_tick=None) -> Tuple[Optional[int], Optional[int], bool, int, float]:
     """Runs cmd in its own process group; kills the group after `timeout` s. Returns (exit
-    status, signal, timed out, ru_maxrss KiB, wall s). on_tick(elapsed) is called every 50 ms."""
+    status, signal, timed out, peak RSS KiB, wall s). on_tick(elapsed) is called every 50 ms.
+    stderr goes to `stderr_path`, stdout beside it (stdout.txt): printed_bytes() counts both."""
     t0 = time.monotonic()
-    with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(list(cmd), env=env, stdout=subprocess.DEVNULL, stderr=err,
+    rss_file = stderr_path.parent / "maxrss.txt"
+    if rss_file.exists():
+        rss_file.unlink()
+    if TIME_BIN:
+        cmd = [TIME_BIN, "-f", "%M %x", "-o", str(rss_file)] + list(cmd)
+    with open(stderr_path, "wb") as err, open(stderr_path.parent / "stdout.txt", "wb") as out:
+        proc = subprocess.Popen(list(cmd), env=env, stdout=out, stderr=err,
                                 start_new_session=True)
     timed_out = False
     while True:
@@ -161,8 +194,29 @@ def run_child(cmd: Sequence[str], env: Dict[str, str], timeout: float, stderr_pa
     except ProcessLookupError:
         pass
     rc = os.waitstatus_to_exitcode(status)
-    return (rc if rc >= 0 else None, -rc if rc < 0 else None, timed_out, ru.ru_maxrss,
-            time.monotonic() - t0)
+    wall = time.monotonic() - t0
+    maxrss, child_rc, child_sig = _time_report(rss_file) if TIME_BIN else (None, None, None)
+    if maxrss is not None and not timed_out:
+        return child_rc, child_sig, False, maxrss, wall
+    return (rc if rc >= 0 else None, -rc if rc < 0 else None, timed_out, ru.ru_maxrss, wall)
+
+
+def printed_bytes(work: pathlib.Path) -> int:
+    return sum((work / f).stat().st_size for f in ("stdout.txt", "stderr.txt")
+               if (work / f).exists())
+
+
+def _tail(path: pathlib.Path, n: int = 64 << 10) -> str:
+    """The last `n` bytes of a file as text (a flooded stderr is never read whole)."""
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - n))
+        return f.read().decode(errors="replace")
+
+
+def _longest_line(path: pathlib.Path) -> int:
+    if not path.exists():
+        return 0
+    return max((len(ln) for ln in path.read_bytes().splitlines()), default=0)
 
 
 def _read_report(path: pathlib.Path) -> List[dict]:
@@ -189,8 +243,10 @@ def run_stoker(stoker_bin: str, layout: Layout, work: pathlib.Path, extra: Seque
     res = RunResult("run")
     res.rc, res.sig, res.timed_out, res.maxrss_kb, res.wall_s = run_child(
         cmd, env or dict(os.environ), timeout * SLOW, work / "stderr.txt", on_tick)
-    res.stderr = (work / "stderr.txt").read_text(errors="replace")
+    res.stderr = _tail(work / "stderr.txt")
     res.error = res.stderr[-3000:] if res.rc else ""
+    res.printed = printed_bytes(work)
+    res.max_report_line = _longest_line(report)
     res.report = _read_report(report)
     if log.exists():
         for line in log.read_text().splitlines():
@@ -213,12 +269,16 @@ def run_loader(layout: Layout, work: pathlib.Path, options: Optional[dict] = Non
     res.rc, res.sig, res.timed_out, res.maxrss_kb, res.wall_s = run_child(
         [PYTHON, str(LOADER_CHILD), str(work / "spec.json")], e, timeout * SLOW,
         work / "stderr.txt", on_tick)
-    res.stderr = (work / "stderr.txt").read_text(errors="replace")
+    res.stderr = _tail(work / "stderr.txt")
+    res.printed = printed_bytes(work)
+    res.max_report_line = _longest_line(work / "errors.jsonl")
     res.report = _read_report(work / "errors.jsonl")
     if (work / "delivered.txt").exists():
         res.delivered = [int(x) for x in (work / "delivered.txt").read_text().split()]
     if (work / "result.json").exists():
         res.error = json.loads((work / "result.json").read_text()).get("error", "")
+        res.printed += len(res.error.encode())  # what a trainer would print
+        res.error = res.error[-3000:]
     elif res.rc:
         res.error = res.stderr[-3000:]
     return res
@@ -276,6 +336,9 @@ def judge(kind: Kind, layout: Layout, res: RunResult, rss_bound_kb: int) -> Tupl
             f"{len(lost)} good samples not delivered (e.g. {lost[:5]}); {res.error[-300:]}"
     if stopped:
         return "job stopped", res.error[-300:]
+    if res.printed > PRINT_BOUND or res.max_report_line > REPORT_LINE_BOUND:
+        return "flood", (f"{res.printed} bytes printed, longest report line "
+                         f"{res.max_report_line} bytes")
     if res.maxrss_kb > rss_bound_kb:
         return "RSS", f"peak RSS {res.maxrss_kb // 1024} MiB > bound {rss_bound_kb // 1024} MiB"
     return "ok", (_brief(mine[0]) if mine else "delivered")
@@ -297,15 +360,19 @@ class Table:
         self.path, self.title = path, title
         self.rows: Dict[str, dict] = {}
         self.runs: Dict[Tuple[str, str], RunResult] = {}
+        self.measured: Dict[Tuple[str, str], str] = {}  # (kind, runner) -> a row of measures
 
     def note_run(self, dataset: str, res: RunResult) -> None:
         self.runs[(dataset, res.runner)] = res
 
-    def record(self, kind: Kind, group: str, runner: str, outcome: str, detail: str) -> None:
+    def record(self, kind: Kind, group: str, runner: str, outcome: str, detail: str,
+               res: Optional[RunResult] = None, layout: Optional[Layout] = None) -> None:
         row = self.rows.setdefault(kind.name, {"group": group, "what": kind.what,
                                                "expect": kind.expect.describe()})
         row[runner] = outcome
-        row[runner + "_detail"] = detail.replace("\n", " ").replace("|", "/")[:160]
+        row[runner + "_detail"] = _cell(detail, 160)
+        if res is not None and layout is not None:
+            self.measured[(kind.name, runner)] = _measures(kind, runner, outcome, res, layout)
         self.write()
 
     def lines(self) -> List[str]:
@@ -327,13 +394,45 @@ class Table:
                 "| dataset | runner | exit | wall s | peak RSS MiB | delivered | report lines |",
                 "| --- | --- | --- | --- | --- | --- | --- |"]
         for (name, runner), r in sorted(self.runs.items()):
-            ex = "timeout" if r.timed_out else (f"signal {r.sig}" if r.sig else str(r.rc))
-            out.append(f"| {name} | {runner} | {ex} | {r.wall_s:.1f} | {r.maxrss_kb // 1024} | "
+            out.append(f"| {name} | {runner} | {_exit(r)} | {r.wall_s:.1f} | {r.maxrss_kb // 1024} | "
                        f"{len(r.delivered)} | {len(r.report)} |")
+        if self.measured:
+            out += ["", "per kind (exit, time, bytes printed and peak RSS are those of the run "
+                    "holding the kind: one run per kind with STOKER_BAD_ISOLATE=1)",
+                    "| kind | runner | outcome | exit | wall s | bytes printed | longest report "
+                    "line | peak RSS MiB | good delivered | reason (the kind's report line, or "
+                    "the run's error) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- "
+                    "| --- |"]
+            out += [self.measured[k] for k in sorted(self.measured)]
         return out
 
     def write(self) -> None:
         self.path.write_text("\n".join(self.lines()) + "\n")
+
+
+def _cell(text: str, n: int) -> str:
+    text = text.replace("\n", " ").replace("|", "/")
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _exit(r: RunResult) -> str:
+    return "timeout" if r.timed_out else (f"signal {r.sig}" if r.sig else str(r.rc))
+
+
+def _measures(kind: Kind, runner: str, outcome: str, r: RunResult, layout: Layout) -> str:
+    sid, _ = layout.kind_rows[kind.name]
+    mine = [x for x in r.report if x.get("sample") == sid]
+    if mine:
+        why = f"{mine[0].get('code')}: {mine[0].get('reason', '')}"
+    elif r.rc:
+        why = "stopped: " + (r.error.strip().splitlines() or [""])[-1]
+    else:
+        why = "delivered" if sid in set(r.delivered) else "no report line"
+    why = re.sub(r"\b(https?|s3|file)://\S*", "URL", why)  # the reason, not the address
+    good = set(layout.good_ids)
+    got = len(good & set(r.delivered))
+    return (f"| {kind.name} | {runner} | {outcome} | {_exit(r)} | {r.wall_s:.1f} | {r.printed:,} | "
+            f"{r.max_report_line:,} | {r.maxrss_kb // 1024} | {got}/{len(good)} | {_cell(why, 110)} |")
 
 
 # -- groups of kinds, run once per runner ----------------------------------------------------
@@ -456,7 +555,7 @@ class Suite:
         layout, ks = self.built[key]
         res = self.run(key, group, runner)
         outcome, detail = judge(ks[kind], layout, res, bound)
-        self.table.record(ks[kind], group, runner, outcome, detail)
+        self.table.record(ks[kind], group, runner, outcome, detail, res, layout)
         return outcome, detail
 
 

@@ -25,7 +25,7 @@ def _media(ds: pathlib.Path) -> None:
 
 # Faults that fail only once the retry window is spent (the outage-vs-broken-object decision):
 # they get their own dataset, so a run they stop does not hide the outcome of the others.
-RETRY_KINDS = {"http_500_always", "http_503_always", "http_stalled", "http_reset",
+RETRY_KINDS = {"http_500_always", "http_503_always", "http_503_50mb_body", "http_stalled", "http_reset",
                "http_truncated", "http_length_long", "http_refused"}
 
 
@@ -53,6 +53,8 @@ def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "", retry: bool = Fal
              "persistent 500 on this object, others served"),
         Kind("http_503_always", with_image(u("status/503")), dl(r"503|SlowDown|" + RETRIED),
              "persistent 503 SlowDown on this object, others served"),
+        Kind("http_503_50mb_body", with_image(u("big_error/503/50")), dl(r"503|" + RETRIED),
+             "persistent 503 with a 50 MiB XML error body, others served"),
         Kind("http_503_twice", with_image(u("flaky/2")), DELIVERED,
              "503 twice, then served (retried)"),
         Kind("http_slow_ok", with_image(u("trickle/800")), DELIVERED,
@@ -97,6 +99,53 @@ def fault_kinds(base: str, ds: pathlib.Path, prefix: str = "", retry: bool = Fal
                    "fetch"), "a loopback port where nothing listens"),
     ]
     kinds = [k for k in kinds if (k.name in RETRY_KINDS) == retry]
+    for k in kinds:
+        k.name = prefix + k.name
+        k.what = ("local manifest: " if prefix else "") + k.what
+    return kinds
+
+
+MALFORMED = r"malformed (response|URL)|header"
+
+
+def hostile_kinds(base: str, ds: pathlib.Path, prefix: str = "") -> List[Kind]:
+    """Issue 29: answers and URLs built to flood the output or pass for an outage. Each must fail
+    its own sample — in bounded time, memory and output — and nothing else: a body quoted at most
+    a few hundred bytes, a URL shown elided, a malformed URL refused before any request, a
+    malformed response a per-object DataLoss, never `storage unavailable`."""
+    _media(ds)
+    rel = "/".join(ds.parts[-2:])
+    u = lambda fault: f"{base}/fault/{fault}/{rel}/media/ok.png"  # noqa: E731
+    port = base.rsplit(":", 1)[1]
+    bad_url = lambda r: fails("InvalidArgument", r, "fetch")  # noqa: E731
+    broken = lambda: fails("DataLoss", MALFORMED, "fetch")  # noqa: E731
+    kinds = [
+        Kind("http_403_50mb_body", with_image(u("big_error/403/50")),
+             fails("PermissionDenied", r"403 AccessDenied", "fetch"),
+             "403 with a 50 MiB S3 XML error body"),
+        Kind("http_100kb_url", with_image(f"{base}/{'a' * (100 << 10)}.png"),
+             bad_url(r"URL of \d+ bytes"), "a 100 KiB URL"),
+        Kind("http_backslash_authority", with_image(f"http://127.0.0.1:{port}\\@host/x.png"),
+             bad_url(r"backslash"), r"http://127.0.0.1:PORT\@host/x.png"),
+        Kind("http_port_out_of_range", with_image("http://127.0.0.1:99999/x.png"),
+             bad_url(r"port"), "port 99999"),
+        Kind("http_control_char_url", with_image(f"{base}/x\r\nX-Injected: 1/ok.png"),
+             bad_url(r"control character"), "CR LF inside the URL"),
+        Kind("http_bad_percent", with_image(f"{base}/{rel}/media/ok%zz.png"),
+             bad_url(r"%"), "a '%' not followed by two hex digits"),
+        Kind("http_10mb_header", with_image(u("big_header/10240")), broken(),
+             "200 with a 10 MiB header line"),
+        Kind("http_90kb_header", with_image(u("big_header/90")), broken(),
+             "200 with a 90 KiB header line (under libcurl's limit, over the 64 KiB bound)"),
+        Kind("http_huge_reason", with_image(u("big_reason/1024")), broken(),
+             "status line with a 1 MiB reason phrase"),
+        Kind("http_many_headers", with_image(u("many_headers/100000")), broken(),
+             "200 with 100,000 header lines"),
+        Kind("http_1mb_location", with_image(u("big_location/1024")), broken(),
+             "302 with a 1 MiB Location"),
+        Kind("http_bad_header", with_image(u("bad_header")), broken(),
+             "200 whose headers hold a line without a colon"),
+    ]
     for k in kinds:
         k.name = prefix + k.name
         k.what = ("local manifest: " if prefix else "") + k.what

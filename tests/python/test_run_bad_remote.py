@@ -1,8 +1,9 @@
 """Hostile remote data through `stoker run` and `stoker.Loader` (ctest `run_bad_remote`, labels
 net + integration; loopback only): media behind tests/io/fault_server.py (403, 404, persistent
 500/503, slow, stalled, reset, truncated, wrong Content-Length both ways, redirect loop, not HTTP,
-an HTML page, a dead host) from a remote manifest served by the same server and from a local
-manifest; a remote manifest pointing at local files; bodies over --max-object-bytes with and
+an HTML page, a dead host; issue 29: a 50 MiB error body, giant and countless headers, a 1 MiB
+reason phrase or Location, a 100 KiB URL, a backslash in the authority and other malformed URLs)
+from a remote manifest served by the same server and from a local manifest; a remote manifest pointing at local files; bodies over --max-object-bytes with and
 without Content-Length; the server SIGKILLed after the first batch and restarted 3 s later (all
 delivered, nothing failed); an S3 bucket not allowed, then allowed (s3rver). The retry window is
 STOKER_IO_DEADLINE_MS=2000 (the default for the restart). Same checks and table as
@@ -63,6 +64,10 @@ GROUPS = [
     Group("http_retry", lambda ds: rk.fault_kinds(BASE["http"], ds, retry=True),
           publish=lambda p: f"{BASE['http']}/{_rel(p)}", env=dict(DEADLINE)),
     Group("http_media_retry", lambda ds: rk.fault_kinds(BASE["http"], ds, "lm_", retry=True),
+          env=dict(DEADLINE)),
+    Group("http_hostile", lambda ds: rk.hostile_kinds(BASE["http"], ds),
+          publish=lambda p: f"{BASE['http']}/{_rel(p)}", env=dict(DEADLINE)),
+    Group("http_media_hostile", lambda ds: rk.hostile_kinds(BASE["http"], ds, "lm_"),
           env=dict(DEADLINE)),
     Group("http_lone_500", lambda ds: rk.lone_500_kinds(BASE["http"], ds),
           publish=lambda p: f"{BASE['http']}/{_rel(p)}", env=dict(DEADLINE), n_good=5),

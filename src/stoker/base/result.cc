@@ -1,5 +1,6 @@
 #include "stoker/base/result.h"
 
+#include "stoker/base/elide.h"
 #include "stoker/base/redact.h"
 
 namespace stoker {
@@ -22,17 +23,17 @@ std::string_view error_code_name(ErrorCode code) {
 }
 
 Error::Error(ErrorCode code, std::string message)
-    : code_(code), message_(redact_secrets(message)) {}
+    : code_(code), message_(elide_middle(redact_secrets(message), kMaxErrorTextBytes)) {}
 
 std::string Error::to_string() const { return context_ + message_; }
 
 Error& Error::with_context(std::string context) & {
-  context_ = redact_secrets(context) + ": " + context_;
+  context_ = elide_middle(redact_secrets(context), kMaxErrorTextBytes) + ": " + context_;
   return *this;
 }
 
 Error&& Error::with_context(std::string context) && {
-  context_ = redact_secrets(context) + ": " + context_;
+  context_ = elide_middle(redact_secrets(context), kMaxErrorTextBytes) + ": " + context_;
   return std::move(*this);
 }
 

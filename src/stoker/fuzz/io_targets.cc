@@ -1,8 +1,13 @@
 // What servers and configuration files hand the io module: HTTP response headers and ranged
 // bodies, S3/STS XML bodies, the AWS shared files and credential JSON, and the media references of
 // a manifest (URIs resolved against the manifest's own).
+#include <arpa/inet.h>
+#include <curl/curl.h>
+
+#include <cctype>
 #include <string>
 
+#include "stoker/base/elide.h"
 #include "stoker/fuzz/scratch.h"
 #include "stoker/fuzz/targets.h"
 #include "stoker/io/aws_config.h"
@@ -15,6 +20,12 @@
 
 namespace stoker::fuzz {
 namespace {
+
+bool has_control(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
 
 // Byte 0: status 200/206 and an If-Match; bytes 1-2: the range asked for (offset, length or -1);
 // then header lines up to a blank line, then the body.
@@ -30,6 +41,8 @@ void run_http(const std::uint8_t* data, std::size_t size) {
     const std::string_view line = rest.substr(0, nl == std::string_view::npos ? rest.size() : nl + 1);
     rest.remove_prefix(line.size());
     if (line == "\n" || line == "\r\n") break;
+    const int status = io::detail::parse_status_line(line);
+    check(status >= -1 && status <= 999, "a status is three digits or none");
     io::detail::apply_header_line(line, &resp);
   }
   check(resp.content_length >= -1, "a Content-Length is a size or unknown");
@@ -47,7 +60,8 @@ void run_http(const std::uint8_t* data, std::size_t size) {
 void run_xml(const std::uint8_t* data, std::size_t size) {
   const std::string body(as_text(data, size));
   const auto [code, message] = io::parse_xml_error(body);
-  check(code.size() <= body.size() && message.size() <= body.size(), "texts from the body");
+  check(code.size() <= 64 && message.size() <= kShownServerTextBytes, "quoted server text is bounded");
+  check(!has_control(code) && !has_control(message), "quoted server text is one line");
   for (const char* name : {"Key", "Code", "Message", "AccessKeyId"})
     check(io::detail::xml_text(body, name).size() <= body.size(), "entities only shrink");
   Result<io::AwsCredentials> c = io::detail::parse_sts_credentials(body);
@@ -80,20 +94,98 @@ bool has_dot_segment(std::string_view p) {
   return false;
 }
 
+// What libcurl makes of a URL: its scheme, host (IPv6 in canonical form) and port, or ok=false.
+struct CurlView {
+  bool ok = false;
+  std::string scheme, host, port;
+};
+
+std::string canonical_host(std::string h) {
+  if (h.size() < 2 || h[0] != '[') return h;
+  in6_addr a{};
+  char out[INET6_ADDRSTRLEN];
+  if (inet_pton(AF_INET6, h.substr(1, h.size() - 2).c_str(), &a) != 1) return "bad " + h;
+  return "[" + std::string(inet_ntop(AF_INET6, &a, out, sizeof out)) + "]";
+}
+
+CurlView curl_view(const std::string& url) {
+  CurlView v;
+  CURLU* h = curl_url();
+  if (curl_url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+    v.ok = true;
+    for (auto [part, out] : {std::pair{CURLUPART_SCHEME, &v.scheme},
+                             std::pair{CURLUPART_HOST, &v.host}, std::pair{CURLUPART_PORT, &v.port}}) {
+      char* s = nullptr;
+      if (curl_url_get(h, part, &s, 0) == CURLUE_OK && s != nullptr) *out = s;
+      curl_free(s);
+    }
+  }
+  curl_url_cleanup(h);
+  v.host = canonical_host(v.host);
+  return v;
+}
+
+// The validation rules of parse_uri, re-read from what it accepted (uri.h), and libcurl — the
+// parser that picks the peer — agreeing on scheme, host and port.
+void check_accepted(std::string_view text, const io::Uri& u) {
+  if (u.scheme == io::Scheme::kS3) {
+    check(!u.authority.empty() && u.authority.size() <= 255, "a bucket of 1-255 bytes");
+    for (char c : u.authority)
+      check(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_',
+            "bucket characters");
+    check(u.path.size() <= io::kMaxS3KeyBytes && !has_control(u.path), "an S3 key S3 accepts");
+    return;
+  }
+  if (u.scheme != io::Scheme::kHttp && u.scheme != io::Scheme::kHttps) return;
+  check(text.size() <= io::kMaxUrlBytes, "a URL within the length limit");
+  check(!has_control(text), "no control character in a URL");
+  check(u.authority.find('\\') == std::string::npos, "no backslash in the authority");
+  check(u.port >= 0 && u.port <= 65535, "a port in range");
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%')
+      check(i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+                std::isxdigit(static_cast<unsigned char>(text[i + 2])),
+            "every '%' starts an escape");
+  }
+  const CurlView c = curl_view(io::request_url(text));
+  check(c.ok, "libcurl parses every URL parse_uri accepts");
+  check(c.scheme == (u.scheme == io::Scheme::kHttps ? "https" : "http"), "the same scheme as libcurl");
+  check(c.host == canonical_host(u.host), "the same host as libcurl");
+  check(c.port == (u.port ? std::to_string(u.port) : ""), "the same port as libcurl");
+}
+
+// Messages show data bounded and without control characters.
+void check_message(const Error& e) {
+  const std::string m = e.to_string();
+  check(!m.empty(), "an error carries a message");
+  check(m.size() <= kShownNameBytes + 400, "a URI error is bounded");
+}
+
 // "ref\nbase": a manifest's media reference resolved against the manifest's own location.
 void run_uri(const std::uint8_t* data, std::size_t size) {
   auto [ref, base] = split2(as_text(data, size), "\n");
   Result<io::Uri> u = io::parse_uri(ref);
   if (u.ok()) {
+    check_accepted(ref, *u);
     Result<io::Uri> again = io::parse_uri(u->to_string());
     check(again.ok() && again->scheme == u->scheme && again->authority == u->authority &&
           again->path == u->path, "parse_uri(to_string()) round trip");
+  } else {
+    check_message(u.error());
   }
+  const std::string shown = io::shown_uri(ref);
+  check(shown.size() <= kShownNameBytes && !has_control(shown), "shown_uri is bounded, one line");
   const std::string folded = io::fold_dots(ref);
   check(!has_dot_segment(folded), "fold_dots leaves no dot segment");
   check(io::fold_dots(folded) == folded, "fold_dots is idempotent");
   Result<std::string> r = io::resolve_uri(ref, base);
-  if (!r.ok()) check(!r.error().message().empty(), "an error carries a message");
+  if (!r.ok()) {
+    check(!r.error().message().empty(), "an error carries a message");
+  } else if (io::is_remote_uri(*r)) {
+    Result<io::Uri> resolved = io::parse_uri(*r);
+    check(resolved.ok(), "a resolved remote reference is a valid URI");
+    check_accepted(*r, *resolved);
+  }
 }
 
 // ---- hand-made seeds: responses as S3/s3rver/nginx send them, documents as AWS writes them ----
@@ -125,6 +217,9 @@ void aws_seeds(const std::string& dir) {
 }
 
 void uri_seeds(const std::string& dir) {
+  write_seed(dir, "backslash", "http://127.0.0.1:8080\\@host/x.png\nhttp://h/m.jsonl");
+  write_seed(dir, "userinfo-ipv6", "http://u:p%40@[::1]:9000/a%20b?q#f\nhttps://h/m.jsonl");
+  write_seed(dir, "ipv4-forms", "http://0x7f.1/x\nhttp://2130706433/m.jsonl");
   write_seed(dir, "s3", "images/../a b.jpg\ns3://bucket/data/train.jsonl");
   write_seed(dir, "http", "http://host:8080/x/./y?q=1#f\nhttps://h/m.jsonl");
   write_seed(dir, "file", "file:///abs/p.png\n/data/set/m.jsonl");
@@ -139,7 +234,7 @@ const Target kXmlTarget{"xml", "S3 XML error body, xml_text, STS AssumeRoleWithW
                         nullptr, run_xml, xml_seeds};
 const Target kAwsTarget{"aws", "AWS INI files, credential JSON, credential_process split, ISO 8601, container URL",
                         nullptr, run_aws, aws_seeds};
-const Target kUriTarget{"uri", "parse_uri round trip, fold_dots, resolve_uri (media references)", nullptr,
+const Target kUriTarget{"uri", "parse_uri validation vs libcurl's URL parser, round trip, fold_dots, resolve_uri (media references)", nullptr,
                         run_uri, uri_seeds};
 
 }  // namespace stoker::fuzz

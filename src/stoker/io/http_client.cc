@@ -1,5 +1,7 @@
 #include "stoker/io/http_client.h"
 
+#include "stoker/base/elide.h"
+#include "stoker/io/detail/curl_codes.h"
 #include "stoker/io/detail/response.h"
 #include "stoker/io/detail/text.h"
 
@@ -7,10 +9,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_set>
 
@@ -22,24 +26,15 @@ using Clock = std::chrono::steady_clock;
 // The HEAD that tells an outage from a broken object when nothing else says (one attempt).
 constexpr std::chrono::seconds kProbeTimeout{5};
 
-// Transient transport failures: the next attempt may well succeed.
-bool retryable_curl_error(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
-  }
-}
+// What one response may bring before it is refused as malformed (its object fails, nothing
+// else): header bytes and lines in all (status lines included), and the body of a status that is
+// not 2xx — an error document is read this far, for the S3 <Code>/<Message>, and the rest never.
+// libcurl itself refuses one header line over 100 KB (CURLE_OUT_OF_MEMORY) and 300 KB in all.
+constexpr std::size_t kMaxHeaderBytes = 64 << 10;
+constexpr int kMaxHeaderLines = 1000;
+constexpr std::size_t kMaxErrorBodyBytes = 16 << 10;
+
+bool is_2xx(long status) { return status >= 200 && status < 300; }
 
 void global_init() {
   static std::once_flag once;
@@ -47,10 +42,6 @@ void global_init() {
 }
 
 }  // namespace
-
-std::pair<std::string, std::string> parse_xml_error(const std::string& body) {
-  return {detail::xml_text(body, "Code"), detail::xml_text(body, "Message")};
-}
 
 Status HttpClientOptions::validate() const {
   if (max_requests_in_flight < 1) return invalid_argument("max_requests_in_flight must be >= 1");
@@ -81,6 +72,11 @@ struct HttpClient::Impl {
     char errbuf[CURL_ERROR_SIZE] = {};
     std::optional<Error> last_error;  // of the previous attempt, while waiting to retry
     bool too_large = false;  // this attempt's body went over req.max_body_bytes
+    std::string malformed;   // why this attempt's response was refused as malformed ("" if not)
+    std::size_t header_bytes = 0;
+    int header_lines = 0;
+    bool error_body_cut = false;  // a non-2xx body stopped at kMaxErrorBodyBytes
+    bool counted = false;         // in requests_by_host
     bool cut_by_deadline = false;  // this attempt's timeout is the time left, not attempt_timeout
     int broken = 0;          // 2xx responses whose body broke off
     Impl* impl = nullptr;
@@ -113,6 +109,12 @@ struct HttpClient::Impl {
   // Per host (scheme://authority): the last request answered with a 2xx, replayed as a HEAD probe
   // when a request's window is spent with no other evidence (see give_up_or_probe).
   std::map<std::string, HttpRequest> last_ok_by_host;
+  std::optional<HttpRequest> last_ok_any;  // the last request any host answered with a 2xx
+  // Requests (not attempts) started per host, for hosts that never answered: one request alone to
+  // a host nobody else uses is one record's problem, not a shared failure. Forgotten past
+  // kMaxHostsCounted hosts (then the probe falls back to the object itself).
+  static constexpr std::size_t kMaxHostsCounted = 4096;
+  std::map<std::string, int> requests_by_host;
 
   std::atomic<std::int64_t> attempts{0}, retries{0}, succeeded{0}, failed{0}, bytes_received{0},
       peak_in_flight{0}, connections{0};
@@ -120,6 +122,15 @@ struct HttpClient::Impl {
   static size_t on_body(char* data, size_t size, size_t n, void* user) {
     Op* op = static_cast<Op*>(user);
     const size_t len = size * n;
+    if (!is_2xx(op->resp.status)) {
+      // An error document: its first kMaxErrorBodyBytes, then the transfer stops (a 50 MB 403
+      // body is never read, let alone held).
+      const std::size_t room = kMaxErrorBodyBytes - std::min(kMaxErrorBodyBytes, op->resp.body.size());
+      op->resp.body.insert(op->resp.body.end(), data, data + std::min(room, len));
+      if (len <= room) return len;
+      op->error_body_cut = true;
+      return 0;
+    }
     const std::int64_t cap = op->req.max_body_bytes;
     if (cap >= 0 && static_cast<std::int64_t>(op->resp.body.size() + len) > cap) {
       op->too_large = true;
@@ -137,16 +148,31 @@ struct HttpClient::Impl {
   static size_t on_header(char* data, size_t size, size_t n, void* user) {
     Op* op = static_cast<Op*>(user);
     const size_t len = size * n;
-    if (!detail::apply_header_line(std::string_view(data, len), &op->resp)) return len;
-    // Content-Length: refuse an over-large body before a byte of it is read, and make one
-    // allocation for it (a HEAD's length describes no body; a hostile value is capped).
+    const std::string_view line(data, len);
+    op->header_bytes += len;
+    if (op->header_bytes > kMaxHeaderBytes || ++op->header_lines > kMaxHeaderLines) {
+      op->malformed = "the response headers are over " +
+                      (op->header_bytes > kMaxHeaderBytes
+                           ? std::to_string(kMaxHeaderBytes >> 10) + " KiB"
+                           : std::to_string(kMaxHeaderLines) + " lines");
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    if (const int status = detail::parse_status_line(line); status >= 0) {
+      op->resp.status = status;  // a new response (after a 1xx): its own Content-Length
+      op->resp.content_length = -1;
+      return len;
+    }
+    if (!detail::apply_header_line(line, &op->resp)) return len;
+    // Content-Length of a 2xx: refuse an over-large body before a byte of it is read, and make
+    // one allocation for it (a HEAD's length describes no body; a hostile value is capped). An
+    // error status's body is read only up to kMaxErrorBodyBytes, whatever it claims.
+    if (op->req.method == "HEAD" || !is_2xx(op->resp.status)) return len;
     const std::int64_t cap = op->req.max_body_bytes;
-    if (op->req.method != "HEAD" && cap >= 0 && op->resp.content_length > cap) {
+    if (cap >= 0 && op->resp.content_length > cap) {
       op->too_large = true;
       return 0;
     }
-    if (op->req.method != "HEAD" && op->resp.content_length > 0 &&
-        op->resp.content_length <= (std::int64_t{1} << 30))
+    if (op->resp.content_length > 0 && op->resp.content_length <= (std::int64_t{1} << 30))
       op->resp.body.reserve(static_cast<std::size_t>(op->resp.content_length));
     return len;
   }
@@ -170,12 +196,22 @@ struct HttpClient::Impl {
     }
     op->easy = easy;
     op->impl = this;
+    if (!op->counted && !op->req.probe) {
+      op->counted = true;
+      if (requests_by_host.size() >= kMaxHostsCounted) requests_by_host.clear();
+      ++requests_by_host[host_of(op->req.url)];
+    }
     op->resp = HttpResponse{};
     op->errbuf[0] = 0;
     op->too_large = false;
+    op->malformed.clear();
+    op->header_bytes = 0;
+    op->header_lines = 0;
+    op->error_body_cut = false;
     op->attempt_started = now;
     const HttpRequest& r = op->req;
     curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");  // whatever the URL says
     curl_easy_setopt(easy, CURLOPT_PRIVATE, op.get());
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -242,13 +278,19 @@ struct HttpClient::Impl {
   }
 
   // What one finished attempt means: a response, a final error, or (retry=true) try again.
+  // Per object or shared (README "Outage or bad object?"): an answer of THIS request — a status
+  // other than 5xx/408/429, or a reply malformed in any way — is about this object and final; a
+  // failure with no answer (connect, DNS, TLS, reset, timeout) or a 5xx/408/429 may be shared by
+  // every request, and is retried until the deadline, then judged by give_up_or_probe.
   Result<HttpResponse> classify(Op& op, CURLcode code, bool* retry) {
     *retry = false;
     const std::string what = op.req.method + " " + op.req.display;
     long status = 0;
     curl_easy_getinfo(op.easy, CURLINFO_RESPONSE_CODE, &status);
     op.resp.status = status;
-    if (status > 0 && status < 500) {
+    const bool malformed = !op.malformed.empty() || detail::malformed_answer(code) ||
+                           code == CURLE_OUT_OF_MEMORY;
+    if ((status > 0 && status < 500) || malformed) {
       last_answered_start = std::max(last_answered_start, op.attempt_started);
     }
     if (op.too_large) {
@@ -258,24 +300,37 @@ struct HttpClient::Impl {
       return resource_exhausted(what + ": the response (" + size + ") is over the " +
                                 std::to_string(op.req.max_body_bytes) + "-byte object cap");
     }
+    if (!op.malformed.empty()) return data_loss(what + ": malformed response: " + op.malformed);
+    if (code == CURLE_OUT_OF_MEMORY) {
+      // libcurl's answer to a header line over its 100 KB limit (a huge header, reason phrase or
+      // Location): the reply, not the store. (A real allocation failure would fail every request.)
+      return data_loss(what + ": malformed response: a header line over libcurl's 100 KB limit");
+    }
+    if (op.error_body_cut && code == CURLE_WRITE_ERROR) code = CURLE_OK;  // we stopped reading
     if (code != CURLE_OK) {
-      *retry = retryable_curl_error(code);
-      std::string msg = what + ": " + curl_easy_strerror(code);
-      if (op.errbuf[0]) msg += " (" + std::string(op.errbuf) + ")";
-      if (*retry && status >= 200 && status < 300 && ++op.broken >= options.max_broken_responses) {
+      // libcurl's words (its error buffer may quote the reply: shown bounded, control-free).
+      std::string why = curl_easy_strerror(code);
+      if (op.errbuf[0]) why += " (" + detail::server_text(op.errbuf, kShownServerTextBytes) + ")";
+      if (detail::malformed_answer(code)) return data_loss(what + ": malformed response: " + why);
+      const std::string msg = what + ": " + why;
+      *retry = detail::retryable_curl_error(code);
+      if (*retry && is_2xx(status) && ++op.broken >= options.max_broken_responses) {
         // The server answers, and the body breaks off every time: the object, not the store.
         *retry = false;
         return data_loss(what + ": " + std::to_string(op.broken) +
                          " responses broke off mid-body; last: " + msg);
       }
       if (code == CURLE_OPERATION_TIMEDOUT) return deadline_exceeded(msg);
-      if (code == CURLE_OUT_OF_MEMORY) return unavailable(msg);
-      return *retry ? unavailable(msg) : invalid_argument(msg);  // e.g. a malformed URL, bad TLS
+      return *retry ? unavailable(msg) : invalid_argument(msg);  // e.g. bad TLS
     }
-    if (status >= 200 && status < 300) {
-      if (!op.req.probe) last_ok_by_host.insert_or_assign(host_of(op.req.url), op.req);
+    if (is_2xx(status)) {
+      if (!op.req.probe) {
+        last_ok_by_host.insert_or_assign(host_of(op.req.url), op.req);
+        last_ok_any = op.req;
+      }
       return std::move(op.resp);
     }
+    // Quoted from an error body: only an S3 <Code> identifier and a bounded <Message>.
     std::string body(op.resp.body.begin(), op.resp.body.end());
     auto [xml_code, xml_message] = parse_xml_error(body);
     std::string msg = what + ": HTTP " + std::to_string(status);
@@ -304,13 +359,21 @@ struct HttpClient::Impl {
   // The retries of `op` are spent. With evidence that the store answered requests sent after
   // `op` first failed: a per-object error now. Without (the failing sample is at the head of an
   // in-order stream, so nothing newer was sent): one HEAD probe — of the last request this host
-  // answered, else of this object — decides: answered (< 500) → the object is bad; not → outage.
+  // answered, else of the last any host answered, else of this object — decides: answered
+  // (< 500) → the object is bad; not → outage.
   void give_up_or_probe(OpPtr op, Error last, bool deadline_passed) {
     const bool evidence = op->first_failure && last_answered_start > *op->first_failure;
     if (evidence || op->req.probe) return finish(std::move(op), give_up(*op, last, deadline_passed, evidence));
-    HttpRequest probe;
-    auto it = last_ok_by_host.find(host_of(op->req.url));
-    probe = it != last_ok_by_host.end() ? it->second : op->req;
+    // What to probe: this host's last answered request; for a host that never answered and that
+    // no other request used (one record naming its own host), the last request any host answered
+    // — is the network up? then this record's host is the problem —; else the object itself.
+    const std::string host = host_of(op->req.url);
+    auto it = last_ok_by_host.find(host);
+    auto used = requests_by_host.find(host);
+    const bool alone = used != requests_by_host.end() && used->second == 1;
+    HttpRequest probe = it != last_ok_by_host.end() ? it->second
+                        : alone && last_ok_any  ? *last_ok_any
+                                                : op->req;
     probe.method = "HEAD";
     probe.body.clear();
     probe.expected_bytes = 0;

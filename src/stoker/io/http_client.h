@@ -5,14 +5,16 @@
 //   until the request's deadline (a span of time, default 120 s, not an attempt count) → the
 //   response or one clear Error. 404 → NotFound, 401/403 → PermissionDenied carrying the server's
 //   error code from its XML body, 412 → FailedPrecondition (If-Match), a body over
-//   `max_body_bytes` → ResourceExhausted: none of them retried.
+//   `max_body_bytes` → ResourceExhausted, a malformed answer (headers over 64 KiB or 1,000
+//   lines, a header line over libcurl's 100 KB, not HTTP) → DataLoss: none of them retried.
 // Outage or bad object? When the retries of a request are spent, the client looks at whether a
 // request SENT after this one first failed got an answer (a status below 500): if so the network
 // and the store worked all along and this object is broken — DataLoss (NotFound for an unknown
 // host), a per-sample error; if not, the store is down — Unavailable / DeadlineExceeded, which
 // callers treat as an outage (resumable). When nothing else was sent meanwhile (the failing
-// sample heads an in-order stream), one HEAD probe — of the last request that host answered, else
-// of the object itself — decides: answered (< 500) → the object is bad; not → the store is down.
+// sample heads an in-order stream), one HEAD probe — of the last request that host answered; for a
+// host that never answered and no other request used, of the last any host answered; else of the
+// object itself — decides: answered (< 500) → the object is bad; not → the store is down.
 // A body that keeps breaking off after the headers (`max_broken_responses` times) is DataLoss at
 // once: the server answers, the object is bad.
 // One event-driven I/O thread runs a libcurl multi handle (curl_multi_poll, woken by
@@ -20,6 +22,8 @@
 // Thread-safe: submit from any thread. Callbacks run on the I/O thread — keep them short (set a
 // promise, push to a queue). Destroying the client fails what is still queued with Cancelled.
 // Errors name the request by its `display` name only: never the signed headers or credentials.
+// Error text is bounded: a non-2xx body is read to 16 KiB, and only its S3 <Code> and a bounded
+// <Message> are quoted (README.md "Bounded error text").
 #pragma once
 
 #include <chrono>
@@ -110,7 +114,8 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
-// The <Code> and <Message> of an S3-style XML error body ("" when absent).
+// The <Code> (an identifier of ≤ 64 letters, digits and dots, else "") and <Message> (one line,
+// at most kShownServerTextBytes) of an S3-style XML error body ("" when absent).
 std::pair<std::string, std::string> parse_xml_error(const std::string& body);
 
 }  // namespace stoker::io

@@ -127,7 +127,7 @@ class LocalStore final : public ObjectStore {
 
   static Result<std::string> local_path(const std::string& uri) {
     STOKER_ASSIGN_OR_RETURN(Uri u, parse_uri(uri));
-    if (u.scheme != Scheme::kFile) return unimplemented("not a local file: " + uri);
+    if (u.scheme != Scheme::kFile) return unimplemented("not a local file: " + shown_uri(uri));
     return u.path;
   }
 
@@ -136,14 +136,14 @@ class LocalStore final : public ObjectStore {
   Result<Fd> open_at(const std::string& path, int flags) const {
     if (!restricted_) {
       Fd fd(::open(path.c_str(), flags | O_CLOEXEC));
-      if (fd.get() < 0) return errno_error(errno, "open " + path);
+      if (fd.get() < 0) return errno_error(errno, "open " + shown_uri(path));
       return fd;
     }
     const std::string abs = fold_dots(path);
     std::string rel;
     const MediaRoot* where = abs.empty() || abs[0] != '/' ? nullptr : find_root(views_, abs, &rel);
     if (where == nullptr) {
-      return permission_denied("open " + path + ": outside every media root (trust boundary)");
+      return permission_denied("open " + shown_uri(path) + ": outside every media root (trust boundary)");
     }
     const Root& root = roots_[static_cast<std::size_t>(where - views_.data())];
     if (rel.empty()) rel = ".";
@@ -152,29 +152,29 @@ class LocalStore final : public ObjectStore {
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     const long fd = ::syscall(SYS_openat2, root.fd.get(), rel.c_str(), &how, sizeof how);
     if (fd >= 0) return Fd(static_cast<int>(fd));
-    if (errno != ENOSYS && errno != EXDEV) return errno_error(errno, "open " + path);
+    if (errno != ENOSYS && errno != EXDEV) return errno_error(errno, "open " + shown_uri(path));
     // RESOLVE_BENEATH refuses every absolute symlink, also one that points back inside the root
     // (datasets have those); kernels before 5.6 have no openat2. Both: check the real path
     // against the root. (A symlink swapped by someone writing the dataset folder between the
     // check and the open could still escape; the threat here is hostile data, not a concurrent
     // local attacker — documented in the io README.)
     char real[PATH_MAX];
-    if (::realpath(abs.c_str(), real) == nullptr) return errno_error(errno, "open " + path);
+    if (::realpath(abs.c_str(), real) == nullptr) return errno_error(errno, "open " + shown_uri(path));
     // Any of the store's roots: a symlink in the dataset folder into another allowed folder is
     // fine; one into a folder nobody allowed is not.
     std::string ignored;
-    if (find_root(views_, real, &ignored) == nullptr) return errno_error(EXDEV, "open " + path);
+    if (find_root(views_, real, &ignored) == nullptr) return errno_error(EXDEV, "open " + shown_uri(path));
     Fd plain(::open(real, flags | O_CLOEXEC | O_NOFOLLOW));
-    if (plain.get() < 0) return errno_error(errno, "open " + path);
+    if (plain.get() < 0) return errno_error(errno, "open " + shown_uri(path));
     return plain;
   }
 
   // A readable descriptor of a regular file, with its stat.
   Result<Fd> open_regular(const std::string& path, struct stat* st) const {
     STOKER_ASSIGN_OR_RETURN(Fd opath, open_at(path, O_PATH));
-    if (::fstat(opath.get(), st) != 0) return errno_error(errno, "stat " + path);
+    if (::fstat(opath.get(), st) != 0) return errno_error(errno, "stat " + shown_uri(path));
     if (!S_ISREG(st->st_mode)) {
-      return invalid_argument(path + " is " + describe_type(st->st_mode) +
+      return invalid_argument(shown_uri(path) + " is " + describe_type(st->st_mode) +
                               ": media must be regular files");
     }
     // Reopen the very inode for reading. /proc may be missing (some sandboxes): then open the
@@ -186,10 +186,10 @@ class LocalStore final : public ObjectStore {
     if (fd.get() < 0 && errno == ENOENT) {
       STOKER_ASSIGN_OR_RETURN(fd, open_at(path, kRead));
     }
-    if (fd.get() < 0) return errno_error(errno, "open " + path);
+    if (fd.get() < 0) return errno_error(errno, "open " + shown_uri(path));
     struct stat again {};
     if (::fstat(fd.get(), &again) != 0 || again.st_ino != st->st_ino || again.st_dev != st->st_dev) {
-      return data_loss("open " + path + ": the file was replaced while it was opened");
+      return data_loss("open " + shown_uri(path) + ": the file was replaced while it was opened");
     }
     return fd;
   }
@@ -198,9 +198,9 @@ class LocalStore final : public ObjectStore {
     STOKER_ASSIGN_OR_RETURN(std::string path, local_path(uri));
     STOKER_ASSIGN_OR_RETURN(Fd fd, open_at(path, O_PATH));
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return errno_error(errno, "stat " + path);
+    if (::fstat(fd.get(), &st) != 0) return errno_error(errno, "stat " + shown_uri(path));
     if (!S_ISREG(st.st_mode)) {
-      return invalid_argument(path + " is " + describe_type(st.st_mode) + ", not a regular file");
+      return invalid_argument(shown_uri(path) + " is " + describe_type(st.st_mode) + ", not a regular file");
     }
     return ObjectInfo{static_cast<std::int64_t>(st.st_size), etag_of(st)};
   }
@@ -216,19 +216,19 @@ class LocalStore final : public ObjectStore {
     struct stat st {};
     STOKER_ASSIGN_OR_RETURN(Fd fd, open_regular(path, &st));
     if (!options.if_match.empty() && etag_of(st) != options.if_match) {
-      return failed_precondition(path + " changed (ETag " + etag_of(st) + ", expected " +
+      return failed_precondition(shown_uri(path) + " changed (ETag " + etag_of(st) + ", expected " +
                                  options.if_match + ")");
     }
     const std::int64_t size = st.st_size;
     if (options.offset < 0 || options.offset > size ||
         (options.offset == size && size > 0 && options.length != 0)) {
-      return invalid_argument(path + ": range starts at " + std::to_string(options.offset) +
+      return invalid_argument(shown_uri(path) + ": range starts at " + std::to_string(options.offset) +
                               ", past the end (" + std::to_string(size) + " bytes)");
     }
     std::int64_t want = size - options.offset;
     if (options.length >= 0) want = std::min(want, options.length);
     if (options.max_bytes >= 0 && want > options.max_bytes) {
-      return resource_exhausted(path + " is " + std::to_string(want) + " bytes, over the " +
+      return resource_exhausted(shown_uri(path) + " is " + std::to_string(want) + " bytes, over the " +
                                 std::to_string(options.max_bytes) + "-byte object cap");
     }
     Bytes out(static_cast<std::size_t>(want));
@@ -237,8 +237,8 @@ class LocalStore final : public ObjectStore {
       ssize_t n = ::pread(fd.get(), out.data() + done, static_cast<std::size_t>(want - done),
                           options.offset + done);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return errno_error(errno, "read " + path);
-      if (n == 0) return data_loss(path + ": file shrank while reading");
+      if (n < 0) return errno_error(errno, "read " + shown_uri(path));
+      if (n == 0) return data_loss(shown_uri(path) + ": file shrank while reading");
       done += n;
     }
     return out;
@@ -256,7 +256,7 @@ class LocalStore final : public ObjectStore {
       if (n <= 0) return errno_error(errno, "write " + tmp);
       done += static_cast<std::size_t>(n);
     }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return errno_error(errno, "rename " + tmp);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return errno_error(errno, "rename " + shown_uri(tmp));
     return ok_status();
   }
 

@@ -40,7 +40,7 @@ std::string absolute(std::string_view path) {
 
 std::string quoted(std::string_view s) {
   std::string q(1, '\'');
-  q.append(s);
+  q.append(shown_uri(s));
   q.push_back('\'');
   return q;
 }
@@ -119,7 +119,7 @@ Result<std::string> MediaScope::resolve(std::string_view ref) const {
     if (find_root(roots_, uri, &rel) == nullptr) {
       std::string where = "the manifest's folder " + roots_.front().path;
       if (roots_.size() > 1) where += " and the media roots";
-      const std::string target = uri == ref ? "" : " resolves to " + uri + ",";
+      const std::string target = uri == ref ? "" : " resolves to " + shown_uri(uri) + ",";
       return permission_denied(quoted(ref) + target + " is outside " + where +
                                " (trust boundary: " + option_name("media_root", "--media-root DIR") +
                                " adds a folder, " +

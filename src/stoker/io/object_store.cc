@@ -8,7 +8,7 @@ ObjectStore::~ObjectStore() = default;
 
 exec::Future<void> ObjectStore::write(const std::string& uri, Bytes) {
   auto [promise, future] = exec::make_promise_future<void>();
-  promise.set(unimplemented("this store cannot write: " + uri));
+  promise.set(unimplemented("this store cannot write: " + shown_uri(uri)));
   return std::move(future);
 }
 
@@ -100,11 +100,11 @@ Status stream_once(ObjectStore& store, const std::string& uri, std::int64_t chun
     const std::int64_t want = std::min(chunk_bytes, head.size - offset);
     if (offset + want < head.size) next = fetch(offset + want);  // overlap with consume()
     if (!chunk.ok()) {
-      return std::move(chunk).error().with_context("streaming " + uri + " at byte " +
+      return std::move(chunk).error().with_context("streaming " + shown_uri(uri) + " at byte " +
                                                    std::to_string(offset));
     }
     if (static_cast<std::int64_t>(chunk->size()) != want) {
-      return data_loss("streaming " + uri + ": expected " + std::to_string(want) +
+      return data_loss("streaming " + shown_uri(uri) + ": expected " + std::to_string(want) +
                        " bytes at " + std::to_string(offset) + ", got " +
                        std::to_string(chunk->size()) + " (object changed?)");
     }
@@ -124,7 +124,7 @@ Status stream_object(ObjectStore& store, const std::string& uri, std::int64_t ch
     Status st = stream_once(store, uri, chunk_bytes, consume, info);
     if (st.ok() || st.error().code() != ErrorCode::kFailedPrecondition) return st;
     if (restarts == max_restarts) {
-      return std::move(st).error().with_context("streaming " + uri + ": replaced " +
+      return std::move(st).error().with_context("streaming " + shown_uri(uri) + ": replaced " +
                                                 std::to_string(restarts + 1) +
                                                 " times while it was read");
     }

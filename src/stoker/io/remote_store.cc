@@ -29,23 +29,6 @@ bool has_dot_segment(std::string_view key) {
   return false;
 }
 
-// Manifests hold URLs as people write them ("a b.jpg", UTF-8 names): percent-encode what may not
-// appear in a URL, and leave everything else (reserved characters, existing %XX) as written.
-std::string encode_lenient_url(const std::string& url) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : url) {
-    if (c <= 0x20 || c >= 0x7f || std::string_view("\"<>\\^`{|}").find(static_cast<char>(c)) != std::string_view::npos) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 // Range, If-Match and the body cap of a GET.
 void add_read_options(HttpRequest& req, const ReadOptions& range) {
   if (!range.if_match.empty()) req.headers.push_back("If-Match: \"" + range.if_match + "\"");
@@ -63,7 +46,7 @@ class RemoteStore : public ObjectStore {
   explicit RemoteStore(std::shared_ptr<HttpClient> client) : client_(std::move(client)) {}
 
   exec::Future<Bytes> read(const std::string& uri, ReadOptions range) override {
-    if (range.offset < 0) return failed<Bytes>(invalid_argument(uri + ": negative offset"));
+    if (range.offset < 0) return failed<Bytes>(invalid_argument(shown_uri(uri) + ": negative offset"));
     if (range.length == 0) return empty();
     Result<HttpRequest> req = make_request("GET", uri);
     if (!req.ok()) return failed<Bytes>(std::move(req).error());
@@ -114,11 +97,11 @@ class HttpStore final : public RemoteStore {
   Result<HttpRequest> make_request(const std::string& method, const std::string& uri) override {
     STOKER_ASSIGN_OR_RETURN(Uri u, parse_uri(uri));
     if (u.scheme != Scheme::kHttp && u.scheme != Scheme::kHttps)
-      return unimplemented("not an http(s) URI: " + uri);
+      return unimplemented("not an http(s) URI: " + shown_uri(uri));
     HttpRequest req;
     req.method = method;
-    req.url = encode_lenient_url(uri);
-    req.display = uri;
+    req.url = request_url(uri);  // parse_uri validated it: curl parses the host we judged
+    req.display = shown_uri(uri);
     return req;
   }
 };
@@ -149,16 +132,17 @@ class S3Store final : public RemoteStore {
  protected:
   Result<HttpRequest> make_request(const std::string& method, const std::string& uri) override {
     STOKER_ASSIGN_OR_RETURN(Uri u, parse_uri(uri));
-    if (u.scheme != Scheme::kS3) return unimplemented("not an s3 URI: " + uri);
-    if (u.path.empty()) return invalid_argument("s3 URI without a key: " + uri);
+    if (u.scheme != Scheme::kS3) return unimplemented("not an s3 URI: " + shown_uri(uri));
+    if (u.path.empty()) return invalid_argument("s3 URI without a key: " + shown_uri(uri));
     // "." / ".." segments would be folded by URL normalisation (libcurl's, a proxy's) in the
     // path-style URL — /bkt/../other/k is bucket "other": refused, never sent.
     if (has_dot_segment(u.path)) {
-      return invalid_argument("s3 key with a '.' or '..' segment cannot be addressed safely: " + uri);
+      return invalid_argument("s3 key with a '.' or '..' segment cannot be addressed safely: " +
+                              shown_uri(uri));
     }
     HttpRequest req;
     req.method = method;
-    req.display = uri;
+    req.display = shown_uri(uri);
     const std::string key = detail::percent_encode(u.path, /*keep_slash=*/true);  // as SigV4 wants
     if (aws_.endpoint.empty()) {
       req.url = "https://" + u.authority + ".s3." + aws_.region + ".amazonaws.com/" + key;
@@ -172,7 +156,7 @@ class S3Store final : public RemoteStore {
     }
     // Per request: temporary credentials change under a long run (credentials.h refreshes them).
     Result<std::shared_ptr<const AwsCredentials>> creds = credentials_->get();
-    if (!creds.ok()) return std::move(creds).error().with_context(method + " " + uri);
+    if (!creds.ok()) return std::move(creds).error().with_context(method + " " + req.display);
     if (!(*creds)->anonymous()) {
       req.aws_sigv4 = sigv4_;
       req.credentials = (*creds)->access_key_id + ":" + (*creds)->secret_access_key;

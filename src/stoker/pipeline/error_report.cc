@@ -7,14 +7,18 @@
 #include <cstring>
 #include <string_view>
 
+#include "stoker/base/elide.h"
 #include "stoker/base/json_text.h"
 
 namespace stoker::pipeline {
 
 std::string failure_json(const SampleFailure& f) {
-  return "{\"sample\": " + std::to_string(f.sample) + ", \"file\": " + json_string(f.file) +
+  // Bounded whatever the data (base/elide.h): a line of the report is at most a few KiB.
+  return "{\"sample\": " + std::to_string(f.sample) + ", \"file\": " +
+         json_string(elide_middle(f.file, kMaxReportFileBytes)) +
          ", \"line\": " + std::to_string(f.line) + ", \"stage\": " + json_string(f.stage) +
-         ", \"code\": " + json_string(f.code) + ", \"reason\": " + json_string(f.reason) + "}";
+         ", \"code\": " + json_string(f.code) +
+         ", \"reason\": " + json_string(elide_middle(f.reason, kMaxReportReasonBytes)) + "}";
 }
 
 std::string reason_pattern(const std::string& reason) {

@@ -31,6 +31,9 @@ struct SampleFailure {
   std::string reason;
 };
 
+// One report line; the file name and the reason are elided in the middle past these lengths.
+inline constexpr std::size_t kMaxReportFileBytes = 1024;
+inline constexpr std::size_t kMaxReportReasonBytes = 2048;
 std::string failure_json(const SampleFailure& f);
 
 // "record \"synth-7\": 8865 tokens exceed max_length 8192" → "record \"…\": N tokens exceed

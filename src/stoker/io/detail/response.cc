@@ -1,5 +1,7 @@
 #include "stoker/io/detail/response.h"
 
+#include "stoker/io/detail/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -30,6 +32,20 @@ bool apply_header_line(std::string_view line, HttpResponse* resp) {
   return false;
 }
 
+int parse_status_line(std::string_view line) {
+  if (line.substr(0, 5) != "HTTP/") return -1;
+  const std::size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || sp == 5 || line.size() < sp + 4) return -1;
+  int status = 0;
+  for (std::size_t i = sp + 1; i < sp + 4; ++i) {
+    if (line[i] < '0' || line[i] > '9') return -1;
+    status = status * 10 + (line[i] - '0');
+  }
+  const std::size_t after = sp + 4;
+  if (after < line.size() && line[after] != ' ' && line[after] != '\r' && line[after] != '\n') return -1;
+  return status;
+}
+
 std::int64_t parse_content_length(std::string_view value) {
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   std::int64_t v = -1;
@@ -44,8 +60,8 @@ std::int64_t parse_content_length(std::string_view value) {
 Result<Bytes> body_for_range(HttpResponse resp, const ReadOptions& range, const std::string& what) {
   // A server that ignores If-Match still names the version it sent.
   if (!range.if_match.empty() && !resp.etag.empty() && resp.etag != range.if_match) {
-    return failed_precondition(what + ": ETag " + resp.etag + " where " + range.if_match +
-                               " was asked for (the object was replaced)");
+    return failed_precondition(what + ": ETag " + server_text(resp.etag, 128) + " where " +
+                               range.if_match + " was asked for (the object was replaced)");
   }
   if (range.whole()) return std::move(resp.body);
   if (resp.status == 206) {
@@ -53,7 +69,7 @@ Result<Bytes> body_for_range(HttpResponse resp, const ReadOptions& range, const 
     if (std::sscanf(resp.content_range.c_str(), "bytes %lld-%lld/%lld", &first, &last, &total) < 2 ||
         first != range.offset) {
       return data_loss(what + ": asked for bytes from " + std::to_string(range.offset) +
-                       ", server sent Content-Range '" + resp.content_range + "'");
+                       ", server sent Content-Range '" + server_text(resp.content_range, 128) + "'");
     }
     if (range.length >= 0 && static_cast<std::int64_t>(resp.body.size()) > range.length)
       resp.body.resize(static_cast<std::size_t>(range.length));

@@ -19,6 +19,10 @@ namespace stoker::io::detail {
 // change nothing. True when the line was a Content-Length.
 bool apply_header_line(std::string_view line, HttpResponse* resp);
 
+// The status of a status line ("HTTP/1.1 403 Forbidden\r\n" → 403; "HTTP/2 200" → 200), -1 for
+// any other line (a header, the blank line). The reason phrase is never looked at.
+int parse_status_line(std::string_view line);
+
 // A Content-Length value: -1 (unknown) unless it is a plain decimal that fits an int64.
 std::int64_t parse_content_length(std::string_view value);
 

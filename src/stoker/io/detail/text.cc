@@ -1,7 +1,10 @@
 #include "stoker/io/detail/text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <utility>
+
+#include "stoker/base/elide.h"
 
 namespace stoker::io::detail {
 
@@ -46,6 +49,36 @@ std::string xml_text(std::string_view xml, std::string_view name) {
     if (!replaced) out += raw[i++];
   }
   return out;
+}
+
+std::string server_text(std::string_view text, std::size_t max) {
+  // Only the first bytes can be shown: never scan (or copy) more than a few times `max`.
+  text = text.substr(0, std::max<std::size_t>(max, 64) * 4);
+  std::string out;
+  bool space = true;  // drops leading whitespace and collapses runs
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f || c == ' ') {
+      if (!space) out += ' ';
+      space = true;
+      ++i;
+      continue;
+    }
+    space = false;
+    // A UTF-8 sequence: its length from the lead byte, every following byte 10xxxxxx.
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size();
+    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (!ok) {
+      out += '?';
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return elide_middle(out, max);
 }
 
 }  // namespace stoker::io::detail
