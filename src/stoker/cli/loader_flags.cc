@@ -84,6 +84,7 @@ media and I/O limits (what a manifest's records may read, and how much):
                        default: only the remote manifest's own bucket)
   --max-object-bytes N largest media object read (default 256M; bytes, or K/M/G/T, KiB/MiB/...)
   --max-record-bytes N longest JSONL record, one line (default 16M; at most 4G)
+  --max-manifest-bytes N  largest remote manifest copied into the cache (default 4G)
   --io-deadline-ms MS  retry window of one remote request, all attempts together (default:
                        $STOKER_IO_DEADLINE_MS, else 120000)
   --imds               S3 credentials may come from the EC2 instance metadata service (otherwise
@@ -91,7 +92,7 @@ media and I/O limits (what a manifest's records may read, and how much):
 )";
 
 std::set<std::string> media_value_flags() {
-  return {"max-object-bytes", "max-record-bytes", "io-deadline-ms"};
+  return {"max-object-bytes", "max-record-bytes", "max-manifest-bytes", "io-deadline-ms"};
 }
 std::set<std::string> media_repeat_flags() { return {"media-root", "allow-bucket"}; }
 std::set<std::string> media_switch_flags() { return {"trust-media-paths", "imds"}; }
@@ -115,6 +116,8 @@ Result<MediaFlags> media_flags_from(const Args& args) {
   STOKER_ASSIGN_OR_RETURN(m.max_record_bytes, args.get_bytes("max-record-bytes",
                                                              m.max_record_bytes, 1,
                                                              std::int64_t{4} << 30));
+  STOKER_ASSIGN_OR_RETURN(m.max_manifest_bytes,
+                          args.get_bytes("max-manifest-bytes", m.max_manifest_bytes, 1, kMax));
   // ≤ 2^31-1 ms (24.8 days): fits an int and a nanosecond deadline however it is stored.
   STOKER_ASSIGN_OR_RETURN(m.io_deadline_ms, args.get_int<std::int64_t>(
                                                 "io-deadline-ms", 0, 1, kMaxDeadlineMs));
@@ -133,6 +136,7 @@ void MediaFlags::apply_to(pipeline::LoaderConfig& c) const {
   c.allow_buckets = allow_buckets;
   c.max_object_bytes = max_object_bytes;
   c.max_record_bytes = max_record_bytes;
+  c.max_manifest_bytes = max_manifest_bytes;
   c.io_deadline_ms = io_deadline_ms;
   c.imds = imds;
 }

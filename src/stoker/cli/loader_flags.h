@@ -19,7 +19,7 @@
 namespace stoker::cli {
 
 // --media-root DIR (repeatable), --trust-media-paths, --allow-bucket NAME (repeatable; "*": any),
-// --max-object-bytes N, --max-record-bytes N, --io-deadline-ms MS, --imds. Defaults are
+// --max-object-bytes N, --max-record-bytes N, --max-manifest-bytes N, --io-deadline-ms MS, --imds. Defaults are
 // pipeline::LoaderConfig's; io_deadline_ms 0 = $STOKER_IO_DEADLINE_MS, else 120 s (the engine
 // resolves it).
 struct MediaFlags {
@@ -28,6 +28,7 @@ struct MediaFlags {
   std::vector<std::string> allow_buckets;
   std::int64_t max_object_bytes = pipeline::LoaderConfig{}.max_object_bytes;
   std::int64_t max_record_bytes = pipeline::LoaderConfig{}.max_record_bytes;
+  std::int64_t max_manifest_bytes = pipeline::LoaderConfig{}.max_manifest_bytes;
   std::int64_t io_deadline_ms = 0;
   bool imds = false;
 

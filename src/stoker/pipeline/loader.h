@@ -111,6 +111,8 @@ struct LoaderConfig {
   // Every read is bounded: a media object (file, HTTP body) and a JSONL record (one line).
   std::int64_t max_object_bytes = std::int64_t{256} << 20;
   std::int64_t max_record_bytes = std::int64_t{16} << 20;
+  // A remote manifest's local copy (its claimed size and the bytes streamed); default 4 GiB.
+  std::int64_t max_manifest_bytes = std::int64_t{4} << 30;
   // The retry window of a remote request (all attempts together); 0: $STOKER_IO_DEADLINE_MS,
   // else 120 s. A store that stays down longer stops the run (resumable).
   std::int64_t io_deadline_ms = 0;

@@ -176,6 +176,8 @@ class Loader:
                          remote manifest's own bucket and these
       max_object_bytes   largest media object read (default 256 MiB)
       max_record_bytes   longest JSONL record, one line (default 16 MiB; at most 4 GiB)
+      max_manifest_bytes (keyword) largest remote manifest copied into the per-user cache
+                         (default 4 GiB)
       io_deadline_ms     retry window of one remote request, all attempts together (default
                          None: $STOKER_IO_DEADLINE_MS, else 120000)
       imds               True: S3 credentials may come from the EC2 instance metadata service

@@ -206,6 +206,7 @@ LOADER_OPTIONS: Dict[str, Checker] = {
     "allow_buckets": strings,
     "max_object_bytes": int_in(1, I64),
     "max_record_bytes": int_in(1, 4 << 30),
+    "max_manifest_bytes": int_in(1, I64),
     "io_deadline_ms": optional(int_in(1, I32)),
     "imds": boolean,
     "packing": boolean,
