@@ -127,6 +127,35 @@ Result<int> connect_with_retry(const std::string& path, std::int64_t timeout_ms)
   }
 }
 
+// The server's uid (SO_PEERCRED, set by the kernel at connect): ours, or the one the user named.
+Status check_server_uid(int fd, const std::string& path, std::optional<std::uint32_t> allowed) {
+  if (!allowed) {
+    if (const char* v = std::getenv("STOKER_SERVER_UID"); v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long u = std::strtoull(v, &end, 10);
+      if (*end != '\0' || errno != 0 || u > 0xFFFFFFFEull || v[0] == '-') {
+        return invalid_argument(std::string("$STOKER_SERVER_UID must be a uid (decimal), got '") +
+                                v + "'");
+      }
+      allowed = static_cast<std::uint32_t>(u);
+    }
+  }
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return permission_denied(errno_text("reading the credentials of the server at " + path));
+  }
+  const uid_t me = ::geteuid();
+  if (cred.uid == me || (allowed && cred.uid == *allowed)) return ok_status();
+  return permission_denied(
+      "the hand-off server at " + path + " runs as uid " + std::to_string(cred.uid) + " (pid " +
+      std::to_string(cred.pid) + "), not as this user (uid " + std::to_string(me) +
+      "): refusing it, another user's server could hand over forged batches" +
+      (allowed ? " (allowed: uid " + std::to_string(*allowed) + ")"
+               : "; to trust it, set STOKER_SERVER_UID=" + std::to_string(cred.uid)));
+}
+
 // Receives the hello and the arena fd that rides with it.
 Status receive_hello(detail::Connection& c) {
   alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * 4)> control{};
@@ -221,6 +250,7 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
   }
   auto conn = std::make_shared<detail::Connection>();
   STOKER_ASSIGN_OR_RETURN(conn->fd, connect_with_retry(path, options.connect_timeout_ms));
+  STOKER_RETURN_IF_ERROR(check_server_uid(conn->fd, path, options.server_uid));
   if (options.attach) {
     const ClientAttach& a = *options.attach;
     std::string msg = detail::encode_attach({.rank = a.rank, .world_size = a.world_size,
