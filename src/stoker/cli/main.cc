@@ -4,6 +4,7 @@
 #include <string>
 
 #include "stoker/base/version.h"
+#include "stoker/base/printable.h"
 #include "stoker/cli/commands.h"
 
 namespace stoker::cli {
@@ -53,7 +54,7 @@ const Command* commands_end() { return std::end(kCommands); }
 
 int report(const char* cmd, const Error& error) {
   std::fprintf(stderr, "stoker %s: %s: %s\n", cmd, std::string(error_code_name(error.code())).c_str(),
-               error.to_string().c_str());
+               printable(error.to_string()).c_str());  // data in a message: escaped
   return error.code() == ErrorCode::kInvalidArgument ? 2 : 1;
 }
 

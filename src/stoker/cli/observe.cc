@@ -1,4 +1,5 @@
 #include "stoker/cli/observe.h"
+#include "stoker/base/printable.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -198,7 +199,7 @@ Status Observer::finish(const pipeline::Loader* loader, const std::string& summa
         std::fprintf(stderr, " (%lld more dropped: --trace-max-events, --trace-sample)",
                      static_cast<long long>(tracer_->dropped()));
       }
-      std::fprintf(stderr, " -> %s (open in ui.perfetto.dev)\n", flags_.trace_path.c_str());
+      std::fprintf(stderr, " -> %s (open in ui.perfetto.dev)\n", printable(flags_.trace_path).c_str());
     }
   }
   if (flags_.report_dir.empty()) return result;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stoker/base/file.h"
+#include "stoker/base/printable.h"
 #include "stoker/batch/mrope.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
@@ -208,7 +209,8 @@ int render(const Args& args) {
   Result<dataset::Conversation> conv = dataset::parse_record(*json);
   if (!conv.ok()) return report("render", std::move(conv.error().with_context(pos[0])));
   if (Status st = dataset::validate_for_sft(*conv); !st.ok()) {
-    std::fprintf(stderr, "warning: not a valid SFT sample: %s\n", st.error().to_string().c_str());
+    std::fprintf(stderr, "warning: not a valid SFT sample: %s\n",
+                 printable(st.error().to_string()).c_str());
   }
   Result<model::ModelConfig> model = model::load_model(args.get("model", "qwen2.5-vl"));
   if (!model.ok()) return report("render", model.error());

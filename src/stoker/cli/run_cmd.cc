@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/printable.h"
 #include "stoker/base/file.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/loader_flags.h"
@@ -287,7 +288,7 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
   std::printf("  failed samples by reason (full list: %s):\n",
               c.errors.report_path.empty()
                   ? "none written; --error-report FILE writes one JSON line per failed sample"
-                  : c.errors.report_path.c_str());
+                  : printable(c.errors.report_path).c_str());
   std::int64_t rest = 0;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const pipeline::FailureKind& k = kinds[i];
@@ -295,10 +296,12 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
       rest += k.count;
       continue;
     }
+    // Ids, paths and server text come from data: escaped (ESC sequences, forged lines).
     std::printf("    %lld x %s %s: %s\n      e.g. sample %llu (%s:%llu): %s\n",
-                static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(), k.pattern.c_str(),
-                static_cast<unsigned long long>(k.example.sample), k.example.file.c_str(),
-                static_cast<unsigned long long>(k.example.line), k.example.reason.c_str());
+                static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(),
+                printable(k.pattern).c_str(), static_cast<unsigned long long>(k.example.sample),
+                printable(k.example.file).c_str(), static_cast<unsigned long long>(k.example.line),
+                printable(k.example.reason).c_str());
   }
   if (rest > 0) {
     std::printf("    %lld more in %zu other kinds\n", static_cast<long long>(rest),
@@ -311,7 +314,9 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
   pipeline::LoaderStats s = loader.stats();
   std::printf("stoker %s: %lld batches, %lld samples, %lld failed", name.c_str(), static_cast<long long>(s.batches),
               static_cast<long long>(s.samples), static_cast<long long>(s.failed));
-  if (!c.errors.report_path.empty()) std::printf(" (report: %s)", c.errors.report_path.c_str());
+  if (!c.errors.report_path.empty()) {
+    std::printf(" (report: %s)", printable(c.errors.report_path).c_str());
+  }
   std::printf(", %.2f s, %s\n", s.elapsed_s, loader.rank().to_string().c_str());
   print_failures(loader, c, s.failed);
   std::printf("  throughput %.1f samples/s; wait ratio %.2f%% (%.2f s blocked in next()",

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/printable.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/loader_flags.h"
 #include "stoker/cli/run_loop.h"
@@ -209,7 +210,7 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
       if (!b.ok()) {
         std::lock_guard lock(slot.mu);
         slot.error = b.error().to_string();
-        std::fprintf(stderr, "stoker serve: rank %d: %s\n", slot.rank, slot.error.c_str());
+        std::fprintf(stderr, "stoker serve: rank %d: %s\n", slot.rank, printable(slot.error).c_str());
         sh.server->end_client(client);
         break;
       }
@@ -418,7 +419,7 @@ Status serve_loader(const Args& args, const ServeHooks& hooks) {
   for (auto& w : workers) w.request_stop();
   workers.clear();  // joins: a worker inside loader->next() returns once that batch is ready
   Status observed = observer->finish(nullptr, "");  // the trace; stops the endpoint
-  if (!observed.ok()) std::fprintf(stderr, "stoker serve: %s\n", observed.error().to_string().c_str());
+  if (!observed.ok()) std::fprintf(stderr, "stoker serve: %s\n", printable(observed.error().to_string()).c_str());
   // Close the clients first (what they hold is reclaimed, counted per rank and in total), so
   // the per-rank lines and the summary below are final and add up.
   server->close_clients();

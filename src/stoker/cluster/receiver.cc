@@ -1,4 +1,5 @@
 #include "stoker/cluster/receiver.h"
+#include "stoker/base/printable.h"
 
 #include <mpi.h>
 
@@ -59,7 +60,8 @@ void Receiver::on_result(int source, std::vector<std::uint8_t>&& bytes) {
   const std::size_t size = bytes.size();
   Result<SampleResult> r = decode_result(bytes);
   if (!r.ok()) {
-    std::fprintf(stderr, "stoker cluster: from rank %d: %s\n", source, r.error().to_string().c_str());
+    std::fprintf(stderr, "stoker cluster: from rank %d: %s\n", source,
+                 printable(r.error().to_string()).c_str());
     MPI_Abort(MPI_COMM_WORLD, 70);
   }
   std::function<void(pipeline::Prepared&&)> done;

@@ -1,4 +1,5 @@
 #include "stoker/pipeline/loader.h"
+#include "stoker/base/printable.h"
 
 #include <pthread.h>
 
@@ -165,7 +166,7 @@ struct Loader::Impl {
     stop_engine();
     if (owns_trace && ctx != nullptr && ctx->tracer != nullptr) {
       if (Status st = ctx->tracer->write(config.trace_path); !st.ok()) {
-        std::fprintf(stderr, "stoker: %s\n", st.error().to_string().c_str());
+        std::fprintf(stderr, "stoker: %s\n", printable(st.error().to_string()).c_str());
       }
     }
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stoker/base/result.h"
+#include "stoker/base/printable.h"
 #include "stoker/base/version.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/python/bindings.h"
@@ -281,7 +282,9 @@ PYBIND11_MODULE(_stoker, m) {
       std::string code(stoker::error_code_name(e.error.code()));
       py::object cls = error_classes().contains(code) ? error_classes()[py::str(code)]
                                                       : py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
-      py::object exc = cls(e.error.to_string());
+      // Escaped: a message carries data (ids, paths, server text) that must not act on a
+      // terminal, and py::str needs UTF-8.
+      py::object exc = cls(stoker::printable(e.error.to_string()));
       try {
         exc.attr("code") = code;
       } catch (const py::error_already_set&) {
