@@ -85,6 +85,8 @@ media and I/O limits (what a manifest's records may read, and how much):
   --max-object-bytes N largest media object read (default 256M; bytes, or K/M/G/T, KiB/MiB/...)
   --max-record-bytes N longest JSONL record, one line (default 16M; at most 4G)
   --max-manifest-bytes N  largest remote manifest copied into the cache (default 4G)
+  --max-media-per-record N  images + videos + video frames one record may reference; a record
+                       with more fails alone (default 1024)
   --io-deadline-ms MS  retry window of one remote request, all attempts together (default:
                        $STOKER_IO_DEADLINE_MS, else 120000)
   --imds               S3 credentials may come from the EC2 instance metadata service (otherwise
@@ -92,7 +94,8 @@ media and I/O limits (what a manifest's records may read, and how much):
 )";
 
 std::set<std::string> media_value_flags() {
-  return {"max-object-bytes", "max-record-bytes", "max-manifest-bytes", "io-deadline-ms"};
+  return {"max-object-bytes", "max-record-bytes", "max-manifest-bytes", "max-media-per-record",
+          "io-deadline-ms"};
 }
 std::set<std::string> media_repeat_flags() { return {"media-root", "allow-bucket"}; }
 std::set<std::string> media_switch_flags() { return {"trust-media-paths", "imds"}; }
@@ -118,6 +121,9 @@ Result<MediaFlags> media_flags_from(const Args& args) {
                                                              std::int64_t{4} << 30));
   STOKER_ASSIGN_OR_RETURN(m.max_manifest_bytes,
                           args.get_bytes("max-manifest-bytes", m.max_manifest_bytes, 1, kMax));
+  STOKER_ASSIGN_OR_RETURN(m.max_media_per_record,
+                          args.get_int<std::int64_t>("max-media-per-record", m.max_media_per_record,
+                                                     1, std::int64_t{1} << 24));
   // ≤ 2^31-1 ms (24.8 days): fits an int and a nanosecond deadline however it is stored.
   STOKER_ASSIGN_OR_RETURN(m.io_deadline_ms, args.get_int<std::int64_t>(
                                                 "io-deadline-ms", 0, 1, kMaxDeadlineMs));
@@ -137,6 +143,7 @@ void MediaFlags::apply_to(pipeline::LoaderConfig& c) const {
   c.max_object_bytes = max_object_bytes;
   c.max_record_bytes = max_record_bytes;
   c.max_manifest_bytes = max_manifest_bytes;
+  c.max_media_per_record = max_media_per_record;
   c.io_deadline_ms = io_deadline_ms;
   c.imds = imds;
 }

@@ -29,6 +29,7 @@ struct MediaFlags {
   std::int64_t max_object_bytes = pipeline::LoaderConfig{}.max_object_bytes;
   std::int64_t max_record_bytes = pipeline::LoaderConfig{}.max_record_bytes;
   std::int64_t max_manifest_bytes = pipeline::LoaderConfig{}.max_manifest_bytes;
+  std::int64_t max_media_per_record = pipeline::LoaderConfig{}.max_media_per_record;
   std::int64_t io_deadline_ms = 0;
   bool imds = false;
 

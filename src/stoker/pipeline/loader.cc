@@ -41,6 +41,9 @@ Status LoaderConfig::validate() const {
     return invalid_argument("loader: max_record_bytes must be in [1, 4 GiB]");
   }
   if (max_manifest_bytes < 1) return invalid_argument("loader: max_manifest_bytes must be >= 1");
+  if (max_media_per_record < 1) {
+    return invalid_argument("loader: max_media_per_record must be >= 1");
+  }
   if (io_deadline_ms < 0) return invalid_argument("loader: io_deadline_ms must be >= 0");
   for (const std::string& r : media_roots) {
     if (r.empty()) return invalid_argument("loader: an empty media root");
@@ -366,6 +369,7 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
     ctx->max_length = ctx->max_length > 0 ? std::min(ctx->max_length, cap) : cap;
   }
   ctx->truncate = config.truncate;
+  ctx->max_media_per_record = config.max_media_per_record;
   ctx->io_delay_hook = config.io_delay_hook;
   return ctx;
 }

@@ -111,6 +111,9 @@ struct LoaderConfig {
   // Every read is bounded: a media object (file, HTTP body) and a JSONL record (one line).
   std::int64_t max_object_bytes = std::int64_t{256} << 20;
   std::int64_t max_record_bytes = std::int64_t{16} << 20;
+  // Media one record may reference (images + video files + video frames, each one fetch); a
+  // record with more fails at "read" (ResourceExhausted) before any is resolved or fetched.
+  std::int64_t max_media_per_record = 1024;
   // A remote manifest's local copy (its claimed size and the bytes streamed); default 4 GiB.
   std::int64_t max_manifest_bytes = std::int64_t{4} << 30;
   // The retry window of a remote request (all attempts together); 0: $STOKER_IO_DEADLINE_MS,

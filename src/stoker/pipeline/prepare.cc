@@ -32,6 +32,27 @@ const char* stage_name(int stage) {
   return stage >= 0 && stage < kNumStages ? kNames[stage] : "?";
 }
 
+namespace {
+
+// One fetch per image, video file or video frame: a record over the bound fails before any is
+// resolved, budgeted or fetched.
+Status check_media_count(const Context& ctx, const dataset::Conversation& conv) {
+  std::int64_t n = 0;
+  for (const dataset::Message& m : conv.messages) {
+    for (const dataset::Part& p : m.parts) {
+      if (p.kind == dataset::Part::Kind::kText) continue;
+      n += p.kind == dataset::Part::Kind::kVideo && !p.frames.empty()
+               ? static_cast<std::int64_t>(p.frames.size()) : 1;
+    }
+  }
+  if (n <= ctx.max_media_per_record) return ok_status();
+  return resource_exhausted(std::to_string(n) + " media (images, videos, video frames) in one "
+                            "record, over max_media_per_record " +
+                            std::to_string(ctx.max_media_per_record) + " (--max-media-per-record)");
+}
+
+}  // namespace
+
 Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris_out) {
   Fetched out;
   out.item = item;
@@ -54,6 +75,10 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
       return out;
     }
     out.conversation = std::move(conv).value();
+    if (Status st = check_media_count(ctx, out.conversation); !st.ok()) {
+      out.failure = failure(ctx, item, "read", st.error());
+      return out;
+    }
     const io::MediaScope& scope = ctx.scopes[ctx.index->location(item.sample).file];
     for (const dataset::Message& m : out.conversation.messages) {
       for (const dataset::Part& p : m.parts) {

@@ -96,6 +96,7 @@ struct Context {
   std::unique_ptr<Fetcher> fetcher;
   std::int64_t max_length = 0;
   bool truncate = false;  // over max_length: whole turns cut (text::Overflow::kTruncateTurns)
+  std::int64_t max_media_per_record = 1024;  // LoaderConfig::max_media_per_record
   std::function<void(std::uint64_t, int)> io_delay_hook;
   mutable StageCounters counters;
   const std::string& manifest_name(std::uint32_t file) const { return manifest_names[file]; }

@@ -32,7 +32,7 @@ const char* const kKnown[] = {
     "prefetch", "io_threads", "window", "fetch_bytes_in_flight", "arena_bytes", "arena_shared",
     "worker_sched", "strict", "max_errors", "max_error_rate", "min_seen", "error_report",
     "media_root", "trust_media_paths", "allow_buckets", "max_object_bytes", "max_record_bytes",
-    "max_manifest_bytes",
+    "max_manifest_bytes", "max_media_per_record",
     "io_deadline_ms", "imds", "packing", "token_budget", "max_tokens", "pack_format",
     "pack_window", "pack_align", "position_rows", "truncate", "exif", "small_images",
     "trace", "trace_sample", "trace_max_events"};
@@ -246,6 +246,9 @@ pipeline::LoaderConfig make_config(const py::dict& kw) {
   if (has("max_object_bytes")) c.max_object_bytes = i64("max_object_bytes", 1, kI64);
   if (has("max_record_bytes")) c.max_record_bytes = i64("max_record_bytes", 1, kMaxRecordBytes);
   if (has("max_manifest_bytes")) c.max_manifest_bytes = i64("max_manifest_bytes", 1, kI64);
+  if (has("max_media_per_record")) {
+    c.max_media_per_record = i64("max_media_per_record", 1, std::int64_t{1} << 24);
+  }
   if (has("io_deadline_ms")) c.io_deadline_ms = i64("io_deadline_ms", 1, kI32);
   if (has("imds")) c.imds = yes("imds");
   if (has("truncate")) c.truncate = yes("truncate");

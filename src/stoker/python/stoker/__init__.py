@@ -178,6 +178,8 @@ class Loader:
       max_record_bytes   longest JSONL record, one line (default 16 MiB; at most 4 GiB)
       max_manifest_bytes (keyword) largest remote manifest copied into the per-user cache
                          (default 4 GiB)
+      max_media_per_record (keyword) images + videos + video frames one record may
+                         reference; a record with more fails alone (default 1024)
       io_deadline_ms     retry window of one remote request, all attempts together (default
                          None: $STOKER_IO_DEADLINE_MS, else 120000)
       imds               True: S3 credentials may come from the EC2 instance metadata service

@@ -207,6 +207,7 @@ LOADER_OPTIONS: Dict[str, Checker] = {
     "max_object_bytes": int_in(1, I64),
     "max_record_bytes": int_in(1, 4 << 30),
     "max_manifest_bytes": int_in(1, I64),
+    "max_media_per_record": int_in(1, 1 << 24),
     "io_deadline_ms": optional(int_in(1, I32)),
     "imds": boolean,
     "packing": boolean,
