@@ -70,7 +70,8 @@ options:
   --prefetch K         ready batches kept ahead per rank (default 4)
   --worker-sched C     scheduling class of the loader's threads: batch (default: they never
                        preempt the trainer's thread), idle (only spare CPU), normal
-  --window N           unreleased batches one rank's process may hold (default 4)
+  --window N           unreleased batches one rank's process may hold (default 4); while it
+                       waits in next() the batch its loop is replacing does not count
   --seed S             order seed (default 0)          --epochs E   (default 1; -1 forever)
   --arena-mb MB        shared arena per rank (default 512)
   --bf16               pixel_values in bfloat16 (default float32)

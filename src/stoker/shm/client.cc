@@ -265,9 +265,23 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
   return std::unique_ptr<BatchClient>(new BatchClient(std::move(conn)));
 }
 
+namespace {
+
+// Nothing queued: tell the server this client now waits, so the window counts the batch the
+// consumer is replacing (`for b in loader` keeps the previous batch alive during next()).
+void say_waiting_if_idle(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 0) return;  // a message (or the hang-up) is there already
+  const std::string msg = detail::encode_waiting();
+  ::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);  // best effort
+}
+
+}  // namespace
+
 Result<std::optional<RemoteBatch>> BatchClient::next(const std::function<bool()>& interrupted,
                                                      std::chrono::milliseconds poll) {
   const int ms = static_cast<int>(std::clamp<std::int64_t>(poll.count(), 1, 60'000));
+  say_waiting_if_idle(conn_->fd);
   for (;;) {
     pollfd p{conn_->fd, POLLIN, 0};
     const int n = ::poll(&p, 1, ms);
@@ -279,6 +293,7 @@ Result<std::optional<RemoteBatch>> BatchClient::next(const std::function<bool()>
 
 Result<std::optional<RemoteBatch>> BatchClient::next() {
   detail::Connection& c = *conn_;
+  say_waiting_if_idle(c.fd);
   ssize_t n;
   do {
     n = ::recv(c.fd, c.buf.data(), c.buf.size(), MSG_TRUNC);

@@ -33,7 +33,8 @@ namespace stoker::shm {
 
 struct ServerOptions {
   std::string socket_path;  // empty: default_socket_path("stoker")
-  int window = 4;           // unreleased batches one client may hold before send() waits [1, 64]
+  int window = 4;           // unreleased batches one client may hold before send() waits [1, 64];
+                            // +1 while the client says it waits in next() (the batch it replaces)
   // send() fails with Unavailable when no client has been connected for this long (-1: wait
   // forever). Keeps a producer from hanging on a consumer that never came or is gone for good.
   std::int64_t idle_timeout_ms = -1;
