@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -56,7 +58,10 @@ options:
   --rank R --world-size W   this rank (default: torchrun / Open MPI / Slurm env, else 0 of 1)
   --strict             stop at the first failed sample
   --max-errors N       stop when more than N samples failed (default: no limit)
-  --max-error-rate F   stop when the failed share exceeds F after 100 samples (default 0.1)
+  --max-error-rate F   failure budget (default 0.1): stop when more than a share F of this run's
+                       samples failed, checked once 100 samples were seen and again at the end
+                       of the data over all of them, however few (1 failed of 5 = 20% > 0.1:
+                       the run ends with an error, exit 1; --max-error-rate 1 never stops)
   --error-report F     JSONL line per failed sample (sample, file, line, stage, code, reason)
   --state-file F       after each batch, write the loader state to F (atomically)
   --resume F           continue from the state in F (a --state-file of an earlier run)
@@ -184,6 +189,13 @@ Result<pipeline::LoaderConfig> make_config(const Args& args, bool rank_flags = t
   }
   STOKER_RETURN_IF_ERROR(c.validate());
   return c;
+}
+
+// A failed write of one of the run's logs: ResourceExhausted for a full disk or quota.
+Error write_error(const char* flag, const std::string& path, int err) {
+  std::string what = std::string("writing ") + flag + " " + path + ": " +
+                     (err != 0 ? std::strerror(err) : "write failed");
+  return err == ENOSPC || err == EDQUOT ? resource_exhausted(what) : data_loss(what);
 }
 
 // The --state-file text: the loader state, then how many batches the delivered log holds.
@@ -461,10 +473,20 @@ int run_loader(const Args& args, const RunHooks& hooks) {
         for (std::int64_t i = 0; i < batch.size(); ++i) line += " " + std::to_string(ids[i]);
         if (batch.is_repeat()) line += " repeat";  // an epoch-tail repeat (packing)
         line += "\n";
-        std::fwrite(line.data(), 1, line.size(), log);
-        std::fflush(log);
+        // A failed write is an error (a full disk used to leave the log empty with exit 0):
+        // the state is not saved past a batch the log does not hold.
+        if (std::fwrite(line.data(), 1, line.size(), log) != line.size() || std::fflush(log) != 0) {
+          progress.stop();
+          rc = report(cmd, write_error("--delivered-log", o.delivered_log, errno));
+          break;
+        }
       }
-      if (hashes != nullptr) std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(batch_hash(batch)));
+      if (hashes != nullptr &&
+          std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(batch_hash(batch))) < 0) {
+        progress.stop();
+        rc = report(cmd, write_error("--batch-hashes", o.batch_hashes, errno));
+        break;
+      }
       ++logged;
       if (o.pause_after_log_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.pause_after_log_ms));
@@ -482,8 +504,17 @@ int run_loader(const Args& args, const RunHooks& hooks) {
       }
     }
   }
-  if (log != nullptr) std::fclose(log);
-  if (hashes != nullptr) std::fclose(hashes);
+  if (log != nullptr && std::fclose(log) != 0 && rc == 0) {
+    rc = report(cmd, write_error("--delivered-log", o.delivered_log, errno));
+  }
+  // Buffered: a full disk shows at the last flush.
+  if (hashes != nullptr) {
+    const bool flushed = std::fflush(hashes) == 0 && std::ferror(hashes) == 0;
+    const int err = errno;
+    if ((std::fclose(hashes) != 0 || !flushed) && rc == 0) {
+      rc = report(cmd, write_error("--batch-hashes", o.batch_hashes, flushed ? errno : err));
+    }
+  }
   if (hooks.stats != nullptr) *hooks.stats = (*loader)->stats();
   print_summary(**loader, *config, o, hooks.name);
   const std::vector<std::pair<std::string, std::string>> settings = {

@@ -116,6 +116,7 @@ struct RankSlot {
   // the summary line is their sum). attaches: processes served as this rank.
   std::int64_t batches_sent = 0, batches_released = 0, batches_reclaimed = 0, attaches = 0;
   std::string error;
+  ErrorCode error_code = ErrorCode::kInternal;  // of `error` (a budget stop: DataLoss)
   std::shared_ptr<pipeline::Loader> live;  // the rank's current Loader (for --metrics-port)
 
   // done(consumed) of a sent batch: on the server's I/O thread.
@@ -187,6 +188,7 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
       sh.server->refuse(client, "rank " + std::to_string(slot.rank) + ": " + why);
       std::lock_guard lock(slot.mu);  // not around refuse(): done callbacks take this lock
       slot.error = why;
+      slot.error_code = ok.error().code();
       continue;
     }
     loader = std::move(*made);
@@ -209,10 +211,15 @@ void serve_rank(std::stop_token stop, const Shared& sh, RankSlot& slot) {
     for (;;) {
       Result<std::optional<pipeline::Batch>> b = loader->next();
       if (!b.ok()) {
+        // The rank's Loader stopped (failure budget, outage): its process gets that error after
+        // the batches already sent — not the clean end of the data it used to see.
+        sh.server->fail_client(client, b.error());
         std::lock_guard lock(slot.mu);
         slot.error = b.error().to_string();
-        std::fprintf(stderr, "stoker serve: rank %d: %s\n", slot.rank, printable(slot.error).c_str());
-        sh.server->end_client(client);
+        slot.error_code = b.error().code();
+        std::fprintf(stderr, "stoker serve: rank %d: %s: %s\n", slot.rank,
+                     std::string(error_code_name(slot.error_code)).c_str(),
+                     printable(slot.error).c_str());
         break;
       }
       if (!*b) {
@@ -401,12 +408,14 @@ Status serve_loader(const Args& args, const ServeHooks& hooks) {
 
   std::int64_t next_progress = now_ns() + static_cast<std::int64_t>(progress_s * 1e9);
   bool all_done = false;
+  int failed_rank = -1;
   while (!g_stop.load()) {
     all_done = true;
     bool failed = false;
     for (auto& s : slots) {
       all_done = all_done && s->finished();
       std::lock_guard lock(s->mu);
+      if (!s->error.empty() && failed_rank < 0) failed_rank = s->rank;
       failed = failed || !s->error.empty();
     }
     if (all_done || failed) break;
@@ -427,16 +436,22 @@ Status serve_loader(const Args& args, const ServeHooks& hooks) {
   print_progress(slots, *server);
   shm::ServerStats st = server->stats();
   server.reset();  // unlinks the socket
+  const std::string why =
+      all_done ? "every rank finished"
+      : failed_rank >= 0
+          ? "stopped: rank " + std::to_string(failed_rank) + " failed (" +
+                std::string(error_code_name(slots[failed_rank]->error_code)) + ", above)"
+          : "stopped by signal";
   std::printf("stoker serve: %s; %lld batches sent, %lld released, %lld reclaimed, %lld clients "
               "(%lld lost, %lld refused); socket removed\n",
-              all_done ? "every rank finished" : "stopped by signal",
+              why.c_str(),
               static_cast<long long>(st.batches_sent), static_cast<long long>(st.batches_released),
               static_cast<long long>(st.batches_reclaimed),
               static_cast<long long>(st.clients_accepted), static_cast<long long>(st.clients_lost),
               static_cast<long long>(st.clients_rejected));
   std::fflush(stdout);
   for (auto& s : slots)
-    if (!s->error.empty()) return internal_error("rank " + std::to_string(s->rank) + ": " + s->error);
+    if (!s->error.empty()) return Error(s->error_code, "rank " + std::to_string(s->rank) + ": " + s->error);
   return ok_status();
 }
 

@@ -125,6 +125,7 @@ py::dict serve(const py::dict& kw, const std::string& socket_path, int clients, 
       Result<std::optional<pipeline::Batch>> b = loader->next();
       if (!b.ok()) {
         failed = std::move(b).error();
+        server->fail_clients(*failed);  // the clients see the error, not a clean end
         break;
       }
       if (!*b) break;

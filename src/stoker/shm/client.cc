@@ -305,6 +305,20 @@ Result<std::optional<RemoteBatch>> BatchClient::next() {
   STOKER_ASSIGN_OR_RETURN(detail::Message m,
                           detail::decode({c.buf.data(), static_cast<std::size_t>(n)}, c.arena_bytes));
   if (m.type == detail::MsgType::kEnd) return std::optional<RemoteBatch>();
+  if (m.type == detail::MsgType::kRefuse) {
+    // The server ended this stream with an error (BatchServer::fail_client): "<Code>: text".
+    ErrorCode code = ErrorCode::kUnavailable;
+    std::string text = m.reason;
+    for (int k = 0; k <= static_cast<int>(ErrorCode::kFailedPrecondition); ++k) {
+      const std::string name(error_code_name(static_cast<ErrorCode>(k)));
+      if (text.rfind(name + ": ", 0) == 0) {
+        code = static_cast<ErrorCode>(k);
+        text = text.substr(name.size() + 2);
+        break;
+      }
+    }
+    return Error(code, "the server stopped this stream: " + text);
+  }
   if (m.type != detail::MsgType::kBatch)
     return data_loss("unexpected message type " + std::to_string(static_cast<int>(m.type)));
   RemoteBatch b;

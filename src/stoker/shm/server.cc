@@ -586,6 +586,30 @@ bool BatchServer::end_client(std::uint64_t client) {
   return true;
 }
 
+bool BatchServer::fail_client(std::uint64_t client, const Error& error) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  auto it = s.clients.find(client);
+  if (it == s.clients.end()) return false;
+  const std::string msg = detail::encode_refuse(std::string(error_code_name(error.code())) + ": " +
+                                                error.to_string());
+  ::send(it->second->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  it->second->ended = true;
+  s.cv.notify_all();
+  return true;
+}
+
+void BatchServer::fail_clients(const Error& error) {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [id, c] : impl_->clients) {
+      if (!c->ended) ids.push_back(id);
+    }
+  }
+  for (std::uint64_t id : ids) fail_client(id, error);
+}
+
 bool BatchServer::client_alive(std::uint64_t client) const {
   std::lock_guard lock(impl_->mu);
   return impl_->clients.count(client) != 0;

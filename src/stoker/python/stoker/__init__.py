@@ -167,6 +167,11 @@ class Loader:
     its choices. A bad one raises InvalidArgumentError (a ValueError) naming it, e.g.
     "batch_size must be an int ≥ 1, got '8' (str)"; so does an unknown option.
 
+    Failed samples are skipped, reported (error_report, stats()) and budgeted: strict=True stops
+    at the first; max_errors=N when more than N failed; max_error_rate=F (default 0.1) when more
+    than a share F of this run's samples failed, checked once 100 were seen and again at the end
+    of the data over all of them, however few (1 failed of 5 raises StokerError, code "DataLoss", at the end).
+
     What a record may read (the trust boundary; README "Trust boundary"):
       media_root         a folder (str/PathLike) or a list of them: a local manifest may read
                          local media under its own folder and these, nowhere else; a remote
