@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Renders a stoker run folder into PNG plots and a one-page HTML summary beside them.
 
     python3 stoker_report.py RUN_DIR        (what `stoker report RUN_DIR` and `stoker run --report` run)
