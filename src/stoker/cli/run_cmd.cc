@@ -29,6 +29,7 @@
 #include "stoker/cli/loader_flags.h"
 #include "stoker/cli/run_loop.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/interrupt.h"
 #include "stoker/cli/observe.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/metrics.h"
@@ -196,6 +197,28 @@ Error write_error(const char* flag, const std::string& path, int err) {
   std::string what = std::string("writing ") + flag + " " + path + ": " +
                      (err != 0 ? std::strerror(err) : "write failed");
   return err == ENOSPC || err == EDQUOT ? resource_exhausted(what) : data_loss(what);
+}
+
+// After Ctrl-C / SIGTERM: where the state is and the command that resumes (issue 30 §16: the
+// run used to die silently).
+void print_interrupted(const RunHooks& hooks, const Options& o, long long logged,
+                       const std::string& state) {
+  std::fprintf(stderr, "stoker %s: interrupted by %s after %lld batches.\n", hooks.name.c_str(),
+               InterruptGuard::signal_name(), logged);
+  if (o.state_file.empty()) {
+    std::fprintf(stderr,
+                 "  no --state-file was given, so no state was saved (this run stopped at: %s);\n"
+                 "  run with --state-file FILE (written after every batch) to be able to resume "
+                 "with --resume FILE.\n",
+                 state.c_str());
+    return;
+  }
+  std::fprintf(stderr, "  state after the last delivered batch: %s (%s)\n",
+               printable(o.state_file).c_str(), state.c_str());
+  std::fprintf(stderr, "  resume with: %s\n",
+               hooks.command_line.empty()
+                   ? ("the same command plus --resume " + shell_quote(o.state_file)).c_str()
+                   : printable(resume_command(hooks.command_line, o.state_file)).c_str());
 }
 
 // The --state-file text: the loader state, then how many batches the delivered log holds.
@@ -453,11 +476,22 @@ int run_loader(const Args& args, const RunHooks& hooks) {
   }
   (*observer)->record(**loader);
   int rc = 0;
+  InterruptGuard interrupt;  // Ctrl-C / SIGTERM: stop after this batch, say how to resume
+  bool interrupted = false;
   {
     Progress progress(**loader, !o.quiet, o.progress_s);
     for (long long n = 0; o.limit_batches < 0 || n < o.limit_batches; ++n) {
       const std::int64_t t_next = now_ns();
-      Result<std::optional<pipeline::Batch>> b = (*loader)->next();
+      if (InterruptGuard::requested()) {
+        interrupted = true;
+        break;
+      }
+      Result<std::optional<pipeline::Batch>> b =
+          (*loader)->next([] { return InterruptGuard::requested(); }, std::chrono::milliseconds(50));
+      if (!b.ok() && InterruptGuard::requested()) {
+        interrupted = true;  // Cancelled while waiting: nothing delivered, nothing lost
+        break;
+      }
       if (!b.ok()) {
         progress.stop();
         rc = report(cmd, b.error());
@@ -500,7 +534,11 @@ int run_loader(const Args& args, const RunHooks& hooks) {
         }
       }
       if (o.step_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.step_ms));
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::duration<double, std::milli>(o.step_ms);
+        while (!InterruptGuard::requested() && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
       }
     }
   }
@@ -524,6 +562,10 @@ int run_loader(const Args& args, const RunHooks& hooks) {
   if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), settings));
       !st.ok() && rc == 0) {
     rc = report(cmd, st.error());
+  }
+  if (interrupted) {
+    print_interrupted(hooks, o, logged, (*loader)->state().serialize());
+    if (rc == 0) rc = 128 + InterruptGuard::signal_number();  // as the shell reports a kill
   }
   return rc;
 }
@@ -554,7 +596,9 @@ int run_run(int argc, char** argv) {
     std::fputs(kReportFlagHelp, args->has("help") ? stdout : stderr);
     return args->has("help") ? 0 : 2;
   }
-  return run_loader(*args, {});
+  RunHooks hooks;
+  hooks.command_line.assign(argv, argv + argc);
+  return run_loader(*args, hooks);
 }
 
 }  // namespace stoker::cli

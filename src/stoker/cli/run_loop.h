@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "stoker/base/result.h"
 #include "stoker/cli/args.h"
@@ -22,6 +23,9 @@ struct RunHooks {
   // Adjusts the config made from the flags (rank, world size, remote samples, threads).
   std::function<Status(pipeline::LoaderConfig&)> configure;
   pipeline::LoaderStats* stats = nullptr;  // out: the loader's stats at the end
+  // The words typed after `stoker run` (for the resume command a Ctrl-C prints); empty: the
+  // hint names --resume only.
+  std::vector<std::string> command_line;
 };
 
 // The Loader config `stoker run` makes from its flags (validated); without `rank_flags`,

@@ -118,6 +118,7 @@ struct RankSlot {
   std::string error;
   ErrorCode error_code = ErrorCode::kInternal;  // of `error` (a budget stop: DataLoss)
   std::shared_ptr<pipeline::Loader> live;  // the rank's current Loader (for --metrics-port)
+  std::string last_progress;  // the line print_progress printed last (a repeat is not printed)
 
   // done(consumed) of a sent batch: on the server's I/O thread.
   void on_done(std::uint64_t seq, bool consumed) {
@@ -263,16 +264,25 @@ Result<pipeline::LoaderConfig> make_config(const Args& args) {
   return c;
 }
 
-void print_progress(std::vector<std::unique_ptr<RankSlot>>& slots, const shm::BatchServer& server) {
+// One line per rank whose line changed since it was last printed (issue 30 §16: "detached …
+// position 0" came every 5 s while ranks started); `all`: every rank (the final lines).
+void print_progress(std::vector<std::unique_ptr<RankSlot>>& slots, const shm::BatchServer& server,
+                    bool all = false) {
   for (auto& s : slots) {
     std::lock_guard lock(s->mu);
-    std::printf("stoker serve: rank %d: %s, sent %lld released %lld reclaimed %lld, "
-                "attaches %lld, at %s%s%s\n",
-                s->rank, s->active && server.client_alive(s->active) ? "attached" : "detached",
-                static_cast<long long>(s->batches_sent), static_cast<long long>(s->batches_released),
-                static_cast<long long>(s->batches_reclaimed), static_cast<long long>(s->attaches),
-                state_text(s->committed).c_str(), s->ended ? " (ended)" : "",
-                s->error.empty() ? "" : (" error: " + s->error).c_str());
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "stoker serve: rank %d: %s, sent %lld released %lld reclaimed %lld, "
+                  "attaches %lld, at %s%s",
+                  s->rank, s->active && server.client_alive(s->active) ? "attached" : "detached",
+                  static_cast<long long>(s->batches_sent), static_cast<long long>(s->batches_released),
+                  static_cast<long long>(s->batches_reclaimed), static_cast<long long>(s->attaches),
+                  state_text(s->committed).c_str(), s->ended ? " (ended)" : "");
+    std::string line = buf;
+    if (!s->error.empty()) line += " error: " + printable(s->error);
+    if (!all && line == s->last_progress) continue;
+    s->last_progress = line;
+    std::printf("%s\n", line.c_str());
   }
   std::fflush(stdout);
 }
@@ -433,7 +443,7 @@ Status serve_loader(const Args& args, const ServeHooks& hooks) {
   // Close the clients first (what they hold is reclaimed, counted per rank and in total), so
   // the per-rank lines and the summary below are final and add up.
   server->close_clients();
-  print_progress(slots, *server);
+  print_progress(slots, *server, /*all=*/true);
   shm::ServerStats st = server->stats();
   server.reset();  // unlinks the socket
   const std::string why =
