@@ -3,8 +3,8 @@
 #include <cstring>
 #include <string>
 
-#include "stoker/base/version.h"
 #include "stoker/base/printable.h"
+#include "stoker/base/version.h"
 #include "stoker/cli/commands.h"
 
 namespace stoker::cli {

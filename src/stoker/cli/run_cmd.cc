@@ -559,7 +559,8 @@ int run_loader(const Args& args, const RunHooks& hooks) {
       {"data", args.positional().front()}, {"mode", args.get("mode", "prefetch")},
       {"batch_size", std::to_string(config->batch_size)},
       {"threads", std::to_string(config->threads)}, {"step_ms", std::to_string(o.step_ms)}};
-  if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), settings));
+  if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), settings,
+                                                   (*loader)->failure_kinds(10)));
       !st.ok() && rc == 0) {
     rc = report(cmd, st.error());
   }

@@ -1,5 +1,4 @@
 #include "stoker/cluster/job.h"
-#include "stoker/base/printable.h"
 
 #include <mpi.h>
 #include <sys/resource.h>
@@ -13,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stoker/base/file.h"
+#include "stoker/base/printable.h"
 #include "stoker/cluster/wire.h"
 
 namespace stoker::cluster {

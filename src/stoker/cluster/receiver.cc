@@ -1,11 +1,11 @@
 #include "stoker/cluster/receiver.h"
-#include "stoker/base/printable.h"
 
 #include <mpi.h>
 
 #include <atomic>
 #include <cstdio>
 
+#include "stoker/base/printable.h"
 #include "stoker/pipeline/prepare.h"
 
 namespace stoker::cluster {

@@ -1,5 +1,4 @@
 #include "stoker/pipeline/loader.h"
-#include "stoker/base/printable.h"
 
 #include <pthread.h>
 
@@ -11,6 +10,7 @@
 #include <thread>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/printable.h"
 #include "stoker/exec/bounded_queue.h"
 #include "stoker/exec/thread_pool.h"
 #include "stoker/pipeline/engine.h"

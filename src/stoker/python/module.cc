@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "stoker/base/result.h"
 #include "stoker/base/printable.h"
+#include "stoker/base/result.h"
 #include "stoker/base/version.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/python/bindings.h"
