@@ -219,6 +219,10 @@ class RawLoader {
       failures.append(f);
     }
     d["failures"] = failures;
+    // Samples over max_length (tokenize, ResourceExhausted): skipped, not an error — the Python
+    // Loader warns with this count at the end of each epoch.
+    const auto too_long = s.failed_by.find({"tokenize", "ResourceExhausted"});
+    d["dropped_too_long"] = too_long == s.failed_by.end() ? 0 : too_long->second;
     return d;
   }
 

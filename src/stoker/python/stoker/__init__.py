@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import os
+import warnings
 import weakref
 from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
@@ -278,6 +279,8 @@ class Loader:
         self._from_dlpack = _from_dlpack()
         self._stash = None  # first batch of the next epoch, read while ending this one
         self._ended = False
+        self._max_length = max_length
+        self._too_long_warned = 0  # dropped_too_long already warned about
         self._handoff_ns: "collections.deque[int]" = collections.deque(maxlen=8192)
         self.batch_size = batch_size
         self._client = None
@@ -343,13 +346,29 @@ class Loader:
                 item = raw_next()
             if item is None:
                 self._ended = True
+                self._warn_dropped()
                 return
             if epoch is None:
                 epoch = item[2]
             elif item[2] != epoch:
                 self._stash = item
+                self._warn_dropped()
                 return
             yield wrap(item)
+
+    def _warn_dropped(self) -> None:
+        """Samples over max_length are skipped (reported, not raised): say how many, once per
+        epoch that dropped some (issue 30 §14: they vanished silently)."""
+        if self._client is not None:
+            return
+        n = int(self._raw.stats().get("dropped_too_long", 0))
+        if n > self._too_long_warned:
+            warnings.warn(
+                f"stoker.Loader: {n - self._too_long_warned} sample(s) longer than max_length="
+                f"{self._max_length} tokens were dropped ({n} in all; stats()['dropped_too_long'],"
+                " stats()['failures'] name them); raise max_length, or truncate=True to cut whole"
+                " turns instead", RuntimeWarning, stacklevel=3)
+            self._too_long_warned = n
 
     def _wrap(self, item) -> Dict[str, Any]:
         caps, _step, _epoch, ready_ns = item
