@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A runnable VLM-SFT-shaped training loop fed by stoker (run with Debian's /usr/bin/python3).
 
     examples/train_tiny.py                       # generates a 256-record synthetic set first

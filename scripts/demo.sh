@@ -10,3 +10,4 @@ data=${STOKER_DEMO_DIR:-/tmp/stoker-demo}
 "$root/build/stoker" inspect "$data/data.jsonl" --model qwen2.5-vl
 # A simulated 150 ms GPU step per batch, three epochs: the prefetch ring hides the data time.
 "$root/build/stoker" run "$data/data.jsonl" --model qwen2.5-vl --batch-size 8 --step-ms 150 --epochs 3
+echo "demo: \`stoker\` is on PATH ($("$root/scripts/link_stoker.sh" --print-dir)/stoker → $root/build/stoker): try \`stoker --help\`"

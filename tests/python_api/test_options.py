@@ -237,6 +237,23 @@ def test_served_mode_checks_its_own_options(stoker, tmp_path):
         stoker.Loader(connect=sock, rank=-3)
     with pytest.raises(stoker.InvalidArgumentError, match=r"batch_size must be an int in \[1, 65536\]"):
         stoker.Loader(connect=sock, batch_size="4")
+    # server_uid (issue 30 §2): a schema option of the served Loader, $STOKER_SERVER_UID its
+    # fallback, both checked before anything connects.
+    with pytest.raises(stoker.InvalidArgumentError,
+                       match=r"server_uid must be None or an int in \[0, 4294967294\]"):
+        stoker.Loader(connect=sock, server_uid=-1)
+
+
+def test_server_uid_from_the_environment_is_checked_by_the_schema(stoker, tmp_path, monkeypatch):
+    monkeypatch.setenv("STOKER_SERVER_UID", "nobody")
+    with pytest.raises(stoker.InvalidArgumentError,
+                       match=r"\$STOKER_SERVER_UID must be an integer in \[0, 4294967294\], "
+                             r"got 'nobody'"):
+        stoker.Loader(connect=str(tmp_path / "nobody.sock"), connect_timeout_s=0)
+    monkeypatch.setenv("STOKER_SERVER_UID", "65534")
+    assert stoker._stoker.option_env("server_uid") == 65534
+    monkeypatch.delenv("STOKER_SERVER_UID")
+    assert stoker._stoker.option_env("server_uid") is None
 
 
 def test_errors_from_the_engine_name_the_python_argument(stoker, bad_dataset):

@@ -1,11 +1,14 @@
 #include "stoker/base/json_text.h"
 
+#include "stoker/base/printable.h"
+
 namespace stoker {
 
 void append_json_string(std::string& out, std::string_view text) {
   static const char kHex[] = "0123456789abcdef";
   out += '"';
-  for (char ch : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
     unsigned char c = static_cast<unsigned char>(ch);
     switch (c) {
       case '"': out += "\\\""; break;
@@ -20,8 +23,16 @@ void append_json_string(std::string& out, std::string_view text) {
           out += "\\u00";
           out += kHex[c >> 4];
           out += kHex[c & 15];
-        } else {
+        } else if (c < 0x80) {
           out += ch;
+        } else if (const std::size_t n = utf8_length_at(text, i); n >= 2) {
+          out.append(text.substr(i, n));
+          i += n - 1;
+        } else {
+          // Not UTF-8 (a file name's raw bytes): "\xNN" as text, so the line stays valid JSON.
+          out += "\\\\x";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
         }
     }
   }

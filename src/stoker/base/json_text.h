@@ -1,6 +1,7 @@
 // Minimal JSON text output for generated JSONL, error reports and the CLI's JSON lines: a quoted,
-// escaped string (", \, control characters; UTF-8 passes through unchanged), so the bytes are
-// fully determined by the input. Pure function, thread-safe.
+// escaped string (", \, control characters; UTF-8 passes through unchanged; a byte that is not
+// UTF-8 is written as the text \xNN, so every line stays valid JSON), so the bytes are fully
+// determined by the input. Pure function, thread-safe.
 #pragma once
 
 #include <string>

@@ -91,16 +91,27 @@ bool redact_userinfo(std::string_view text, std::size_t& i, std::string& out) {
   return true;
 }
 
-// "Authorization: AWS4-HMAC-SHA256 ..." and the session-token header, as in a dumped request.
+// Where a header value echoed in prose, JSON or XML ends.
+bool header_value_end(char c) {
+  return c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '<';
+}
+
+// "Authorization: AWS4-HMAC-SHA256 ..." and the session-token header, as in a dumped request —
+// also as a JSON key ("Authorization": "...") or with '=' ("Authorization=...").
 bool redact_header(std::string_view text, std::size_t& i, std::string& out) {
   if (i > 0 && name_char(text[i - 1])) return false;
-  for (std::string_view header : {std::string_view("authorization:"),
-                                  std::string_view("x-amz-security-token:")}) {
+  for (std::string_view header : {std::string_view("authorization"),
+                                  std::string_view("x-amz-security-token")}) {
     if (text.size() - i < header.size() || !iequals(text.substr(i, header.size()), header)) continue;
     std::size_t k = i + header.size();
+    if (k < text.size() && (text[k] == '"' || text[k] == '\'')) ++k;
     while (k < text.size() && text[k] == ' ') ++k;
+    if (k >= text.size() || (text[k] != ':' && text[k] != '=')) continue;
+    ++k;
+    while (k < text.size() && text[k] == ' ') ++k;
+    if (k < text.size() && (text[k] == '"' || text[k] == '\'')) ++k;
     std::size_t end = k;
-    while (end < text.size() && text[end] != '\n' && text[end] != '\r' && text[end] != '"') ++end;
+    while (end < text.size() && !header_value_end(text[end])) ++end;
     out.append(text.substr(i, k - i));
     if (end > k) out.append(kRedacted);
     i = end;
@@ -109,16 +120,90 @@ bool redact_header(std::string_view text, std::size_t& i, std::string& out) {
   return false;
 }
 
+// The value of an Authorization header echoed without its name (an S3-compatible server's error
+// message or XML: "AWS4-HMAC-SHA256 Credential=AKIA.../aws4_request, SignedHeaders=...,
+// Signature=..."; SigV2 "AWS AKIA...:sig"; "Bearer tok"): everything after the scheme word up
+// to the end of the line, a quote or a tag.
+bool redact_auth_scheme(std::string_view text, std::size_t& i, std::string& out) {
+  if (i > 0 && name_char(text[i - 1])) return false;
+  for (std::string_view scheme : {std::string_view("aws4-hmac-sha256 "),
+                                  std::string_view("bearer "), std::string_view("aws ")}) {
+    if (text.size() - i <= scheme.size() || !iequals(text.substr(i, scheme.size()), scheme)) continue;
+    std::size_t k = i + scheme.size();
+    if (scheme == "aws ") {  // only "AWS <key id>:<signature>", not the word AWS in prose
+      std::size_t c = k;
+      while (c < text.size() && std::isalnum(static_cast<unsigned char>(text[c]))) ++c;
+      if (c - k < 16 || c >= text.size() || text[c] != ':') continue;
+    }
+    std::size_t end = k;
+    while (end < text.size() && !header_value_end(text[end])) ++end;
+    out.append(text.substr(i, k - i));
+    out.append(kRedacted);
+    i = end;
+    return true;
+  }
+  return false;
+}
+
+// The parts of a SigV4 Authorization value on their own ("Credential=AKIA.../s3/aws4_request,",
+// " Signature=9f..."), after a space, a comma, a quote or a tag — the query form (?X-Amz-...) is
+// redact_query's.
+bool redact_auth_part(std::string_view text, std::size_t& i, std::string& out) {
+  if (i > 0 && name_char(text[i - 1])) return false;
+  for (std::string_view part : {std::string_view("credential="), std::string_view("signature="),
+                                std::string_view("x-amz-credential="),
+                                std::string_view("x-amz-signature="),
+                                std::string_view("x-amz-security-token=")}) {
+    if (text.size() - i < part.size() || !iequals(text.substr(i, part.size()), part)) continue;
+    std::size_t k = i + part.size();
+    std::size_t end = k;
+    while (end < text.size() && text[end] != ',' && text[end] != '&' && text[end] != ';' &&
+           !header_value_end(text[end]) && !std::isspace(static_cast<unsigned char>(text[end]))) {
+      ++end;
+    }
+    out.append(text.substr(i, k - i));
+    if (end > k) out.append(kRedacted);
+    i = end;
+    return true;
+  }
+  return false;
+}
+
+// An AWS access key id on its own (AKIA/ASIA + 16 upper-case letters or digits).
+bool redact_key_id(std::string_view text, std::size_t& i, std::string& out) {
+  if (i > 0 && std::isalnum(static_cast<unsigned char>(text[i - 1]))) return false;
+  if (text.size() - i < 20) return false;
+  const std::string_view p = text.substr(i, 4);
+  if (p != "AKIA" && p != "ASIA") return false;
+  for (std::size_t k = i + 4; k < i + 20; ++k) {
+    const char c = text[k];
+    if (!(std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)))) {
+      return false;
+    }
+  }
+  if (i + 20 < text.size() && std::isalnum(static_cast<unsigned char>(text[i + 20]))) return false;
+  out.append(kRedacted);
+  i += 20;
+  return true;
+}
+
 }  // namespace
 
 std::string redact_secrets(std::string_view text) {
   // Fast path: nothing that can hold a secret.
-  if (text.find_first_of("=@:") == std::string_view::npos) return std::string(text);
+  if (text.find_first_of("=@:") == std::string_view::npos &&
+      text.find("KIA") == std::string_view::npos && text.find("SIA") == std::string_view::npos &&
+      text.find("earer ") == std::string_view::npos &&
+      text.find("EARER ") == std::string_view::npos) {
+    return std::string(text);
+  }
   std::string out;
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
-    if (redact_query(text, i, out) || redact_userinfo(text, i, out) || redact_header(text, i, out)) {
+    if (redact_query(text, i, out) || redact_userinfo(text, i, out) ||
+        redact_header(text, i, out) || redact_auth_scheme(text, i, out) ||
+        redact_auth_part(text, i, out) || redact_key_id(text, i, out)) {
       continue;
     }
     out.push_back(text[i++]);

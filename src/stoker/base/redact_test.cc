@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "stoker/base/result.h"
 
 namespace stoker {
@@ -52,6 +55,41 @@ TEST(RedactTest, HeaderValues) {
   EXPECT_EQ(redact_secrets("sent Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, Signature=f\nok"),
             "sent Authorization: REDACTED\nok");
   EXPECT_EQ(redact_secrets("x-amz-security-token: FQoG\""), "x-amz-security-token: REDACTED\"");
+}
+
+// Issue 30 §4: an S3-compatible endpoint that echoes the Authorization header in its error
+// message — without the header's name, in XML, JSON or prose — must not get the credential or
+// the signature printed.
+TEST(RedactTest, EchoedAuthorizationHeaderForms) {
+  const std::string sig = "fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024";
+  const std::string v4 = "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/"
+                         "aws4_request, SignedHeaders=host;range;x-amz-date, Signature=" + sig;
+  const std::vector<std::string> echoes = {
+      "<Error><Code>AccessDenied</Code><AuthorizationHeader>" + v4 +
+          "</AuthorizationHeader></Error>",
+      "HTTP 403: the request signature we calculated does not match (" + v4 + ")",
+      "{\"Authorization\": \"" + v4 + "\"}",
+      "Authorization=" + v4,
+      "bad header 'Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+      "Signature=" + sig + "'",
+      "SigV2: AWS AKIAIOSFODNN7EXAMPLE:frJIUN8DYpKDtOLCwo//yllqDzg= rejected",
+      "key id ASIAIOSFODNN7EXAMPLE expired",
+  };
+  for (const std::string& e : echoes) {
+    const std::string r = redact_secrets(e);
+    EXPECT_EQ(r.find("IOSFODNN7EXAMPLE"), std::string::npos) << r;
+    EXPECT_EQ(r.find(sig), std::string::npos) << r;
+    EXPECT_EQ(r.find("yllqDzg"), std::string::npos) << r;
+    EXPECT_NE(r.find("REDACTED"), std::string::npos) << r;
+  }
+  EXPECT_EQ(redact_secrets("<AuthorizationHeader>" + v4 + "</AuthorizationHeader>"),
+            "<AuthorizationHeader>AWS4-HMAC-SHA256 REDACTED</AuthorizationHeader>");
+  EXPECT_EQ(redact_secrets("x, Signature=abc, y"), "x, Signature=REDACTED, y");
+  EXPECT_EQ(redact_secrets("Bearer eyJhbGciOi.x.y\nnext"), "Bearer REDACTED\nnext");
+  // Prose around them stays readable.
+  EXPECT_EQ(redact_secrets("AWS returned 403 for images/a.png"), "AWS returned 403 for images/a.png");
+  EXPECT_EQ(redact_secrets("Authorization header is malformed"), "Authorization header is malformed");
+  EXPECT_EQ(redact_secrets("the signature does not match"), "the signature does not match");
 }
 
 TEST(RedactTest, EveryErrorMessageAndContextIsRedacted) {

@@ -109,7 +109,8 @@ Result<std::vector<ImageSet>> make_sets(const ImageBenchOptions& o, const std::s
                                     .content = synth::Content::kPhoto};
   STOKER_ASSIGN_OR_RETURN(auto photo, synth::generate_images_only(photo_cfg));
   synth::SynthConfig mixed_cfg{.out_dir = work + "/mixed", .records = o.records, .seed = 2,
-                               .max_side = o.quick ? 1920 : 3840};
+                               .max_side = o.quick ? 1920 : 3840,
+                               .long_records = true};  // sizes as drawn: images, not records
   STOKER_ASSIGN_OR_RETURN(auto mixed, synth::generate_dataset(mixed_cfg));
   std::vector<std::pair<std::string, std::vector<std::string>>> lists;
   for (auto [name, result, root] : {std::tuple{"photo-1080p", &photo, photo_cfg.out_dir},

@@ -16,6 +16,7 @@
 #include "stoker/base/clock.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
+#include "stoker/config/build.h"
 #include "stoker/shm/client.h"
 
 namespace stoker::cli {
@@ -31,6 +32,8 @@ options:
   --step-ms MS             simulated GPU time per step (default 0)
   --csv FILE               per-step rows: step,wait_ms,step_ms,samples,arrive_ns (default: stdout)
   --connect-timeout-ms MS  wait this long for the server to come up (default 10000)
+
+The server must run as this user, or as the uid in $STOKER_SERVER_UID (otherwise refused).
 )";
 
 // Reads one byte of every tensor: proof the view is readable, without costing CPU time that a
@@ -54,9 +57,13 @@ Status run(const Args& args) {
     out = std::fopen(args.get("csv").c_str(), "w");
     if (out == nullptr) return permission_denied("cannot write " + args.get("csv"));
   }
-  STOKER_ASSIGN_OR_RETURN(
-      auto client, shm::BatchClient::connect({.socket_path = args.get("socket"),
-                                              .connect_timeout_ms = timeout_ms}));
+  shm::ClientOptions options{.socket_path = args.get("socket"), .connect_timeout_ms = timeout_ms};
+  // A server of another uid only when named: the option schema's server_uid, whose fallback
+  // $STOKER_SERVER_UID is read (and checked) here as Python's Loader reads it.
+  STOKER_ASSIGN_OR_RETURN(std::optional<config::Value> uid,
+                          config::env_value(*config::find_option("server_uid", config::kPyLoader)));
+  if (uid) options.server_uid = static_cast<std::uint32_t>(uid->i);
+  STOKER_ASSIGN_OR_RETURN(auto client, shm::BatchClient::connect(options));
   std::fprintf(out, "step,wait_ms,step_ms,samples,arrive_ns\n");
   std::vector<std::int64_t> handoff;
   std::int64_t max_wire = 0;

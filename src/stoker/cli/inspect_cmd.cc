@@ -15,6 +15,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
+#include "stoker/base/printable.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/options_cli.h"
 #include "stoker/dataset/conversation.h"
@@ -230,12 +231,13 @@ class Inspector {
       return;
     }
     if (!r.ok) {
-      std::printf("%5d  %-30s ERROR %s: %s\n", r.line, fit(r.path, 30).c_str(),
-                  std::string(error_code_name(r.code)).c_str(), r.error.c_str());
+      std::printf("%5d  %-30s ERROR %s: %s\n", r.line, fit(printable(r.path), 30).c_str(),
+                  std::string(error_code_name(r.code)).c_str(), printable(r.error).c_str());
       return;
     }
     const auto& p = r.plan;
-    std::printf("%5d  %-30s %-14s %10s %10s %9s %6lld %9s %9s %9s %9s\n", r.line, fit(r.path, 30).c_str(),
+    std::printf("%5d  %-30s %-14s %10s %10s %9s %6lld %9s %9s %9s %9s\n", r.line,
+                fit(printable(r.path), 30).c_str(),
                 format_str(r.header).c_str(), size_str(p.src_width, p.src_height).c_str(),
                 size_str(p.width, p.height).c_str(),
                 (std::to_string(p.grid_t) + "x" + std::to_string(p.grid_h) + "x" + std::to_string(p.grid_w)).c_str(),
@@ -249,8 +251,9 @@ class Inspector {
                   json_string(e.id).c_str(), json_string(error_code_name(e.code)).c_str(),
                   json_string(e.error).c_str());
     } else {
-      std::printf("%5d  %-30s ERROR %s: %s\n", e.line, e.id.empty() ? "(record)" : fit(e.id, 30).c_str(),
-                  std::string(error_code_name(e.code)).c_str(), e.error.c_str());
+      std::printf("%5d  %-30s ERROR %s: %s\n", e.line,
+                  e.id.empty() ? "(record)" : fit(printable(e.id), 30).c_str(),
+                  std::string(error_code_name(e.code)).c_str(), printable(e.error).c_str());
     }
   }
 
@@ -312,7 +315,7 @@ int Inspector::finish(const std::string& data_path) {
     return errors ? 1 : 0;
   }
 
-  std::printf("\n%s with %s (patch %d, merge %d, pixels %s..%s)\n", data_path.c_str(), model_.name.c_str(),
+  std::printf("\n%s with %s (patch %d, merge %d, pixels %s..%s)\n", printable(data_path).c_str(), model_.name.c_str(),
               cfg.patch_size, cfg.merge_size, with_commas(cfg.min_pixels).c_str(),
               with_commas(cfg.max_pixels).c_str());
   // Not inspected per record, but a refused template stops `stoker run` / `render`: say so here.
@@ -342,7 +345,9 @@ int Inspector::finish(const std::string& data_path) {
   for (const ImageRow* r : failed)
     listed.emplace_back(r->line, r->path + ": " + std::string(error_code_name(r->code)) + ": " + r->error);
   std::stable_sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [line, text] : listed) std::printf("    %s:%d: %s\n", data_path.c_str(), line, text.c_str());
+  for (const auto& [line, text] : listed) {
+    std::printf("    %s:%d: %s\n", printable(data_path).c_str(), line, printable(text).c_str());
+  }
   return errors ? 1 : 0;
 }
 

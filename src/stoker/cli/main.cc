@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "stoker/base/printable.h"
 #include "stoker/base/version.h"
 #include "stoker/cli/commands.h"
 
@@ -56,7 +57,7 @@ const Command* commands_end() { return std::end(kCommands); }
 
 int report(const char* cmd, const Error& error) {
   std::fprintf(stderr, "stoker %s: %s: %s\n", cmd, std::string(error_code_name(error.code())).c_str(),
-               error.to_string().c_str());
+               printable(error.to_string()).c_str());  // data in a message: escaped
   return error.code() == ErrorCode::kInvalidArgument ? 2 : 1;
 }
 

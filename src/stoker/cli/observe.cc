@@ -15,6 +15,7 @@
 #include "stoker/base/data_dir.h"
 #include "stoker/base/file.h"
 #include "stoker/base/json_text.h"
+#include "stoker/base/printable.h"
 #include "stoker/pipeline/metrics.h"
 
 extern char** environ;
@@ -149,7 +150,7 @@ Status Observer::finish(const pipeline::Loader* loader, const std::string& summa
         std::fprintf(stderr, " (%lld more dropped: --trace-max-events, --trace-sample)",
                      static_cast<long long>(tracer_->dropped()));
       }
-      std::fprintf(stderr, " -> %s (open in ui.perfetto.dev)\n", flags_.trace_path.c_str());
+      std::fprintf(stderr, " -> %s (open in ui.perfetto.dev)\n", printable(flags_.trace_path).c_str());
     }
   }
   if (flags_.report_dir.empty()) return result;
@@ -168,7 +169,8 @@ Status Observer::finish(const pipeline::Loader* loader, const std::string& summa
 }
 
 std::string summary_json(const pipeline::LoaderStats& s,
-                         const std::vector<std::pair<std::string, std::string>>& settings) {
+                         const std::vector<std::pair<std::string, std::string>>& settings,
+                         const std::vector<pipeline::FailureKind>& failures) {
   std::string j = "{\n  \"settings\": {";
   for (std::size_t i = 0; i < settings.size(); ++i) {
     j += i ? ", " : "";
@@ -200,6 +202,16 @@ std::string summary_json(const pipeline::LoaderStats& s,
                   i ? "," : "", st.name.c_str(), st.busy_s, static_cast<long long>(st.items),
                   st.threads, st.latency.quantile_bound(0.5), st.latency.quantile_bound(0.99));
     j += buf;
+  }
+  j += "\n  ],\n  \"failures\": [";
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    const pipeline::FailureKind& k = failures[i];
+    j += i ? ",\n    {" : "\n    {";
+    j += "\"stage\": " + json_string(k.stage) + ", \"code\": " + json_string(k.code) +
+         ", \"pattern\": " + json_string(k.pattern) + ", \"count\": " + std::to_string(k.count) +
+         ", \"example\": {\"sample\": " + std::to_string(k.example.sample) +
+         ", \"file\": " + json_string(k.example.file) + ", \"line\": " +
+         std::to_string(k.example.line) + ", \"reason\": " + json_string(k.example.reason) + "}}";
   }
   j += "\n  ]\n}\n";
   return j;

@@ -64,9 +64,11 @@ class Observer {
 };
 
 // summary.json of a run folder: `settings` (name → value, as given) and the loader's totals,
-// wait ratio, stage busy shares and the limiter.
+// wait ratio, stage busy shares, the limiter and the most frequent failure kinds (`failures`:
+// stage, code, pattern, count, one example each; index.html lists them).
 std::string summary_json(const pipeline::LoaderStats& s,
-                         const std::vector<std::pair<std::string, std::string>>& settings);
+                         const std::vector<std::pair<std::string, std::string>>& settings,
+                         const std::vector<pipeline::FailureKind>& failures = {});
 
 // Renders a run folder (steps.csv, timeline.csv, metrics.prom, summary.json) into PNG plots and
 // index.html beside them, with the report script installed in share/stoker/report. Errors:

@@ -47,6 +47,34 @@ Status check_comma_list(const std::string& data) {
                           "arguments (DATA.jsonl MORE.jsonl ...):" + joined);
 }
 
+// The values given for option `o` (in command-line order; a switch: one empty value) into the
+// builder: parsed by the option's type and range, naming the flag.
+Status set_given(config::Builder& b, const config::OptionSpec& o,
+                 const std::vector<std::string>& values, bool is_data) {
+  if (o.kind == config::Kind::kBool) {
+    config::Value v;
+    v.b = true;
+    return b.set(o, v);
+  }
+  if (!o.switch_sets.empty()) {
+    config::Value v;
+    v.s = std::string(o.switch_sets);
+    return b.set(o, v);
+  }
+  if (o.kind == config::Kind::kList) {
+    config::Value all;
+    for (const std::string& text : values) {
+      if (is_data) STOKER_RETURN_IF_ERROR(check_comma_list(text));
+      STOKER_ASSIGN_OR_RETURN(config::Value one,
+                              config::parse_text(o, text, config::display_name(o, config::Frontend::kCli),
+                                                 b.machine()));
+      all.list.push_back(std::move(one.list.front()));
+    }
+    return b.set(o, all);
+  }
+  return b.set_text(o, values.front());
+}
+
 }  // namespace
 
 Result<config::Settings> parse_command_line(int argc, char** argv, config::Command command,
@@ -106,28 +134,32 @@ Result<config::Settings> parse_command_line(int argc, char** argv, config::Comma
   }
   config::Builder b(command, config::Frontend::kCli);
   for (const config::OptionSpec* o : order) {
-    const std::vector<std::string>& values = given[o];
-    if (o->kind == config::Kind::kBool) {
-      config::Value v;
-      v.b = true;
-      STOKER_RETURN_IF_ERROR(b.set(*o, v));
-    } else if (!o->switch_sets.empty()) {
-      config::Value v;
-      v.s = std::string(o->switch_sets);
-      STOKER_RETURN_IF_ERROR(b.set(*o, v));
-    } else if (o->kind == config::Kind::kList) {
-      config::Value all;
-      for (const std::string& text : values) {
-        if (o == data) STOKER_RETURN_IF_ERROR(check_comma_list(text));
-        STOKER_ASSIGN_OR_RETURN(config::Value one,
-                                config::parse_text(*o, text, config::display_name(*o, config::Frontend::kCli),
-                                                   b.machine()));
-        all.list.push_back(std::move(one.list.front()));
-      }
-      STOKER_RETURN_IF_ERROR(b.set(*o, all));
-    } else {
-      STOKER_RETURN_IF_ERROR(b.set_text(*o, values.front()));
-    }
+    STOKER_RETURN_IF_ERROR(set_given(b, *o, given[o], o == data));
+  }
+  return b.finish();
+}
+
+SchemaFlagSets schema_flag_sets(config::Command command) {
+  SchemaFlagSets out;
+  for (const config::OptionSpec& o : config::options()) {
+    if (!o.takes(command) || o.flag.empty() || o.positional) continue;
+    const std::string flag(o.flag);
+    if (o.kind == config::Kind::kBool || !o.switch_sets.empty()) out.switches.insert(flag);
+    else if (o.kind == config::Kind::kList) out.repeats.insert(flag);
+    else out.values.insert(flag);
+  }
+  return out;
+}
+
+Result<config::Settings> settings_from_args(const Args& args, config::Command command) {
+  config::Builder b(command, config::Frontend::kCli);
+  for (const config::OptionSpec& o : config::options()) {
+    if (!o.takes(command) || o.flag.empty() || o.positional) continue;
+    const std::string flag(o.flag);
+    if (!args.has(flag)) continue;
+    const std::vector<std::string> values =
+        o.kind == config::Kind::kList ? args.get_all(flag) : std::vector<std::string>{args.get(flag)};
+    STOKER_RETURN_IF_ERROR(set_given(b, o, values, /*is_data=*/false));
   }
   return b.finish();
 }

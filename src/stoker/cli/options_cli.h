@@ -1,9 +1,10 @@
-// The command line of run, serve, cluster and inspect, through the option schema (config/): a
-// flag is an option's `flag`, its value is checked by the option's type and range, --help is
-// the table's text. The command files only read Settings and print. Also the one tokenizer rule
+// The command line of run, serve, cluster and inspect (and render's media options), through the
+// option schema (config/): a flag is an option's `flag`, its value is checked by the option's
+// type and range, --help is the table's text. The command files only read Settings and print. Also the one tokenizer rule
 // of the commands that take no Loader (render, tokenize).
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "stoker/base/result.h"
@@ -22,6 +23,16 @@ namespace stoker::cli {
 // checked then).
 Result<config::Settings> parse_command_line(int argc, char** argv, config::Command command,
                                             bool* help);
+
+// A command that has flags of its own besides the schema's (render: its template and grid flags
+// next to the schema's media options): the schema's flags of `command` as Args::parse's flag sets
+// (merged with the command's own, one parse reads both), then Settings from that Args — each
+// value checked by its option's type and range, as parse_command_line checks it.
+struct SchemaFlagSets {
+  std::set<std::string> values, switches, repeats;
+};
+SchemaFlagSets schema_flag_sets(config::Command command);
+Result<config::Settings> settings_from_args(const Args& args, config::Command command);
 
 // "usage ... options:" text of a command: its own preamble + the table's sections.
 std::string options_help(config::Command command);

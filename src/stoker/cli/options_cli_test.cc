@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -138,7 +139,8 @@ TEST(OptionsCliTest, InspectTakesTheMediaFlagsButNoLoaderFlags) {
 }
 
 TEST(OptionsCliTest, EveryFlagOfACommandIsInItsHelp) {
-  for (config::Command c : {config::kRun, config::kServe, config::kCluster, config::kInspect}) {
+  for (config::Command c : config::kAllCommands) {
+    if ((c & config::kCliCommands) == 0) continue;
     const std::string help = options_help(c);
     for (const config::OptionSpec& o : config::options()) {
       if (!o.takes(c) || o.flag.empty() || o.positional) continue;
@@ -202,6 +204,66 @@ TEST(OptionsCliTest, DataFilesArePositionalAndACommaIsPartOfAName) {
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().to_string().find("expected DATA.jsonl"), std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST(OptionsCliTest, Issue30CapsReachTheConfig) {
+  auto s = parse({"d.jsonl", "--max-manifest-bytes", "20G", "--max-media-per-record", "2"});
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ(s->loader.max_manifest_bytes, std::int64_t{20} << 30);
+  EXPECT_EQ(s->loader.max_media_per_record, 2);
+  auto d = parse({"d.jsonl"});
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(d->loader.max_manifest_bytes, std::int64_t{4} << 30);  // the issue's stated default
+  EXPECT_EQ(d->loader.max_media_per_record, 1024);
+  auto bad = parse({"d.jsonl", "--max-media-per-record", "0"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().to_string().find("--max-media-per-record must be an integer in [1, "
+                                         "16777216], got '0'"), std::string::npos)
+      << bad.error().to_string();
+}
+
+// render: its own flags (Args) and the schema's media options, one parse; nothing else of the
+// schema (no Loader flags, no manifest cache: render reads no manifest).
+TEST(OptionsCliTest, RenderTakesTheSchemasMediaOptionsBesideItsOwnFlags) {
+  const SchemaFlagSets f = schema_flag_sets(config::kRender);
+  EXPECT_TRUE(f.repeats.count("media-root") && f.repeats.count("allow-bucket"));
+  EXPECT_TRUE(f.switches.count("trust-media-paths") && f.switches.count("imds"));
+  for (const char* v : {"max-object-bytes", "max-record-bytes", "max-media-per-record",
+                        "io-deadline-ms"}) {
+    EXPECT_TRUE(f.values.count(v)) << v;
+  }
+  for (const char* no : {"batch-size", "max-manifest-bytes", "cache-dir", "model", "max-length"}) {
+    EXPECT_FALSE(f.values.count(no) || f.switches.count(no) || f.repeats.count(no)) << no;
+  }
+  std::vector<std::string> argv = {"conv.json", "--model", "qwen2-vl", "--media-root", "/a",
+                                   "--media-root=/b", "--max-object-bytes", "1M",
+                                   "--max-media-per-record", "3", "--no-images"};
+  std::vector<char*> ptrs;
+  for (std::string& a : argv) ptrs.push_back(a.data());
+  std::set<std::string> values = f.values, switches = f.switches;
+  values.insert("model");
+  switches.insert("no-images");
+  auto args = Args::parse(static_cast<int>(ptrs.size()), ptrs.data(), values, switches, f.repeats);
+  ASSERT_TRUE(args.ok()) << args.error().to_string();
+  EXPECT_EQ(args->get("model"), "qwen2-vl");  // render's own
+  auto s = settings_from_args(*args, config::kRender);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ(s->loader.media_roots, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_EQ(s->loader.max_object_bytes, 1 << 20);
+  EXPECT_EQ(s->loader.max_media_per_record, 3);
+  EXPECT_EQ(s->loader.max_record_bytes, std::int64_t{16} << 20);  // the schema's default
+  // Checked as run checks it, naming the flag.
+  std::vector<std::string> bad_argv = {"conv.json", "--max-record-bytes", "5G"};
+  std::vector<char*> bad_ptrs;
+  for (std::string& a : bad_argv) bad_ptrs.push_back(a.data());
+  auto bad_args = Args::parse(2 + 1, bad_ptrs.data(), f.values, f.switches, f.repeats);
+  ASSERT_TRUE(bad_args.ok());
+  auto bad = settings_from_args(*bad_args, config::kRender);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().to_string().find("--max-record-bytes must be a byte count in [1, "
+                                         "4294967296]"), std::string::npos)
+      << bad.error().to_string();
+  EXPECT_NE(options_help(config::kRender).find("--max-media-per-record"), std::string::npos);
 }
 
 }  // namespace

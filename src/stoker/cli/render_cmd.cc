@@ -1,21 +1,32 @@
 // `stoker render`: one conversation record → the model's chat template, token ids with SFT
 // labels side by side, and a summary of the mRoPE position ids. For looking at what the
 // trainer will see for one sample; everything shown is what the pipeline computes.
+// The record file and its images are read as `stoker run` reads them: through an io store (a
+// regular file only, capped: --max-record-bytes for the record, --max-object-bytes per image,
+// --max-media-per-record) and the record's trust boundary (io::MediaScope: beneath its folder
+// and --media-root) — the option schema's "media and I/O" options (command render), parsed next
+// to render's own flags (options_cli.h settings_from_args).
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "stoker/base/file.h"
+#include "stoker/base/printable.h"
 #include "stoker/batch/mrope.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/options_cli.h"
 #include "stoker/dataset/conversation.h"
+#include "stoker/io/media_access.h"
+#include "stoker/io/object_store.h"
+#include "stoker/io/uri.h"
 #include "stoker/image/processor.h"
 #include "stoker/model/model_config.h"
+#include "stoker/pipeline/prepare.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/labels.h"
 #include "stoker/text/tokenizer.h"
@@ -31,6 +42,9 @@ into one line), then the mRoPE position ids (3 rows) in summary.
 
 Images are read for their header only (relative paths are resolved against the JSON file's
 folder) and planned with the model's image processor to get their grids. Videos use a fixed grid.
+The record and its images are read as `stoker run` reads them: regular files only, within the
+caps, and images only beneath the record's folder and --media-root (media options below, the
+same as run's).
 
 options:
   --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder. A folder's
@@ -82,6 +96,45 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// Where render reads from: the record through a store that refuses special files and caps its
+// size (the file named on the command line may lie anywhere), the images through a store
+// confined to the record's trust boundary, as the engine's (pipeline::open_sources).
+// `media`: the schema's media options (Settings::loader's media_roots, trust_media_paths,
+// allow_buckets, caps, io_deadline_ms, io_max_attempts, imds).
+struct Sources {
+  io::MediaScope scope;
+  std::unique_ptr<io::ObjectStore> record_store;
+  std::unique_ptr<io::ObjectStore> media_store;
+  pipeline::LoaderConfig media;
+};
+
+Result<Sources> open_render_sources(const std::string& record, const pipeline::LoaderConfig& media) {
+  io::MediaAccess access{.media_roots = media.media_roots,
+                         .trust_media_paths = media.trust_media_paths,
+                         .allow_buckets = media.allow_buckets};
+  STOKER_ASSIGN_OR_RETURN(io::MediaScope scope, io::MediaScope::make(record, access));
+  io::StoreOptions media_options;
+  media_options.local.restricted = !media.trust_media_paths;
+  for (const io::MediaRoot& r : scope.roots()) media_options.local.roots.push_back(r.path);
+  media_options.imds = media.imds;
+  if (media.io_deadline_ms > 0) {
+    media_options.http.deadline = std::chrono::milliseconds(media.io_deadline_ms);
+  }
+  if (media.io_max_attempts > 0) media_options.http.backoff.max_attempts = media.io_max_attempts;
+  io::StoreOptions record_options = media_options;
+  record_options.local = {};  // the file the user named, wherever it is
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> rs, io::open_store(record_options));
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> ms, io::open_store(media_options));
+  return Sources{std::move(scope), std::move(rs), std::move(ms), media};
+}
+
+Result<std::string> read_record(Sources& src, const std::string& record) {
+  STOKER_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes,
+                          io::read_sync(*src.record_store, record,
+                                        {.max_bytes = src.media.max_record_bytes}));
+  return std::string(bytes.begin(), bytes.end());
+}
+
 struct Setup {
   model::ModelConfig model;
   text::TemplateKind kind;
@@ -90,8 +143,7 @@ struct Setup {
 
 Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& conv,
                                                   const model::ModelConfig& model,
-                                                  const std::filesystem::path& base,
-                                                  const Args& args) {
+                                                  Sources& src, const Args& args) {
   std::vector<text::VisionGrid> grids;
   if (args.has("no-images")) {
     STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid("--image-grid", args.get("image-grid", "1,8,8")));
@@ -102,9 +154,10 @@ Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& c
   for (const auto& m : conv.messages) {
     for (const auto& p : m.parts) {
       if (p.kind != dataset::Part::Kind::kImage) continue;
-      std::filesystem::path path(p.value);
-      if (path.is_relative()) path = base / path;
-      Result<std::vector<std::uint8_t>> bytes = read_file(path.string());
+      Result<std::string> uri = src.scope.resolve(p.value);
+      Result<std::vector<std::uint8_t>> bytes =
+          uri.ok() ? io::read_sync(*src.media_store, *uri, {.max_bytes = src.media.max_object_bytes})
+                   : Result<std::vector<std::uint8_t>>(uri.error());
       if (!bytes.ok()) {
         return std::move(bytes.error().with_context(
             "image " + std::to_string(grids.size()) + " (" + p.value + "; --no-images to skip)"));
@@ -154,12 +207,23 @@ void print_tokens(const text::TokenizedSample& s, const text::Tokenizer& tok,
 int render(const Args& args) {
   const auto& pos = args.positional();
   if (pos.size() != 1) return report("render", invalid_argument("expected one conversation.json"));
-  Result<std::string> json = read_text_file(pos[0]);
-  if (!json.ok()) return report("render", json.error());
+  Result<config::Settings> settings = settings_from_args(args, config::kRender);
+  if (!settings.ok()) return report("render", settings.error());
+  warn_settings(*settings, "render");
+  Result<Sources> sources = open_render_sources(pos[0], settings->loader);
+  if (!sources.ok()) return report("render", std::move(sources.error().with_context(pos[0])));
+  Result<std::string> json = read_record(*sources, pos[0]);
+  if (!json.ok()) return report("render", std::move(json.error().with_context(pos[0])));
   Result<dataset::Conversation> conv = dataset::parse_record(*json);
   if (!conv.ok()) return report("render", std::move(conv.error().with_context(pos[0])));
+  if (Status st = pipeline::check_media_count(*conv, sources->media.max_media_per_record);
+      !st.ok()) {
+    Error e = st.error();
+    return report("render", e.with_context(pos[0]));
+  }
   if (Status st = dataset::validate_for_sft(*conv); !st.ok()) {
-    std::fprintf(stderr, "warning: not a valid SFT sample: %s\n", st.error().to_string().c_str());
+    std::fprintf(stderr, "warning: not a valid SFT sample: %s\n",
+                 printable(st.error().to_string()).c_str());
   }
   Result<model::ModelConfig> model = model::load_model(args.get("model", "qwen2.5-vl"));
   if (!model.ok()) return report("render", model.error());
@@ -184,8 +248,7 @@ int render(const Args& args) {
   Result<std::unique_ptr<text::Tokenizer>> tok = text::Tokenizer::load(*tok_dir);
   if (!tok.ok()) return report("render", tok.error());
 
-  std::filesystem::path base = std::filesystem::path(pos[0]).parent_path();
-  Result<std::vector<text::VisionGrid>> images = image_grids(*conv, *model, base, args);
+  Result<std::vector<text::VisionGrid>> images = image_grids(*conv, *model, *sources, args);
   if (!images.ok()) return report("render", images.error());
   Result<text::VisionGrid> vgrid = parse_grid("--video-grid", args.get("video-grid", "2,8,8"));
   if (!vgrid.ok()) return report("render", vgrid.error());
@@ -231,13 +294,15 @@ int render(const Args& args) {
 }  // namespace
 
 int run_render(int argc, char** argv) {
-  auto args = Args::parse(argc, argv,
-                          {"model", "tokenizer", "image-grid", "video-grid", "video-fps", "think",
-                           "max-length"},
-                          {"no-images", "last-turn-only", "truncate", "text-only", "help"});
+  SchemaFlagSets flags = schema_flag_sets(config::kRender);  // the media options
+  flags.values.insert({"model", "tokenizer", "image-grid", "video-grid", "video-fps", "think",
+                       "max-length"});
+  flags.switches.insert({"no-images", "last-turn-only", "truncate", "text-only", "help"});
+  auto args = Args::parse(argc, argv, flags.values, flags.switches, flags.repeats);
   if (!args.ok()) return report("render", args.error());
   if (args->has("help") || args->positional().empty()) {
     std::fputs(kHelp, args->has("help") ? stdout : stderr);
+    if (args->has("help")) std::fputs(options_help(config::kRender).c_str(), stdout);
     return args->has("help") ? 0 : 2;
   }
   return render(*args);

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -22,10 +24,12 @@
 #include <vector>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/printable.h"
 #include "stoker/base/file.h"
 #include "stoker/cli/options_cli.h"
 #include "stoker/cli/run_loop.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/interrupt.h"
 #include "stoker/cli/observe.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/metrics.h"
@@ -111,6 +115,35 @@ std::uint64_t batch_hash(const pipeline::Batch& b) {
 }
 
 using Options = config::RunSettings;
+
+// A failed write of one of the run's logs: ResourceExhausted for a full disk or quota.
+Error write_error(const char* flag, const std::string& path, int err) {
+  std::string what = std::string("writing ") + flag + " " + path + ": " +
+                     (err != 0 ? std::strerror(err) : "write failed");
+  return err == ENOSPC || err == EDQUOT ? resource_exhausted(what) : data_loss(what);
+}
+
+// After Ctrl-C / SIGTERM: where the state is and the command that resumes (issue 30 §16: the
+// run used to die silently).
+void print_interrupted(const RunHooks& hooks, const Options& o, long long logged,
+                       const std::string& state) {
+  std::fprintf(stderr, "stoker %s: interrupted by %s after %lld batches.\n", hooks.name.c_str(),
+               InterruptGuard::signal_name(), logged);
+  if (o.state_file.empty()) {
+    std::fprintf(stderr,
+                 "  no --state-file was given, so no state was saved (this run stopped at: %s);\n"
+                 "  run with --state-file FILE (written after every batch) to be able to resume "
+                 "with --resume FILE.\n",
+                 state.c_str());
+    return;
+  }
+  std::fprintf(stderr, "  state after the last delivered batch: %s (%s)\n",
+               printable(o.state_file).c_str(), state.c_str());
+  std::fprintf(stderr, "  resume with: %s\n",
+               hooks.command_line.empty()
+                   ? ("the same command plus --resume " + shell_quote(o.state_file)).c_str()
+                   : printable(resume_command(hooks.command_line, o.state_file)).c_str());
+}
 
 // The --state-file text: the loader state, then how many batches the delivered log holds.
 struct SavedState {
@@ -214,7 +247,7 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
   std::printf("  failed samples by reason (full list: %s):\n",
               c.errors.report_path.empty()
                   ? "none written; --error-report FILE writes one JSON line per failed sample"
-                  : c.errors.report_path.c_str());
+                  : printable(c.errors.report_path).c_str());
   std::int64_t rest = 0;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const pipeline::FailureKind& k = kinds[i];
@@ -222,10 +255,12 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
       rest += k.count;
       continue;
     }
+    // Ids, paths and server text come from data: escaped (ESC sequences, forged lines).
     std::printf("    %lld x %s %s: %s\n      e.g. sample %llu (%s:%llu): %s\n",
-                static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(), k.pattern.c_str(),
-                static_cast<unsigned long long>(k.example.sample), k.example.file.c_str(),
-                static_cast<unsigned long long>(k.example.line), k.example.reason.c_str());
+                static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(),
+                printable(k.pattern).c_str(), static_cast<unsigned long long>(k.example.sample),
+                printable(k.example.file).c_str(), static_cast<unsigned long long>(k.example.line),
+                printable(k.example.reason).c_str());
   }
   if (rest > 0) {
     std::printf("    %lld more in %zu other kinds\n", static_cast<long long>(rest),
@@ -238,7 +273,9 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
   pipeline::LoaderStats s = loader.stats();
   std::printf("stoker %s: %lld batches, %lld samples, %lld failed", name.c_str(), static_cast<long long>(s.batches),
               static_cast<long long>(s.samples), static_cast<long long>(s.failed));
-  if (!c.errors.report_path.empty()) std::printf(" (report: %s)", c.errors.report_path.c_str());
+  if (!c.errors.report_path.empty()) {
+    std::printf(" (report: %s)", printable(c.errors.report_path).c_str());
+  }
   std::printf(", %.2f s, %s\n", s.elapsed_s, loader.rank().to_string().c_str());
   print_failures(loader, c, s.failed);
   std::printf("  throughput %.1f samples/s; wait ratio %.2f%% (%.2f s blocked in next()",
@@ -341,11 +378,22 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
   }
   (*observer)->record(**loader);
   int rc = 0;
+  InterruptGuard interrupt;  // Ctrl-C / SIGTERM: stop after this batch, say how to resume
+  bool interrupted = false;
   {
     Progress progress(**loader, !o.quiet, o.progress_s);
     for (long long n = 0; o.limit_batches < 0 || n < o.limit_batches; ++n) {
       const std::int64_t t_next = now_ns();
-      Result<std::optional<pipeline::Batch>> b = (*loader)->next();
+      if (InterruptGuard::requested()) {
+        interrupted = true;
+        break;
+      }
+      Result<std::optional<pipeline::Batch>> b =
+          (*loader)->next([] { return InterruptGuard::requested(); }, std::chrono::milliseconds(50));
+      if (!b.ok() && InterruptGuard::requested()) {
+        interrupted = true;  // Cancelled while waiting: nothing delivered, nothing lost
+        break;
+      }
       if (!b.ok()) {
         progress.stop();
         rc = report(cmd, b.error());
@@ -361,10 +409,20 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
         for (std::int64_t i = 0; i < batch.size(); ++i) line += " " + std::to_string(ids[i]);
         if (batch.is_repeat()) line += " repeat";  // an epoch-tail repeat (packing)
         line += "\n";
-        std::fwrite(line.data(), 1, line.size(), log);
-        std::fflush(log);
+        // A failed write is an error (a full disk used to leave the log empty with exit 0):
+        // the state is not saved past a batch the log does not hold.
+        if (std::fwrite(line.data(), 1, line.size(), log) != line.size() || std::fflush(log) != 0) {
+          progress.stop();
+          rc = report(cmd, write_error("--delivered-log", o.delivered_log, errno));
+          break;
+        }
       }
-      if (hashes != nullptr) std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(batch_hash(batch)));
+      if (hashes != nullptr &&
+          std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(batch_hash(batch))) < 0) {
+        progress.stop();
+        rc = report(cmd, write_error("--batch-hashes", o.batch_hashes, errno));
+        break;
+      }
       ++logged;
       if (o.pause_after_log_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.pause_after_log_ms));
@@ -378,12 +436,25 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
         }
       }
       if (o.step_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.step_ms));
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::duration<double, std::milli>(o.step_ms);
+        while (!InterruptGuard::requested() && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
       }
     }
   }
-  if (log != nullptr) std::fclose(log);
-  if (hashes != nullptr) std::fclose(hashes);
+  if (log != nullptr && std::fclose(log) != 0 && rc == 0) {
+    rc = report(cmd, write_error("--delivered-log", o.delivered_log, errno));
+  }
+  // Buffered: a full disk shows at the last flush.
+  if (hashes != nullptr) {
+    const bool flushed = std::fflush(hashes) == 0 && std::ferror(hashes) == 0;
+    const int err = errno;
+    if ((std::fclose(hashes) != 0 || !flushed) && rc == 0) {
+      rc = report(cmd, write_error("--batch-hashes", o.batch_hashes, flushed ? errno : err));
+    }
+  }
   if (hooks.stats != nullptr) *hooks.stats = (*loader)->stats();
   print_summary(**loader, *config, o, hooks.name);
   const char* mode = config->mode == pipeline::Mode::kSerial       ? "serial"
@@ -393,9 +464,14 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
       {"data", config->data.front()}, {"mode", mode},
       {"batch_size", std::to_string(config->batch_size)},
       {"threads", std::to_string(config->threads)}, {"step_ms", std::to_string(o.step_ms)}};
-  if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), shown));
+  if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), shown,
+                                                                   (*loader)->failure_kinds(10)));
       !st.ok() && rc == 0) {
     rc = report(cmd, st.error());
+  }
+  if (interrupted) {
+    print_interrupted(hooks, o, logged, (*loader)->state().serialize());
+    if (rc == 0) rc = 128 + InterruptGuard::signal_number();  // as the shell reports a kill
   }
   return rc;
 }
@@ -411,7 +487,9 @@ int run_run(int argc, char** argv) {
   }
   if (!settings.ok()) return report("run", settings.error());
   warn_settings(*settings, "run");
-  return run_loader(*settings, {});
+  RunHooks hooks;
+  hooks.command_line.assign(argv, argv + argc);
+  return run_loader(*settings, hooks);
 }
 
 }  // namespace stoker::cli

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "stoker/base/result.h"
 #include "stoker/config/settings.h"
@@ -21,6 +22,9 @@ struct RunHooks {
   // Adjusts the config made from the flags (rank, world size, remote samples, threads).
   std::function<Status(pipeline::LoaderConfig&)> configure;
   pipeline::LoaderStats* stats = nullptr;  // out: the loader's stats at the end
+  // The words typed after `stoker run` (for the resume command a Ctrl-C prints); empty: the
+  // hint names --resume only.
+  std::vector<std::string> command_line;
 };
 
 // `settings`: stoker run's (or a cluster receiver's) options (cli/options_cli.h). Returns the

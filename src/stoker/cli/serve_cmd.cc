@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "stoker/base/printable.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/observe.h"
 #include "stoker/cli/options_cli.h"
@@ -59,7 +60,9 @@ Status serve_loader(const config::Settings& settings, const ServeHooks& hooks) {
   STOKER_RETURN_IF_ERROR(observer->serve_metrics([srv = server.get()] { return srv->metrics_text(); }));
   Status served = server->run([] { return g_stop.load(); });
   Status observed = observer->finish(nullptr, "");  // the trace; stops the endpoint
-  if (!observed.ok()) std::fprintf(stderr, "stoker serve: %s\n", observed.error().to_string().c_str());
+  if (!observed.ok()) {
+    std::fprintf(stderr, "stoker serve: %s\n", printable(observed.error().to_string()).c_str());
+  }
   server->close();  // per-rank lines and the summary, final; the socket removed
   return served;
 }

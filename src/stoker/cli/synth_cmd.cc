@@ -32,6 +32,10 @@ options:
   --bad-fraction F      make a share F of the records deliberately broken (missing image, corrupt
                         image, truncated image, malformed JSON line, no assistant turn) and list
                         them in DIR/bad.jsonl {"line","id","kind","image","reason"} (default 0)
+  --long-records        keep image sizes as drawn: some records then exceed the default
+                        max_length 8192 (a 3840x2160 image alone is ~10.6k Qwen2.5-VL tokens).
+                        Default: a record's images are scaled down to at most 6144 vision tokens
+                        in all, so every record fits max_length 8192 with its text
   --threads T           encoder threads (default: all cores; output does not depend on it)
   --videos N            also write N small videos (DIR/videos/, described in DIR/videos.jsonl) and
                         append one video record per video to data.jsonl; the kinds cycle through
@@ -89,6 +93,7 @@ Result<synth::SynthResult> run(const Args& args) {
   STOKER_ASSIGN_OR_RETURN(c.bad_fraction, args.get_double("bad-fraction", 0.0, 0, 1));
   c.seed = seed;
   c.threads = threads;
+  c.long_records = args.has("long-records");
   STOKER_ASSIGN_OR_RETURN(int videos, args.get_int<int>("videos", 0, 0, 100000));
   STOKER_ASSIGN_OR_RETURN(int audio, args.get_int<int>("audio", 0, 0, 100000));
   STOKER_ASSIGN_OR_RETURN(synth::SynthResult r, synth::generate_dataset(c));
@@ -116,7 +121,7 @@ Result<synth::SynthResult> run(const Args& args) {
 
 int run_synth(int argc, char** argv) {
   auto args = Args::parse(argc, argv, {"out", "n", "seed", "max-side", "bad-fraction", "threads", "size", "format", "videos", "shards", "audio"},
-                          {"images-only", "help"});
+                          {"images-only", "long-records", "help"});
   if (!args.ok()) return report("synth", args.error());
   if (args->has("help")) {
     std::fputs(kHelp, stdout);

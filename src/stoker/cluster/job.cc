@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stoker/base/file.h"
+#include "stoker/base/printable.h"
 #include "stoker/cluster/wire.h"
 
 namespace stoker::cluster {
@@ -94,7 +95,8 @@ Job start_job(int receivers, const std::string& role, std::uint64_t fingerprint)
 }
 
 void abort_job(const Job& job, const Error& error) {
-  std::fprintf(stderr, "stoker cluster: %s: %s\n", job.describe().c_str(), error.to_string().c_str());
+  std::fprintf(stderr, "stoker cluster: %s: %s\n", job.describe().c_str(),
+               printable(error.to_string()).c_str());
   std::fflush(stderr);
   std::fflush(stdout);
   MPI_Abort(MPI_COMM_WORLD, 1);

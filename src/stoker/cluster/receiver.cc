@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 
+#include "stoker/base/printable.h"
 #include "stoker/pipeline/prepare.h"
 
 namespace stoker::cluster {
@@ -59,7 +60,8 @@ void Receiver::on_result(int source, std::vector<std::uint8_t>&& bytes) {
   const std::size_t size = bytes.size();
   Result<SampleResult> r = decode_result(bytes);
   if (!r.ok()) {
-    std::fprintf(stderr, "stoker cluster: from rank %d: %s\n", source, r.error().to_string().c_str());
+    std::fprintf(stderr, "stoker cluster: from rank %d: %s\n", source,
+                 printable(r.error().to_string()).c_str());
     MPI_Abort(MPI_COMM_WORLD, 70);
   }
   std::function<void(pipeline::Prepared&&)> done;

@@ -128,6 +128,16 @@ Result<Value> parse_text(const OptionSpec& o, std::string_view text, std::string
   return invalid_argument(std::string(what) + " cannot be given as text");
 }
 
+Result<std::optional<Value>> env_value(const OptionSpec& o, const Machine& machine,
+                                       const EnvLookup& env) {
+  if (o.env.empty()) return std::optional<Value>();
+  const std::string var(o.env);
+  const char* e = env ? env(var.c_str()) : std::getenv(var.c_str());
+  if (e == nullptr || *e == '\0') return std::optional<Value>();
+  STOKER_ASSIGN_OR_RETURN(Value v, parse_text(o, e, "$" + var, machine));
+  return std::optional<Value>(std::move(v));
+}
+
 Builder::Builder(Command command, Frontend frontend, const Machine& machine, EnvLookup env)
     : command_(command), frontend_(frontend), machine_(machine), env_(std::move(env)) {
   if (!env_) env_ = [](const char* name) -> const char* { return std::getenv(name); };
@@ -235,14 +245,10 @@ Result<Settings> Builder::finish() {
         &o == model) {
       continue;
     }
-    if (!o.env.empty()) {
-      const std::string var(o.env);
-      const char* e = env_(var.c_str());
-      if (e != nullptr && *e != '\0') {
-        STOKER_ASSIGN_OR_RETURN(Value v, parse_text(o, e, "$" + var, machine_));
-        assign(o, v);
-        continue;
-      }
+    STOKER_ASSIGN_OR_RETURN(std::optional<Value> from_env, env_value(o, machine_, env_));
+    if (from_env) {
+      assign(o, *from_env);
+      continue;
     }
     STOKER_RETURN_IF_ERROR(apply_default(o));
   }

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -29,6 +30,13 @@ std::string range_text(const OptionSpec& o, const Machine& machine, std::int64_t
 
 // Returns the variable's value, or null when unset; std::getenv by default (tests pass a fake).
 using EnvLookup = std::function<const char*(const char*)>;
+
+// Option `o`'s environment fallback (its `env`), read and checked as Builder::finish() reads it —
+// strictly, naming the variable ("$STOKER_SERVER_UID must be an integer in ...") — or nullopt when
+// `o` has none or the variable is unset or empty. For the entries a front end reads itself
+// (Python's server_uid) and the clients outside the schema's commands (`stoker consume`).
+Result<std::optional<Value>> env_value(const OptionSpec& o, const Machine& machine = Machine::current(),
+                                       const EnvLookup& env = {});
 
 class Builder {
  public:

@@ -58,6 +58,7 @@ constexpr std::string_view kWires[] = {"float", "uint8", "encoded"};
 // The commands that make batches, and those that only read data (inspect reads it too).
 constexpr Commands kL = kLoaderCommands;
 constexpr Commands kAll = kLoaderCommands | kInspect;
+constexpr Commands kMedia = kAll | kRender;  // what one record may read: render applies it too
 constexpr Commands kRunLike = kRun | kCluster;                     // run's loop
 constexpr Commands kServeLike = kServe | kCluster | kPyServe;       // the node server
 constexpr Commands kObserved = kRun | kServe | kCluster | kPyLoader | kPyServe;
@@ -175,7 +176,11 @@ const OptionSpec kOptions[] = {
      .group = "errors", .help = "stop when more samples than this failed (default: no limit)",
      .lo = 0, .hi = kI64, .nullable = true, .set = SET(s.loader.errors.max_errors = v.i)},
     {.name = "max_error_rate", .flag = "max-error-rate", .kind = Kind::kNumber, .commands = kL,
-     .group = "errors", .help = "stop when the failed share exceeds this after min_seen samples",
+     .group = "errors",
+     .help = "failure budget: stop when more than this share of the run's samples failed, "
+             "checked once 100 samples were seen (min_seen) and again at the end of the data "
+             "over all of them, however few (1 failed of 5 = 20% > 0.1: the run ends with an "
+             "error, DataLoss; 1 never stops)",
      .def = "0.1", .dlo = 0, .dhi = 1, .set = SET(s.loader.errors.max_error_rate = v.d)},
     {.name = "min_seen", .flag = "min-seen", .kind = Kind::kInt, .commands = kL,
      .group = "errors", .help = "samples seen before max_error_rate applies", .def = "100",
@@ -185,46 +190,57 @@ const OptionSpec kOptions[] = {
      .help = "a JSON line per failed sample (sample, file, line, stage, code, reason)",
      .nullable = true, .set = SET(s.loader.errors.report_path = v.s)},
     // ---- media and I/O
-    {.name = "media_root", .flag = "media-root", .kind = Kind::kList, .commands = kAll,
+    {.name = "media_root", .flag = "media-root", .kind = Kind::kList, .commands = kMedia,
      .group = "media and I/O",
      .help = "a local manifest may also read media under this folder (repeatable; default: "
              "only under the manifest's own folder); a remote manifest never reads local files",
      .set = SET(s.loader.media_roots = v.list)},
     {.name = "trust_media_paths", .flag = "trust-media-paths", .kind = Kind::kBool,
-     .commands = kAll, .group = "media and I/O",
+     .commands = kMedia, .group = "media and I/O",
      .help = "a local manifest may read ANY file this user can read (warns)", .def = "false",
      .set = SET(s.loader.trust_media_paths = v.b)},
-    {.name = "allow_buckets", .flag = "allow-bucket", .kind = Kind::kList, .commands = kAll,
+    {.name = "allow_buckets", .flag = "allow-bucket", .kind = Kind::kList, .commands = kMedia,
      .group = "media and I/O",
      .help = "s3:// media may also come from this bucket (repeatable; '*': any; default: only "
              "the remote manifest's own bucket)",
      .set = SET(s.loader.allow_buckets = v.list)},
     {.name = "max_object_bytes", .flag = "max-object-bytes", .kind = Kind::kBytes,
-     .commands = kAll, .group = "media and I/O", .help = "largest media object read",
+     .commands = kMedia, .group = "media and I/O", .help = "largest media object read",
      .def = "256M", .lo = 1, .hi = kI64, .hi_for = memory, .hi_rule = "the memory",
      .set = SET(s.loader.max_object_bytes = v.i)},
     {.name = "max_record_bytes", .flag = "max-record-bytes", .kind = Kind::kBytes,
-     .commands = kAll, .group = "media and I/O", .help = "longest JSONL record (one line)",
+     .commands = kMedia, .group = "media and I/O", .help = "longest JSONL record (one line)",
      .def = "16M", .lo = 1, .hi = 4 * kGiB, .set = SET(s.loader.max_record_bytes = v.i)},
-    {.name = "io_deadline_ms", .flag = "io-deadline-ms", .kind = Kind::kInt, .commands = kAll,
+    {.name = "max_media_per_record", .flag = "max-media-per-record", .kind = Kind::kInt,
+     .commands = kMedia, .group = "media and I/O",
+     .help = "images + videos + video frames one record may reference (one fetch each); a "
+             "record with more fails alone, at read, before any is fetched",
+     .def = "1024", .lo = 1, .hi = 1 << 24, .set = SET(s.loader.max_media_per_record = v.i)},
+    {.name = "max_manifest_bytes", .flag = "max-manifest-bytes", .kind = Kind::kBytes,
+     .commands = kAll, .group = "media and I/O",
+     .help = "largest remote manifest copied into the per-user cache (its claimed size and the "
+             "bytes streamed; the cache's file system must also hold it + 64 MiB)",
+     .def = "4G", .lo = 1, .hi = kI64, .set = SET(s.loader.max_manifest_bytes = v.i)},
+    {.name = "io_deadline_ms", .flag = "io-deadline-ms", .kind = Kind::kInt, .commands = kMedia,
      .group = "media and I/O",
      .help = "retry window of one remote request, all attempts together", .def = "120000",
      .lo = 1, .hi = kI32, .nullable = true, .env = "STOKER_IO_DEADLINE_MS",
      .set = SET(s.loader.io_deadline_ms = v.i)},
-    {.name = "io_max_attempts", .flag = "io-max-attempts", .kind = Kind::kInt, .commands = kAll,
+    {.name = "io_max_attempts", .flag = "io-max-attempts", .kind = Kind::kInt, .commands = kMedia,
      .group = "media and I/O",
      .help = "attempts per remote request, a cap within the deadline (default: io's, 8; tests)",
      .lo = 1, .hi = 1000, .nullable = true, .env = "STOKER_IO_MAX_ATTEMPTS",
      .set = SET(s.loader.io_max_attempts = static_cast<int>(v.i))},
-    {.name = "imds", .flag = "imds", .kind = Kind::kBool, .commands = kAll,
+    {.name = "imds", .flag = "imds", .kind = Kind::kBool, .commands = kMedia,
      .group = "media and I/O",
      .help = "S3 credentials may come from the EC2 instance metadata service (otherwise only "
              "when $AWS_EC2_METADATA_SERVICE_ENDPOINT is set)",
      .def = "false", .set = SET(s.loader.imds = v.b)},
     {.name = "cache_dir", .flag = "cache-dir", .kind = Kind::kPath, .commands = kAll,
      .group = "media and I/O",
-     .help = "where remote manifests are copied (default: $XDG_CACHE_HOME/stoker, else "
-             "~/.cache/stoker)",
+     .help = "where remote manifests are copied, a folder of this user's only (0700, verified "
+             "on every use; default: $XDG_CACHE_HOME/stoker, else ~/.cache/stoker, else "
+             "${TMPDIR:-/tmp}/stoker-cache-UID)",
      .nullable = true, .env = "STOKER_CACHE_DIR", .set = SET(s.loader.cache_dir = v.s)},
     {.name = "manifest_chunk_bytes", .flag = "manifest-chunk-bytes", .kind = Kind::kBytes,
      .commands = kAll, .group = "media and I/O",
@@ -364,7 +380,10 @@ const OptionSpec kOptions[] = {
      .lo = 1, .hi = 4096, .nullable = true, .env = "WORLD_SIZE",
      .set = SET(s.serve.world_size = static_cast<int>(v.i))},
     {.name = "window", .flag = "window", .kind = Kind::kInt, .commands = kServeLike,
-     .group = "serve", .help = "unreleased batches one rank's process may hold", .def = "4",
+     .group = "serve",
+     .help = "unreleased batches one rank's process may hold; while it waits in next() the "
+             "batch its loop is replacing does not count",
+     .def = "4",
      .lo = 1, .hi = 64, .set = SET(s.serve.window = static_cast<int>(v.i))},
     {.name = "idle_timeout_s", .flag = "idle-timeout-s", .kind = Kind::kNumber,
      .commands = kServeLike, .group = "serve",
@@ -412,6 +431,10 @@ const OptionSpec kOptions[] = {
     {.name = "connect_timeout_s", .kind = Kind::kNumber, .commands = kPyLoader,
      .group = "Python", .help = "served mode: how long to wait for the server", .def = "30",
      .dlo = 0, .dhi = 1e7},
+    {.name = "server_uid", .kind = Kind::kInt, .commands = kPyLoader, .group = "Python",
+     .help = "served mode: also trust a node server running as this uid (the client checks "
+             "the server's SO_PEERCRED; default: only a server of this user's)",
+     .lo = 0, .hi = 4294967294, .nullable = true, .env = "STOKER_SERVER_UID"},
     {.name = "resume_state", .kind = Kind::kState, .commands = kPyLoader, .group = "Python",
      .help = "served mode: this rank's saved state (a state_dict()); wins over the server's",
      .nullable = true},

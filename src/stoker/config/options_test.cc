@@ -16,7 +16,6 @@
 namespace stoker::config {
 namespace {
 
-constexpr Command kAllCommands[] = {kRun, kServe, kCluster, kInspect, kPyLoader, kPyServe};
 
 // A small machine: 2 cores, 8 GiB.
 const Machine kSmall{.cores = 2, .memory_bytes = std::int64_t{8} << 30};
@@ -92,6 +91,8 @@ TEST(OptionSchemaTest, DefaultsAreTheEngines) {
   EXPECT_EQ(c.errors.min_seen, engine.errors.min_seen);
   EXPECT_EQ(c.max_object_bytes, engine.max_object_bytes);
   EXPECT_EQ(c.max_record_bytes, engine.max_record_bytes);
+  EXPECT_EQ(c.max_manifest_bytes, engine.max_manifest_bytes);
+  EXPECT_EQ(c.max_media_per_record, engine.max_media_per_record);
   EXPECT_EQ(c.io_deadline_ms, 120000);  // io's default, spelled out
   EXPECT_EQ(c.io_max_attempts, engine.io_max_attempts);
   EXPECT_EQ(c.manifest_chunk_bytes, engine.manifest_chunk_bytes);
@@ -263,6 +264,49 @@ TEST(OptionSchemaTest, VideoTimeIndexFromTheFlagAndTheModelFolder) {
   EXPECT_NE(bad.error().to_string().find("--video-time-index must be one of float, int, got "
                                          "'round'"), std::string::npos) << bad.error().to_string();
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stoker::config
+
+namespace stoker::config {
+namespace {
+
+// Issue 30's options live in the table like any other: STOKER_SERVER_UID is server_uid's
+// environment fallback (read and checked by the schema, for the front ends that connect), and
+// render takes the "media and I/O" options it applies — no other.
+TEST(OptionSchemaTest, Issue30OptionsAreDeclaredInTheTable) {
+  const OptionSpec* uid = find_option("server_uid", kPyLoader);
+  ASSERT_NE(uid, nullptr);
+  EXPECT_EQ(uid->env, "STOKER_SERVER_UID");
+  auto none = env_value(*uid, kSmall, env_of({}));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto named = env_value(*uid, kSmall, env_of({{"STOKER_SERVER_UID", "65534"}}));
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  ASSERT_TRUE(named->has_value());
+  EXPECT_EQ((*named)->i, 65534);
+  for (const char* bad : {"-1", "nobody", "4294967295"}) {
+    auto r = env_value(*uid, kSmall, env_of({{"STOKER_SERVER_UID", bad}}));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().to_string().find("$STOKER_SERVER_UID must be an integer in [0, "
+                                         "4294967294]"), std::string::npos)
+        << r.error().to_string();
+  }
+  std::set<std::string_view> render;
+  for (const OptionSpec& o : options()) {
+    if (!o.takes(kRender)) continue;
+    EXPECT_EQ(o.group, "media and I/O") << o.name;
+    render.insert(o.name);
+  }
+  EXPECT_TRUE(render.count("max_media_per_record") && render.count("media_root") &&
+              render.count("max_object_bytes") && render.count("max_record_bytes"));
+  EXPECT_FALSE(render.count("max_manifest_bytes") || render.count("cache_dir"));
+  Builder b(kRender, Frontend::kCli, kSmall, env_of({}));
+  auto s = b.finish();  // no data, no model: render names its record itself
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ(s->loader.max_media_per_record, 1024);
+  EXPECT_EQ(s->loader.io_deadline_ms, 120000);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ std::string_view command_name(Command c) {
     case kInspect: return "inspect";
     case kPyLoader: return "Loader";
     case kPyServe: return "serve()";
+    case kRender: return "render";
   }
   return "?";
 }

@@ -28,13 +28,17 @@ enum Command : std::uint32_t {
   kInspect = 1u << 3,   // stoker inspect
   kPyLoader = 1u << 4,  // Python stoker.Loader(...)
   kPyServe = 1u << 5,   // Python stoker.serve(...)
+  kRender = 1u << 6,    // stoker render (the media options only; its other flags are its own)
 };
 using Commands = std::uint32_t;
-inline constexpr Commands kCliCommands = kRun | kServe | kCluster | kInspect;
+inline constexpr Commands kCliCommands = kRun | kServe | kCluster | kInspect | kRender;
 inline constexpr Commands kPythonCommands = kPyLoader | kPyServe;
 // Those that make batches with a Loader (the engine's options).
 inline constexpr Commands kLoaderCommands = kRun | kServe | kCluster | kPyLoader | kPyServe;
-std::string_view command_name(Command c);  // "run", "serve", ..., "Loader", "serve()"
+std::string_view command_name(Command c);  // "run", "serve", ..., "Loader", "serve()", "render"
+// Every command, in the order help and the README list them.
+inline constexpr Command kAllCommands[] = {kRun, kServe, kCluster, kInspect, kRender, kPyLoader,
+                                           kPyServe};
 
 enum class Kind {
   kBool,    // CLI: a switch (no value); Python: True/False; env/stoker.json: 1/0, true/false

@@ -94,7 +94,7 @@ void wrap(std::string& out, std::string head, const std::string& text) {
 
 std::string commands_text(Commands cs) {
   std::string out;
-  for (Command c : {kRun, kServe, kCluster, kInspect, kPyLoader, kPyServe}) {
+  for (Command c : kAllCommands) {
     if ((cs & c) == 0) continue;
     if (!out.empty()) out += ", ";
     out.append(command_name(c));

@@ -160,12 +160,17 @@ struct MediaLists {
 // Splits `text` at <image> / <video> tags into parts, consuming the media lists in order.
 // Text between tags is kept verbatim (LLaVA's "<image>\n" keeps its "\n"); empty text pieces
 // are dropped. Running out of media is an error naming the counts.
+// Linear: each tag kind's next occurrence is searched for only once it has been consumed (a
+// text of 100k <image> tags and no <video> used to rescan to its end for "<video>" after every
+// tag: 27 s of CPU for one 0.7 MB record).
 Status split_tags(std::string_view text, MediaLists* media, int* image_tags, int* video_tags,
                   std::vector<Part>* parts) {
   std::size_t pos = 0;
+  std::size_t img = text.find("<image>");
+  std::size_t vid = text.find("<video>");
   while (pos <= text.size()) {
-    std::size_t img = text.find("<image>", pos);
-    std::size_t vid = text.find("<video>", pos);
+    if (img != std::string_view::npos && img < pos) img = text.find("<image>", pos);
+    if (vid != std::string_view::npos && vid < pos) vid = text.find("<video>", pos);
     std::size_t at = std::min(img, vid);
     std::string_view piece = text.substr(pos, at == std::string_view::npos ? text.npos : at - pos);
     if (!piece.empty()) parts->push_back({Part::Kind::kText, std::string(piece)});

@@ -37,6 +37,7 @@ void run_wire(const std::uint8_t* data, std::size_t size) {
   switch (m->type) {
     case wire::MsgType::kHello: again = wire::encode_hello(m->hello); break;
     case wire::MsgType::kEnd: again = wire::encode_end(); break;
+    case wire::MsgType::kWaiting: again = wire::encode_waiting(); break;
     case wire::MsgType::kRelease: again = wire::encode_release(m->release_id); break;
     case wire::MsgType::kAttach: again = wire::encode_attach(m->attach); break;
     case wire::MsgType::kRefuse: again = wire::encode_refuse(m->reason); break;
@@ -70,7 +71,8 @@ void run_wire(const std::uint8_t* data, std::size_t size) {
       check(m2->batch.id == m->batch.id && m2->batch.sent_ns == m->batch.sent_ns &&
             same_layout(m2->batch.layout, m->batch.layout), "batch round trip");
       break;
-    case wire::MsgType::kEnd: break;
+    case wire::MsgType::kEnd:
+    case wire::MsgType::kWaiting: break;
   }
 }
 

@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "stoker/base/clock.h"
 
@@ -19,34 +21,6 @@ namespace {
 constexpr std::size_t kMaxRequest = 8192;
 constexpr std::int64_t kReadLimitNs = 2'000'000'000;
 constexpr std::int64_t kWriteLimitNs = 5'000'000'000;
-
-// Waits for `events` on fd until the deadline; false on timeout or error.
-bool wait_for(int fd, short events, std::int64_t deadline_ns) {
-  for (;;) {
-    const std::int64_t left_ms = (deadline_ns - now_ns()) / 1'000'000;
-    if (left_ms <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(left_ms));
-    if (r > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
-    if (r < 0 && errno != EINTR) return false;
-  }
-}
-
-bool send_all(int fd, const std::string& data) {
-  const std::int64_t deadline = now_ns() + kWriteLimitNs;
-  std::size_t sent = 0;
-  while (sent < data.size()) {
-    const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      sent += static_cast<std::size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      if (!wait_for(fd, POLLOUT, deadline)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string response(const char* status, const char* type, const std::string& body) {
   return std::string("HTTP/1.0 ") + status + "\r\nContent-Type: " + type +
@@ -88,7 +62,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const MetricsServerO
   if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     return unavailable("metrics endpoint: binding " + where + ": " + std::strerror(errno));
   }
-  if (::listen(s->listen_fd_, 16) != 0) {
+  if (::listen(s->listen_fd_, 128) != 0) {
     return unavailable("metrics endpoint: listening on " + where + ": " + std::strerror(errno));
   }
   sockaddr_storage bound{};
@@ -122,60 +96,119 @@ std::string MetricsServer::url() const {
          "/metrics";
 }
 
-void MetricsServer::loop(std::stop_token stop) {
-  while (!stop.stop_requested()) {
-    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(p, 2, 1000) <= 0) continue;
-    if (p[1].revents != 0) return;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
-    serve_one(fd);
-    ::close(fd);
-  }
+namespace {
+
+// One connection: reading its request until `deadline`, then writing `out`.
+struct Conn {
+  int fd = -1;
+  std::string in;
+  std::string out;
+  std::size_t sent = 0;
+  bool writing = false;
+  std::int64_t deadline = 0;
+  std::int64_t opened = 0;
+};
+
+bool request_complete(const std::string& req) {
+  return req.find("\r\n\r\n") != std::string::npos || req.find("\n\n") != std::string::npos;
 }
 
-void MetricsServer::serve_one(int fd) {
-  std::string req;
-  const std::int64_t deadline = now_ns() + kReadLimitNs;
-  char buf[1024];
-  while (req.find("\r\n\r\n") == std::string::npos && req.find("\n\n") == std::string::npos) {
-    if (req.size() >= kMaxRequest) {
-      send_all(fd, response("431 Request Header Fields Too Large", "text/plain", "too large\n"));
-      return;
+}  // namespace
+
+void MetricsServer::loop(std::stop_token stop) {
+  std::vector<Conn> conns;
+  std::vector<pollfd> fds;
+  auto start_writing = [&](Conn& c, std::string response_text) {
+    c.out = std::move(response_text);
+    c.writing = true;
+    c.deadline = now_ns() + kWriteLimitNs;
+  };
+  while (!stop.stop_requested()) {
+    fds.assign({{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}});
+    std::int64_t next_deadline = now_ns() + 1'000'000'000;
+    for (const Conn& c : conns) {
+      fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : POLLIN), 0});
+      next_deadline = std::min(next_deadline, c.deadline);
     }
-    if (!wait_for(fd, POLLIN, deadline)) return;
-    const ssize_t n = ::recv(fd, buf, std::min(sizeof buf, kMaxRequest - req.size()), 0);
-    if (n == 0) break;  // the client half-closed after its request: answer what we have
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return;
+    const int wait_ms = static_cast<int>(std::max<std::int64_t>(0, (next_deadline - now_ns()) / 1'000'000) + 1);
+    if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR) continue;
+    if (fds[0].revents != 0) return;
+    // Connections first (their indices match fds[2...]), then new ones.
+    const std::int64_t now = now_ns();
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      Conn& c = conns[i];
+      const short rev = fds[i + 2].revents;
+      if (!c.writing && (rev & (POLLIN | POLLHUP | POLLERR))) {
+        char buf[1024];
+        const ssize_t n = ::recv(c.fd, buf, std::min(sizeof buf, kMaxRequest + 1 - c.in.size()), 0);
+        if (n > 0) c.in.append(buf, static_cast<std::size_t>(n));
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+          c.deadline = 0;  // broken: closed below
+        } else if (c.in.size() > kMaxRequest) {
+          start_writing(c, response("431 Request Header Fields Too Large", "text/plain", "too large\n"));
+        } else if (request_complete(c.in) || (n == 0 && !c.in.empty())) {
+          start_writing(c, answer(c.in));  // n == 0: half-closed after its request
+        } else if (n == 0) {
+          c.deadline = 0;  // closed without a request
+        }
+      } else if (c.writing && (rev & (POLLOUT | POLLHUP | POLLERR))) {
+        const ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) c.sent += static_cast<std::size_t>(n);
+        if ((n < 0 && errno != EAGAIN && errno != EINTR) || c.sent == c.out.size()) c.deadline = 0;
+      }
     }
-    req.append(buf, static_cast<std::size_t>(n));
+    // Done, broken or out of time: closed.
+    std::erase_if(conns, [&](const Conn& c) {
+      if (c.deadline > now && c.deadline != 0) return false;
+      ::close(c.fd);
+      return true;
+    });
+    if (fds[1].revents & POLLIN) {
+      for (;;) {  // every pending connection
+        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;
+        if (static_cast<int>(conns.size()) >= kMaxConnections) {
+          // Full: the oldest connection still waiting for its request makes room (an idle or
+          // slow client must not keep a scraper out); none waiting: the new one is refused.
+          auto oldest = conns.end();
+          for (auto it = conns.begin(); it != conns.end(); ++it) {
+            if (!it->writing && (oldest == conns.end() || it->opened < oldest->opened)) oldest = it;
+          }
+          if (oldest == conns.end()) {
+            ::close(fd);
+            continue;
+          }
+          ::close(oldest->fd);
+          conns.erase(oldest);
+        }
+        conns.push_back({.fd = fd, .deadline = now_ns() + kReadLimitNs, .opened = now_ns()});
+      }
+    }
   }
+  for (const Conn& c : conns) ::close(c.fd);
+}
+
+std::string MetricsServer::answer(const std::string& req) {
   const std::size_t eol = req.find_first_of("\r\n");
   const std::string line = req.substr(0, eol);
   const std::size_t sp1 = line.find(' ');
   const std::size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp1 == std::string::npos) {
-    send_all(fd, response("400 Bad Request", "text/plain", "bad request\n"));
-    return;
-  }
+  if (sp1 == std::string::npos) return response("400 Bad Request", "text/plain", "bad request\n");
   const std::string method = line.substr(0, sp1);
   std::string path = line.substr(sp1 + 1, sp2 == std::string::npos ? sp2 : sp2 - sp1 - 1);
   if (const std::size_t q = path.find('?'); q != std::string::npos) path.resize(q);
   if (method != "GET" && method != "HEAD") {
-    send_all(fd, response("405 Method Not Allowed", "text/plain", "GET /metrics\n"));
-    return;
+    return response("405 Method Not Allowed", "text/plain", "GET /metrics\n");
   }
   if (path != "/metrics") {
-    send_all(fd, response("404 Not Found", "text/plain", "stoker: metrics are at /metrics\n"));
-    return;
+    return response("404 Not Found", "text/plain", "stoker: metrics are at /metrics\n");
   }
   scrapes_.fetch_add(1);
   std::string body = render_();
   std::string r = response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
   if (method == "HEAD") r.resize(r.size() - body.size());
-  send_all(fd, r);
+  return r;
 }
 
 }  // namespace stoker::obs

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 namespace stoker::obs {
 namespace {
@@ -59,6 +60,42 @@ TEST(MetricsServerTest, ASilentClientDoesNotBlockTheNext) {
   EXPECT_EQ(r.rfind("HTTP/1.0 200", 0), 0u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
   ::close(silent);
+}
+
+// Issue 30 §9: connections were served one at a time, 2 s each for an idle one: 20 idle
+// connections delayed a scrape by 37 s. Now they are served concurrently, up to the bound.
+TEST(MetricsServerTest, TwentyIdleConnectionsDoNotDelayAScrape) {
+  auto s = MetricsServer::start({}, [] { return std::string("ok\n"); });
+  ASSERT_TRUE(s.ok());
+  std::vector<int> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(connect_to((*s)->port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // all accepted, all silent
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string r = http_exchange((*s)->port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.rfind("HTTP/1.0 200", 0), 0u) << r;
+  EXPECT_LT(took, std::chrono::milliseconds(1000))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  for (int fd : idle) ::close(fd);
+}
+
+// More idle connections than the bound: the oldest waiting one makes room, the scrape is served.
+TEST(MetricsServerTest, AtTheBoundTheOldestIdleConnectionMakesRoom) {
+  auto s = MetricsServer::start({}, [] { return std::string("ok\n"); });
+  ASSERT_TRUE(s.ok());
+  std::vector<int> idle;
+  for (int i = 0; i < MetricsServer::kMaxConnections + 16; ++i) {
+    idle.push_back(connect_to((*s)->port()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string r = http_exchange((*s)->port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.0 200", 0), 0u) << r;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
+  // The first idle connection was closed to make room: its read sees the end.
+  char c;
+  EXPECT_EQ(::recv(idle[0], &c, 1, 0), 0);
+  for (int fd : idle) ::close(fd);
 }
 
 TEST(MetricsServerTest, BadAddressAndPortInUse) {

@@ -1,6 +1,7 @@
 #include "stoker/pipeline/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "stoker/base/clock.h"
@@ -238,7 +239,8 @@ std::optional<Prepared> Engine::take(std::stop_token stop) {
 }
 
 std::optional<Error> Engine::count_failure(const SampleFailure& f) {
-  ++failed_;
+  if (failed_ != std::numeric_limits<std::uint64_t>::max()) ++failed_;  // saturates
+  ++failed_here_;
   const ErrorPolicy& policy = options_.errors;
   std::string last = "last: sample " + std::to_string(f.sample) + " (" + f.file + ":" +
                      std::to_string(f.line) + ") failed at " + f.stage + ": " + f.reason;
@@ -257,7 +259,7 @@ std::optional<Error> Engine::count_failure(const SampleFailure& f) {
                      std::to_string(policy.max_errors) + "; " +
                      last);
   }
-  std::uint64_t failed_here = failed_ - options_.errors_before;
+  const std::uint64_t failed_here = failed_here_;
   if (seen_ >= static_cast<std::uint64_t>(std::max<std::int64_t>(policy.min_seen, 1)) &&
       static_cast<double>(failed_here) > policy.max_error_rate * static_cast<double>(seen_)) {
     return data_loss("failure budget exceeded: " + std::to_string(failed_here) + " of " +
@@ -477,7 +479,7 @@ ReadyBatch Engine::produce(std::stop_token stop) {
 // the rate is exact, whatever the count: a run whose samples mostly failed (a manifest whose
 // every image is refused, say) must not end as a success.
 std::optional<Error> Engine::end_of_data_check() const {
-  const std::uint64_t failed_here = failed_ - options_.errors_before;
+  const std::uint64_t failed_here = failed_here_;
   const ErrorPolicy& policy = options_.errors;
   if (seen_ == 0 || failed_here == 0 ||
       static_cast<double>(failed_here) <= policy.max_error_rate * static_cast<double>(seen_)) {

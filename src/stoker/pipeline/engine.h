@@ -177,7 +177,9 @@ class Engine {
 
   std::optional<Prepared> carried_;
   std::stop_token stop_;  // produce()'s, for a source that waits for its plan in top_up  // first item of the next epoch, taken while flushing
-  std::uint64_t failed_ = 0, seen_ = 0, step_ = 0;
+  // failed_: every failure since the epoch-0 start (the state's `errors`, carried over resumes;
+  // saturates at 2^64-1, never wraps to 0); failed_here_: this run's, for the rate budget.
+  std::uint64_t failed_ = 0, failed_here_ = 0, seen_ = 0, step_ = 0;
   std::atomic<std::int64_t> arena_wait_ns_{0}, sample_wait_ns_{0}, emit_ns_{0};
 
   // Asynchronous fetches complete on the store's I/O thread, possibly after the engine is gone:

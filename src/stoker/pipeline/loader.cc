@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/printable.h"
 #include "stoker/exec/bounded_queue.h"
 #include "stoker/exec/thread_pool.h"
 #include "stoker/pipeline/engine.h"
@@ -111,7 +112,7 @@ struct Loader::Impl {
     stop_engine();
     if (owns_trace && ctx != nullptr && ctx->tracer != nullptr) {
       if (Status st = ctx->tracer->write(config.trace_path); !st.ok()) {
-        std::fprintf(stderr, "stoker: %s\n", st.error().to_string().c_str());
+        std::fprintf(stderr, "stoker: %s\n", printable(st.error().to_string()).c_str());
       }
     }
   }
@@ -303,6 +304,7 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
     ctx->max_length = ctx->max_length > 0 ? std::min(ctx->max_length, cap) : cap;
   }
   ctx->truncate = config.truncate;
+  ctx->max_media_per_record = config.max_media_per_record;
   ctx->io_delay_hook = config.io_delay_hook;
   return ctx;
 }

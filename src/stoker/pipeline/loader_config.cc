@@ -21,6 +21,10 @@ Status LoaderConfig::validate() const {
   if (max_record_bytes < 1 || max_record_bytes > (std::int64_t{4} << 30)) {
     return invalid_argument("loader: max_record_bytes must be in [1, 4 GiB]");
   }
+  if (max_manifest_bytes < 1) return invalid_argument("loader: max_manifest_bytes must be >= 1");
+  if (max_media_per_record < 1) {
+    return invalid_argument("loader: max_media_per_record must be >= 1");
+  }
   if (io_deadline_ms < 0) return invalid_argument("loader: io_deadline_ms must be >= 0");
   if (io_max_attempts < 0) return invalid_argument("loader: io_max_attempts must be >= 0");
   if (manifest_chunk_bytes < 1) return invalid_argument("loader: manifest_chunk_bytes must be >= 1");

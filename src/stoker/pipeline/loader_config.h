@@ -124,12 +124,18 @@ struct LoaderConfig : BatchOptions {
   // Every read is bounded: a media object (file, HTTP body) and a JSONL record (one line).
   std::int64_t max_object_bytes = std::int64_t{256} << 20;
   std::int64_t max_record_bytes = std::int64_t{16} << 20;
+  // Media one record may reference (images + video files + video frames, each one fetch); a
+  // record with more fails at "read" (ResourceExhausted) before any is resolved or fetched.
+  std::int64_t max_media_per_record = 1024;
+  // A remote manifest's local copy (its claimed size and the bytes streamed); default 4 GiB.
+  std::int64_t max_manifest_bytes = std::int64_t{4} << 30;
   // The retry window of a remote request (all attempts together); 0: io's default, 120 s (the
   // option schema resolves $STOKER_IO_DEADLINE_MS into it). A store that stays down longer
   // stops the run (resumable).
   std::int64_t io_deadline_ms = 0;
   int io_max_attempts = 0;          // attempts per request, a cap for tests; 0: io's default
-  // Remote manifests are copied here (keyed by URI + ETag); empty: default_cache_dir().
+  // Remote manifests are copied here (keyed by URI + ETag, verified by SHA-256), a folder of
+  // this user's only, checked on every use (io::PrivateDir); empty: default_cache_dir().
   std::string cache_dir;
   std::int64_t manifest_chunk_bytes = std::int64_t{8} << 20;  // ranged GETs of a remote manifest
   bool fetch_blocking = false;      // one blocking read per I/O thread (the A/B baseline)

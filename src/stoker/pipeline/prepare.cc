@@ -1,6 +1,7 @@
 #include "stoker/pipeline/prepare.h"
 
 #include "stoker/base/clock.h"
+#include "stoker/base/option_name.h"
 
 #include <cstring>
 
@@ -32,6 +33,21 @@ const char* stage_name(int stage) {
   return stage >= 0 && stage < kNumStages ? kNames[stage] : "?";
 }
 
+Status check_media_count(const dataset::Conversation& conv, std::int64_t max_media) {
+  std::int64_t n = 0;
+  for (const dataset::Message& m : conv.messages) {
+    for (const dataset::Part& p : m.parts) {
+      if (p.kind == dataset::Part::Kind::kText) continue;
+      n += p.kind == dataset::Part::Kind::kVideo && !p.frames.empty()
+               ? static_cast<std::int64_t>(p.frames.size()) : 1;
+    }
+  }
+  if (n <= max_media) return ok_status();
+  return resource_exhausted(std::to_string(n) + " media (images, videos, video frames) in one "
+                            "record, over max_media_per_record " + std::to_string(max_media) +
+                            (option_style() == OptionStyle::kCli ? " (--max-media-per-record)" : ""));
+}
+
 Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris_out) {
   Fetched out;
   out.item = item;
@@ -54,6 +70,10 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
       return out;
     }
     out.conversation = std::move(conv).value();
+    if (Status st = check_media_count(out.conversation, ctx.max_media_per_record); !st.ok()) {
+      out.failure = failure(ctx, item, "read", st.error());
+      return out;
+    }
     const io::MediaScope& scope = ctx.scopes[ctx.index->location(item.sample).file];
     for (const dataset::Message& m : out.conversation.messages) {
       for (const dataset::Part& p : m.parts) {

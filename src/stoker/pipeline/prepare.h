@@ -96,6 +96,7 @@ struct Context {
   std::unique_ptr<Fetcher> fetcher;
   std::int64_t max_length = 0;
   bool truncate = false;  // over max_length: whole turns cut (text::Overflow::kTruncateTurns)
+  std::int64_t max_media_per_record = 1024;  // LoaderConfig::max_media_per_record
   std::function<void(std::uint64_t, int)> io_delay_hook;
   mutable StageCounters counters;
   const std::string& manifest_name(std::uint32_t file) const { return manifest_names[file]; }
@@ -166,6 +167,11 @@ Status process_video(const Context& ctx, const Prepared::Video& v, video::VideoD
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop);
 // The read half alone (record → conversation → media URIs); for the asynchronous fetch path.
 Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris);
+
+// One fetch per image, video file or video frame: ResourceExhausted when a record references more
+// than `max_media` (max_media_per_record), before any is resolved, budgeted or fetched. read_stage
+// applies it; so does `stoker render`.
+Status check_media_count(const dataset::Conversation& conv, std::int64_t max_media);
 SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
                             const Error& e);
 // `item`'s failure at `stage`, named by its manifest and line.

@@ -10,6 +10,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/redact.h"
+#include "stoker/io/private_dir.h"
 #include "stoker/io/uri.h"
 
 namespace stoker::pipeline {
@@ -48,12 +49,6 @@ struct PendingSample {
   std::optional<std::pair<std::size_t, Error>> error;  // the lowest-numbered image that failed
 };
 
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
 }  // namespace
 
 std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
@@ -61,72 +56,7 @@ std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> sto
   return std::make_unique<StoreFetcher>(std::move(store), max_object_bytes, blocking);
 }
 
-std::string default_cache_dir() {
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d != nullptr && *d != '\0') {
-    return std::string(d) + "/stoker";
-  }
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
-    return std::string(h) + "/.cache/stoker";
-  }
-  return "/tmp/stoker-cache";
-}
-
-Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::string& uri,
-                                          const std::string& cache_dir, std::int64_t chunk_bytes) {
-  Result<io::ObjectInfo> info = io::head_sync(store, uri);
-  if (!info.ok()) return std::move(info.error().with_context("manifest " + uri));
-  std::string base = uri.substr(uri.rfind('/') + 1);
-  for (char& c : base) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
-  }
-  // One file per version of the object: URI + ETag + size.
-  auto cache_path = [&](const io::ObjectInfo& version) {
-    char key[17];
-    std::snprintf(key, sizeof key, "%016llx",
-                  static_cast<unsigned long long>(fnv1a(uri + "\n" + version.etag + "\n" +
-                                                        std::to_string(version.size))));
-    return cache_dir + "/" + base + "-" + key + ".jsonl";
-  };
-  const std::string path = cache_path(*info);
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec) &&
-      static_cast<std::int64_t>(std::filesystem::file_size(path, ec)) == info->size && !ec) {
-    return path;
-  }
-  std::filesystem::create_directories(cache_dir, ec);
-  if (ec) return unavailable("creating manifest cache " + cache_dir + ": " + ec.message());
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return unavailable("writing manifest cache " + tmp);
-  io::ObjectInfo streamed;
-  Status st = io::stream_object(
-      store, uri, chunk_bytes,
-      [&](std::span<const std::uint8_t> chunk, std::int64_t offset) -> Status {
-        // The object was replaced mid-stream: stream_object starts over with the new version.
-        if (offset == 0 && (std::fflush(f) != 0 || ::ftruncate(::fileno(f), 0) != 0 ||
-                            std::fseek(f, 0, SEEK_SET) != 0)) {
-          return unavailable("rewinding manifest cache " + tmp);
-        }
-        if (std::fwrite(chunk.data(), 1, chunk.size(), f) != chunk.size()) {
-          return unavailable("writing manifest cache " + tmp);
-        }
-        return ok_status();
-      },
-      &streamed);
-  const bool closed = std::fclose(f) == 0;
-  if (st.ok() && !closed) st = unavailable("writing manifest cache " + tmp);
-  if (!st.ok()) {
-    std::filesystem::remove(tmp, ec);
-    Error e = st.error();
-    return std::move(e.with_context("caching manifest " + uri));
-  }
-  // Named by the version actually copied: an object replaced between the HEAD above and the
-  // stream's own is the newer version, whole.
-  const std::string final_path = cache_path(streamed);
-  std::filesystem::rename(tmp, final_path, ec);
-  if (ec) return unavailable("renaming manifest cache " + tmp + ": " + ec.message());
-  return final_path;
-}
+std::string default_cache_dir() { return io::user_cache_dir(); }
 
 SourceOptions source_options(const LoaderConfig& config) {
   SourceOptions o;
@@ -135,6 +65,7 @@ SourceOptions source_options(const LoaderConfig& config) {
               .allow_buckets = config.allow_buckets};
   o.max_object_bytes = config.max_object_bytes;
   o.max_record_bytes = config.max_record_bytes;
+  o.max_manifest_bytes = config.max_manifest_bytes;
   o.io_deadline_ms = config.io_deadline_ms;
   o.io_max_attempts = config.io_max_attempts;
   o.cache_dir = config.cache_dir;
@@ -172,7 +103,8 @@ Status open_sources(const std::vector<std::string>& data, const SourceOptions& o
       continue;
     }
     STOKER_ASSIGN_OR_RETURN(std::string path, cache_remote_manifest(*store, d, cache_dir,
-                                                                     options.manifest_chunk_bytes));
+                                                  {.max_bytes = options.max_manifest_bytes,
+                                                   .chunk_bytes = options.manifest_chunk_bytes}));
     local.push_back(std::move(path));
   }
   dataset::ManifestOptions manifest_options;

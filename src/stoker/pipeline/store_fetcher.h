@@ -23,6 +23,7 @@
 #include "stoker/io/object_store.h"
 #include "stoker/pipeline/fetcher.h"
 #include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/manifest_cache.h"
 #include "stoker/pipeline/prepare.h"
 
 namespace stoker::pipeline {
@@ -34,28 +35,21 @@ namespace stoker::pipeline {
 std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
                                             std::int64_t max_object_bytes, bool blocking = false);
 
-// $XDG_CACHE_HOME/stoker, else ~/.cache/stoker, else /tmp/stoker-cache ($STOKER_CACHE_DIR, the
-// cache_dir option's fallback, is read where the configuration is built: config/options.cc).
+// The per-user cache folder: io::user_cache_dir() ($XDG_CACHE_HOME/stoker, else
+// ~/.cache/stoker, else ${TMPDIR:-/tmp}/stoker-cache-<euid>). $STOKER_CACHE_DIR, the cache_dir
+// option's fallback, is read where the configuration is built (config/options.cc), not here.
 std::string default_cache_dir();
-
-// The local copy of remote manifest `uri` under `cache_dir`: reused when a file for this URI and
-// the object's current ETag and size exists; otherwise streamed (io::stream_object: If-Match on
-// every range, restarted from byte 0 if the object is replaced meanwhile) to a temporary file and
-// renamed into place — the copy is always exactly one version (ranged GETs of `chunk_bytes`).
-// Its .stoker-index lands next to it.
-Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::string& uri,
-                                          const std::string& cache_dir,
-                                          std::int64_t chunk_bytes = std::int64_t{8} << 20);
 
 // How the sources are opened (from LoaderConfig).
 struct SourceOptions {
   io::MediaAccess access;
   std::int64_t max_object_bytes = std::int64_t{256} << 20;
   std::int64_t max_record_bytes = std::int64_t{16} << 20;
+  std::int64_t max_manifest_bytes = kDefaultMaxManifestBytes;  // a remote manifest's copy
   std::int64_t io_deadline_ms = 0;  // 0: io's default (120 s)
   int io_max_attempts = 0;          // 0: io's default
   std::string cache_dir;            // remote manifests' local copies; empty: default_cache_dir()
-  std::int64_t manifest_chunk_bytes = std::int64_t{8} << 20;  // ranged GETs of a manifest
+  std::int64_t manifest_chunk_bytes = kDefaultManifestChunkBytes;  // ranged GETs of a manifest
   bool fetch_blocking = false;      // one blocking read per I/O thread (the A/B baseline)
   bool imds = false;
 };

@@ -51,6 +51,9 @@ pipeline::LoaderConfig loader_config(const py::dict& kw);  // Loader(...)'s
 // The schema's Python options as dicts (name, kind, range on this machine, choices, defaults,
 // help, env, ...): what stoker/_options.py builds its checks and the docstrings from.
 py::list option_schema();
+// An option's environment fallback read and checked by the schema (config::env_value), for the
+// entries the package reads itself (server_uid ← $STOKER_SERVER_UID); None when unset.
+py::object option_env(const std::string& name);
 
 // (dict name → "dltensor" capsule, step, epoch, ready_ns): what RawLoader/RawClient.next return.
 py::object batch_tuple(const std::shared_ptr<SharedBatch>& b, std::int64_t ready_ns);

@@ -123,19 +123,24 @@ config::Value convert(const OptionSpec& o, py::handle v, const config::Machine& 
   raise(invalid_argument(key + " is read by the stoker package, not by _stoker"));
 }
 
+// A parsed value as Python has it.
+py::object to_python(const OptionSpec& o, const config::Value& v) {
+  switch (o.kind) {
+    case Kind::kBool: return py::bool_(v.b);
+    case Kind::kInt:
+    case Kind::kBytes: return py::int_(v.i);
+    case Kind::kUInt: return py::int_(v.u);
+    case Kind::kNumber: return py::float_(v.d);
+    case Kind::kList: return py::cast(v.list);
+    default: return py::str(v.s);
+  }
+}
+
 py::object default_value(const OptionSpec& o, std::string_view def) {
   if (def.empty()) return py::none();
   Result<config::Value> v = config::parse_text(o, def, o.name, config::Machine::current());
   if (!v.ok()) return py::none();
-  switch (o.kind) {
-    case Kind::kBool: return py::bool_(v->b);
-    case Kind::kInt:
-    case Kind::kBytes: return py::int_(v->i);
-    case Kind::kUInt: return py::int_(v->u);
-    case Kind::kNumber: return py::float_(v->d);
-    case Kind::kList: return py::cast(v->list);
-    default: return py::str(v->s);
-  }
+  return to_python(o, *v);
 }
 
 const char* kind_name(Kind k) {
@@ -177,6 +182,14 @@ config::Settings settings_from_keywords(const py::dict& kw, config::Command comm
 
 pipeline::LoaderConfig loader_config(const py::dict& kw) {
   return settings_from_keywords(kw, config::kPyLoader).loader;
+}
+
+py::object option_env(const std::string& name) {
+  const OptionSpec* o = config::find_option(name, config::kPyLoader);
+  if (o == nullptr) o = config::find_option(name, config::kPyServe);
+  if (o == nullptr) raise(invalid_argument("no option '" + name + "'"));
+  std::optional<config::Value> v = unwrap(config::env_value(*o));
+  return v ? to_python(*o, *v) : py::none();
 }
 
 py::list option_schema() {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stoker/base/option_name.h"
+#include "stoker/base/printable.h"
 #include "stoker/base/result.h"
 #include "stoker/base/version.h"
 #include "stoker/pipeline/loader.h"
@@ -219,6 +220,10 @@ class RawLoader {
       failures.append(f);
     }
     d["failures"] = failures;
+    // Samples over max_length (tokenize, ResourceExhausted): skipped, not an error — the Python
+    // Loader warns with this count at the end of each epoch.
+    const auto too_long = s.failed_by.find({"tokenize", "ResourceExhausted"});
+    d["dropped_too_long"] = too_long == s.failed_by.end() ? 0 : too_long->second;
     return d;
   }
 
@@ -285,7 +290,9 @@ PYBIND11_MODULE(_stoker, m) {
       std::string code(stoker::error_code_name(e.error.code()));
       py::object cls = error_classes().contains(code) ? error_classes()[py::str(code)]
                                                       : py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
-      py::object exc = cls(e.error.to_string());
+      // Escaped: a message carries data (ids, paths, server text) that must not act on a
+      // terminal, and py::str needs UTF-8.
+      py::object exc = cls(stoker::printable(e.error.to_string()));
       try {
         exc.attr("code") = code;
       } catch (const py::error_already_set&) {
@@ -303,6 +310,7 @@ PYBIND11_MODULE(_stoker, m) {
   m.def("live_tensors", &live_tensors, "exported DLPack tensors not yet freed");
   m.def("_raise", &raise_code, "test hook: raise the error a code name stands for");
   m.def("option_schema", &option_schema, "the option schema's Python options (stoker/_options.py)");
+  m.def("option_env", &option_env, "an option's environment fallback, checked (None: unset)");
 
   py::class_<RawLoader>(m, "RawLoader")
       .def(py::init<const py::dict&>())

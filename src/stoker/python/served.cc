@@ -32,9 +32,11 @@ class RawClient {
  public:
   // rank/world_size: -1 = from the launcher's variables (torchrun, Open MPI, Slurm; else 0 of 1).
   // Sent as the attach: the node server serves this rank's shard, resumed from `state` when
-  // given (epoch, position, errors), else from what this rank last released.
+  // given (epoch, position, errors), else from what this rank last released. server_uid: a uid
+  // whose server is trusted besides this user's own (-1: none; the package resolves
+  // server_uid= / $STOKER_SERVER_UID through the option schema).
   RawClient(const std::string& socket_path, std::int64_t connect_timeout_ms, int rank,
-            int world_size, const py::object& state) {
+            int world_size, const py::object& state, std::int64_t server_uid) {
     dataset::RankFlags flags;
     if (rank >= 0) flags.rank = rank;
     if (world_size >= 0) flags.world_size = world_size;
@@ -54,6 +56,7 @@ class RawClient {
     shm::ClientOptions o{.socket_path = socket_or_default(socket_path),
                          .connect_timeout_ms = connect_timeout_ms,
                          .attach = attach};
+    if (server_uid >= 0) o.server_uid = static_cast<std::uint32_t>(server_uid);
     py::gil_scoped_release nogil;
     client_ = unwrap(shm::BatchClient::connect(o));
   }
@@ -183,9 +186,9 @@ py::dict serve(const py::dict& kw) {
 
 void bind_served(py::module_& m) {
   py::class_<RawClient>(m, "RawClient")
-      .def(py::init<const std::string&, std::int64_t, int, int, const py::object&>(),
+      .def(py::init<const std::string&, std::int64_t, int, int, const py::object&, std::int64_t>(),
            py::arg("socket"), py::arg("connect_timeout_ms"), py::arg("rank") = -1,
-           py::arg("world_size") = -1, py::arg("state") = py::none())
+           py::arg("world_size") = -1, py::arg("state") = py::none(), py::arg("server_uid") = -1)
       .def("next", &RawClient::next)
       .def("info", &RawClient::info)
       .def("close", &RawClient::close);

@@ -127,6 +127,25 @@ Result<int> connect_with_retry(const std::string& path, std::int64_t timeout_ms)
   }
 }
 
+// The server's uid (SO_PEERCRED, set by the kernel at connect): ours, or the one the user named
+// (ClientOptions::server_uid; the front ends resolve $STOKER_SERVER_UID into it).
+Status check_server_uid(int fd, const std::string& path, std::optional<std::uint32_t> allowed) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return permission_denied(errno_text("reading the credentials of the server at " + path));
+  }
+  const uid_t me = ::geteuid();
+  if (cred.uid == me || (allowed && cred.uid == *allowed)) return ok_status();
+  return permission_denied(
+      "the hand-off server at " + path + " runs as uid " + std::to_string(cred.uid) + " (pid " +
+      std::to_string(cred.pid) + "), not as this user (uid " + std::to_string(me) +
+      "): refusing it, another user's server could hand over forged batches" +
+      (allowed ? " (allowed: uid " + std::to_string(*allowed) + ")"
+               : "; to trust it, set STOKER_SERVER_UID=" + std::to_string(cred.uid) +
+                     " (Python: server_uid=" + std::to_string(cred.uid) + ")"));
+}
+
 // Receives the hello and the arena fd that rides with it.
 Status receive_hello(detail::Connection& c) {
   alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * 4)> control{};
@@ -221,6 +240,7 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
   }
   auto conn = std::make_shared<detail::Connection>();
   STOKER_ASSIGN_OR_RETURN(conn->fd, connect_with_retry(path, options.connect_timeout_ms));
+  STOKER_RETURN_IF_ERROR(check_server_uid(conn->fd, path, options.server_uid));
   if (options.attach) {
     const ClientAttach& a = *options.attach;
     std::string msg = detail::encode_attach({.rank = a.rank, .world_size = a.world_size,
@@ -235,9 +255,23 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
   return std::unique_ptr<BatchClient>(new BatchClient(std::move(conn)));
 }
 
+namespace {
+
+// Nothing queued: tell the server this client now waits, so the window counts the batch the
+// consumer is replacing (`for b in loader` keeps the previous batch alive during next()).
+void say_waiting_if_idle(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 0) return;  // a message (or the hang-up) is there already
+  const std::string msg = detail::encode_waiting();
+  ::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);  // best effort
+}
+
+}  // namespace
+
 Result<std::optional<RemoteBatch>> BatchClient::next(const std::function<bool()>& interrupted,
                                                      std::chrono::milliseconds poll) {
   const int ms = static_cast<int>(std::clamp<std::int64_t>(poll.count(), 1, 60'000));
+  say_waiting_if_idle(conn_->fd);
   for (;;) {
     pollfd p{conn_->fd, POLLIN, 0};
     const int n = ::poll(&p, 1, ms);
@@ -249,6 +283,7 @@ Result<std::optional<RemoteBatch>> BatchClient::next(const std::function<bool()>
 
 Result<std::optional<RemoteBatch>> BatchClient::next() {
   detail::Connection& c = *conn_;
+  say_waiting_if_idle(c.fd);
   ssize_t n;
   do {
     n = ::recv(c.fd, c.buf.data(), c.buf.size(), MSG_TRUNC);
@@ -260,6 +295,20 @@ Result<std::optional<RemoteBatch>> BatchClient::next() {
   STOKER_ASSIGN_OR_RETURN(detail::Message m,
                           detail::decode({c.buf.data(), static_cast<std::size_t>(n)}, c.arena_bytes));
   if (m.type == detail::MsgType::kEnd) return std::optional<RemoteBatch>();
+  if (m.type == detail::MsgType::kRefuse) {
+    // The server ended this stream with an error (BatchServer::fail_client): "<Code>: text".
+    ErrorCode code = ErrorCode::kUnavailable;
+    std::string text = m.reason;
+    for (int k = 0; k <= static_cast<int>(ErrorCode::kFailedPrecondition); ++k) {
+      const std::string name(error_code_name(static_cast<ErrorCode>(k)));
+      if (text.rfind(name + ": ", 0) == 0) {
+        code = static_cast<ErrorCode>(k);
+        text = text.substr(name.size() + 2);
+        break;
+      }
+    }
+    return Error(code, "the server stopped this stream: " + text);
+  }
   if (m.type != detail::MsgType::kBatch)
     return data_loss("unexpected message type " + std::to_string(static_cast<int>(m.type)));
   RemoteBatch b;

@@ -5,6 +5,9 @@
 // the socket. Dropping a RemoteBatch (or release()) sends the release that lets the server reuse
 // the block. A RemoteBatch may outlive its client (the mapping stays until the last one is gone).
 // Thread-safety: next() for one consumer thread; RemoteBatches may be released from any thread.
+// The server is trusted only when it runs as this uid (or ClientOptions::server_uid, which the
+// front ends fill from $STOKER_SERVER_UID — the option schema's server_uid): SO_PEERCRED is
+// checked before the hello; PermissionDenied otherwise.
 // Errors: NotFound / Unavailable (no server at the path within connect_timeout_ms; the server
 // went away; a ranked server refused the attach, with its reason), DataLoss (malformed descriptor, block outside the arena), Internal (mmap).
 #pragma once
@@ -35,6 +38,11 @@ struct ClientAttach {
 struct ClientOptions {
   std::string socket_path;              // empty: default_socket_path("stoker")
   std::int64_t connect_timeout_ms = 5000;  // retry while the server is not up yet
+  // The server must run as this process's effective uid (SO_PEERCRED), or as this uid when set
+  // (Python's server_uid / $STOKER_SERVER_UID, resolved by the front end: this library reads no
+  // environment); any other server is refused before a byte of it is read — a server of another
+  // user could hand over forged batches.
+  std::optional<std::uint32_t> server_uid = {};
   std::optional<ClientAttach> attach = {};  // required by ranked servers
 };
 

@@ -389,6 +389,47 @@ TEST(HandoffTest, TwoConsumersShareTheStreamWithoutOverlap) {
   EXPECT_EQ(arena->in_use(), 0u);
 }
 
+// Issue 30 §8: `for b in Loader(connect=…)` keeps the previous batch alive (the loop variable)
+// while next() waits. With window 1 that used to hang forever after batch 1; the client now says
+// it waits, and the window counts the batch being replaced: one more is sent, no further.
+TEST(HandoffTest, WindowCountsTheBatchBeingReplaced) {
+  TempSocket sock;
+  auto arena = make_arena(1 << 20);
+  auto server = BatchServer::create(*arena, {.socket_path = sock.path, .window = 1});
+  ASSERT_TRUE(server.ok());
+  auto client = BatchClient::connect({.socket_path = sock.path});
+  ASSERT_TRUE(client.ok()) << client.error().to_string();
+  auto send_one = [&](int step) {
+    auto block = arena->allocate(4096);
+    batch::BatchLayout l{.block = *block,
+                         .tensors = {{"x", batch::DType::kUInt8, {4096}, block->offset}},
+                         .step = static_cast<std::uint64_t>(step)};
+    return (*server)->send(l, [&, blk = *block] { arena->release(blk); });
+  };
+  std::atomic<int> sent{0};
+  std::thread producer([&] {
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(send_one(i).ok());
+      ++sent;
+    }
+  });
+  auto held = (*client)->next();  // batch 0, kept (the loop variable)
+  ASSERT_TRUE(held.ok() && *held);
+  auto next = (*client)->next();  // waits with batch 0 held: batch 1 must still come
+  ASSERT_TRUE(next.ok() && *next) << "next() with one batch held and window 1";
+  EXPECT_EQ((*next)->layout().step, 1u);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(sent, 2) << "two held and not waiting: the third send waits for a release";
+  (*held)->release();  // the loop variable moves on
+  auto third = (*client)->next();
+  ASSERT_TRUE(third.ok() && *third);
+  EXPECT_EQ((*third)->layout().step, 2u);
+  producer.join();
+  next->reset();
+  third->reset();
+  ASSERT_TRUE((*server)->finish(5s).ok());
+}
+
 TEST(HandoffTest, WindowMakesSendWaitForARelease) {
   TempSocket sock;
   auto arena = make_arena(1 << 20);

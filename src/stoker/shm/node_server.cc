@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/printable.h"
 #include "stoker/obs/prometheus.h"
 #include "stoker/pipeline/metrics.h"
 #include "stoker/shm/socket_path.h"
@@ -46,7 +47,9 @@ struct RankSlot {
   // the summary line is their sum). attaches: processes served as this rank.
   std::int64_t batches_sent = 0, batches_released = 0, batches_reclaimed = 0, attaches = 0;
   std::string error;
+  ErrorCode error_code = ErrorCode::kInternal;  // of `error` (a failure budget stop: DataLoss)
   std::shared_ptr<pipeline::Loader> live;  // the rank's current Loader (for the metrics)
+  std::string last_progress;  // the progress line logged last (a repeat is not logged again)
 
   // done(consumed) of a sent batch: on the server's I/O thread.
   void on_done(std::uint64_t seq, bool consumed) {
@@ -89,6 +92,7 @@ struct NodeServer::Impl {
   std::vector<std::unique_ptr<RankSlot>> slots;
   std::vector<std::jthread> workers;
   bool all_done = false, ran = false, stopped = false, closed = false;
+  int failed_rank = -1;     // the rank whose Loader error stopped run() (-1: none)
   std::string path;
   ServerStats final_stats;  // after close()
 
@@ -113,7 +117,9 @@ struct NodeServer::Impl {
 
   void serve_rank(std::stop_token stop, RankSlot& slot);
   void handle_attach(const AttachRequest& a);
-  void log_progress() const;
+  // One line per rank whose line changed since it was last logged (issue 30 §16: "detached …
+  // position 0" came every 5 s while ranks started); `all`: every rank (the final lines).
+  void log_progress(bool all);
 };
 
 // The rank's worker: waits for a process to attach as this rank, makes its Loader (resumed from
@@ -158,6 +164,7 @@ void NodeServer::Impl::serve_rank(std::stop_token stop, RankSlot& slot) {
       server->refuse(client, "rank " + std::to_string(slot.rank) + ": " + why);
       std::lock_guard lock(slot.mu);  // not around refuse(): done callbacks take this lock
       slot.error = why;
+      slot.error_code = ok.error().code();
       continue;
     }
     loader = std::move(*made);
@@ -179,13 +186,17 @@ void NodeServer::Impl::serve_rank(std::stop_token stop, RankSlot& slot) {
     for (;;) {
       Result<std::optional<pipeline::Batch>> b = loader->next();
       if (!b.ok()) {
-        std::string error = b.error().to_string();
+        // The rank's Loader stopped (failure budget, outage): its process gets that error after
+        // the batches already sent (BatchServer::fail_client), not the clean end of the data.
+        server->fail_client(client, b.error());
+        const std::string error = b.error().to_string();
         {
           std::lock_guard lock(slot.mu);
           slot.error = error;
+          slot.error_code = b.error().code();
         }
-        log("rank " + std::to_string(slot.rank) + ": " + error);
-        server->end_client(client);
+        log("rank " + std::to_string(slot.rank) + ": " +
+            std::string(error_code_name(b.error().code())) + ": " + printable(error));
         break;
       }
       if (!*b) {
@@ -254,7 +265,7 @@ void NodeServer::Impl::handle_attach(const AttachRequest& a) {
   slot.cv.notify_all();
 }
 
-void NodeServer::Impl::log_progress() const {
+void NodeServer::Impl::log_progress(bool all) {
   for (const auto& s : slots) {
     std::lock_guard lock(s->mu);
     char buf[256];
@@ -266,7 +277,10 @@ void NodeServer::Impl::log_progress() const {
                   static_cast<long long>(s->batches_reclaimed),
                   static_cast<long long>(s->attaches), state_text(s->committed).c_str(),
                   s->ended ? " (ended)" : "");
-    log(buf + (s->error.empty() ? std::string() : " error: " + s->error));
+    std::string line = buf + (s->error.empty() ? std::string() : " error: " + printable(s->error));
+    if (!all && line == s->last_progress) continue;
+    s->last_progress = line;
+    log(line);
   }
 }
 
@@ -344,7 +358,9 @@ Status NodeServer::run(const std::function<bool()>& stop) {
       all_done = all_done && s->finished();
       std::lock_guard lock(s->mu);
       if (!s->error.empty() && !failure) {
-        failure = internal_error("rank " + std::to_string(s->rank) + ": " + s->error);
+        // The rank's own code (a failure budget stop is DataLoss), not Internal.
+        failure = Error(s->error_code, "rank " + std::to_string(s->rank) + ": " + s->error);
+        m.failed_rank = s->rank;
       }
       attached = attached || (s->active != 0 && m.server->client_alive(s->active));
     }
@@ -364,7 +380,7 @@ Status NodeServer::run(const std::function<bool()>& stop) {
     Result<AttachRequest> a = m.server->next_attach(std::chrono::milliseconds(200));
     if (a.ok()) m.handle_attach(*a);
     if (progress_s > 0 && now_ns() >= next_progress) {
-      m.log_progress();
+      m.log_progress(/*all=*/false);
       next_progress = now_ns() + static_cast<std::int64_t>(progress_s * 1e9);
     }
   }
@@ -384,14 +400,20 @@ void NodeServer::Impl::close() {
   stop_workers();
   server->close_clients();
   final_stats = server->stats();
-  log_progress();
+  log_progress(/*all=*/true);
   server.reset();  // unlinks the socket
   const ServerStats& st = final_stats;
-  char buf[320];
+  std::string why = all_done ? "every rank finished" : stopped ? "stopped by signal" : "stopped";
+  if (!all_done && !stopped && failed_rank >= 0) {
+    std::lock_guard lock(slots[failed_rank]->mu);
+    why = "stopped: rank " + std::to_string(failed_rank) + " failed (" +
+          std::string(error_code_name(slots[failed_rank]->error_code)) + ", above)";
+  }
+  char buf[384];
   std::snprintf(buf, sizeof buf,
                 "%s; %lld batches sent, %lld released, %lld reclaimed, %lld clients (%lld lost, "
                 "%lld refused); socket removed",
-                all_done ? "every rank finished" : stopped ? "stopped by signal" : "stopped",
+                why.c_str(),
                 static_cast<long long>(st.batches_sent), static_cast<long long>(st.batches_released),
                 static_cast<long long>(st.batches_reclaimed),
                 static_cast<long long>(st.clients_accepted), static_cast<long long>(st.clients_lost),

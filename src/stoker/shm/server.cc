@@ -134,6 +134,12 @@ struct BatchServer::Impl {
     bool attach_seen = false;      // ranked: its attach was queued (a second one drops it)
     std::uint64_t arena_bytes = 0;  // ranked: the arena its hello carried
     std::uint64_t last_sent = 0;  // batch id of the last send: ties go to the least recent
+    // The client blocks in next() with nothing queued (its "waiting"): the batch its consumer
+    // is replacing does not hold the window shut until the next send.
+    bool waiting = false;
+    bool has_room(int window) const {
+      return static_cast<int>(outstanding.size()) < window + (waiting ? 1 : 0);
+    }
     std::unordered_map<std::uint64_t, Release> outstanding;  // batch id → release
     ~Client() {
       if (fd >= 0) ::close(fd);
@@ -283,6 +289,11 @@ struct BatchServer::Impl {
         cv.notify_all();
         continue;
       }
+      if (m.ok() && m->type == detail::MsgType::kWaiting) {
+        c->waiting = true;
+        cv.notify_all();
+        continue;
+      }
       if (!m.ok() || m->type != detail::MsgType::kRelease) {
         drop_locked(c, releases);
         break;
@@ -338,9 +349,7 @@ struct BatchServer::Impl {
   ClientPtr pick_locked() const {
     ClientPtr best;
     for (auto& [id, c] : clients) {
-      if (c->ended || c->awaiting_attach ||
-          static_cast<int>(c->outstanding.size()) >= options.window)
-        continue;
+      if (c->ended || c->awaiting_attach || !c->has_room(options.window)) continue;
       if (!best || c->outstanding.size() < best->outstanding.size() ||
           (c->outstanding.size() == best->outstanding.size() && c->last_sent < best->last_sent))
         best = c;
@@ -369,6 +378,7 @@ struct BatchServer::Impl {
     const ssize_t n = ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n != static_cast<ssize_t>(msg.size())) return false;
     c->last_sent = id;
+    c->waiting = false;
     ++stats.batches_sent;
     ++stats.outstanding;
     stats.descriptor_bytes += n;
@@ -541,7 +551,7 @@ Status BatchServer::send_to(std::uint64_t client, batch::BatchLayout layout,
     auto it = s.clients.find(client);
     c = it == s.clients.end() ? nullptr : it->second;
     return s.stopping || c == nullptr || c->ended ||
-           (!c->awaiting_attach && static_cast<int>(c->outstanding.size()) < s.options.window);
+           (!c->awaiting_attach && c->has_room(s.options.window));
   };
   s.cv.wait(lock, stop, ready);
   if (stop.stop_requested() || s.stopping) {
@@ -574,6 +584,30 @@ bool BatchServer::end_client(std::uint64_t client) {
   it->second->ended = true;
   s.cv.notify_all();
   return true;
+}
+
+bool BatchServer::fail_client(std::uint64_t client, const Error& error) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  auto it = s.clients.find(client);
+  if (it == s.clients.end()) return false;
+  const std::string msg = detail::encode_refuse(std::string(error_code_name(error.code())) + ": " +
+                                                error.to_string());
+  ::send(it->second->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  it->second->ended = true;
+  s.cv.notify_all();
+  return true;
+}
+
+void BatchServer::fail_clients(const Error& error) {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [id, c] : impl_->clients) {
+      if (!c->ended) ids.push_back(id);
+    }
+  }
+  for (std::uint64_t id : ids) fail_client(id, error);
 }
 
 bool BatchServer::client_alive(std::uint64_t client) const {

@@ -33,7 +33,8 @@ namespace stoker::shm {
 
 struct ServerOptions {
   std::string socket_path;  // empty: default_socket_path("stoker")
-  int window = 4;           // unreleased batches one client may hold before send() waits [1, 64]
+  int window = 4;           // unreleased batches one client may hold before send() waits [1, 64];
+                            // +1 while the client says it waits in next() (the batch it replaces)
   // send() fails with Unavailable when no client has been connected for this long (-1: wait
   // forever). Keeps a producer from hanging on a consumer that never came or is gone for good.
   std::int64_t idle_timeout_ms = -1;
@@ -106,6 +107,13 @@ class BatchServer {
                  std::function<void(bool consumed)> done, std::stop_token stop = {});
   // Sends `end` to one client (its next() returns nullopt); false when it is gone.
   bool end_client(std::uint64_t client);
+  // Ends one client's stream with an error instead (its next() returns `error`'s code and text
+  // once it has taken the batches sent before; a refuse message on the wire): a rank whose
+  // Loader stopped (failure budget, outage) is not a clean end of the data.
+  bool fail_client(std::uint64_t client, const Error& error);
+  // fail_client for every connected client (unranked mode: the one stream stopped); call
+  // finish() afterwards as usual.
+  void fail_clients(const Error& error);
   bool client_alive(std::uint64_t client) const;
   // Unreleased batches one client holds (0 when gone).
   int outstanding(std::uint64_t client) const;

@@ -57,6 +57,10 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   auto e = decode(bytes_of(encode_end()), 0);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->type, MsgType::kEnd);
+  auto w = decode(bytes_of(encode_waiting()), 0);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->type, MsgType::kWaiting);
+  EXPECT_FALSE(decode(bytes_of(encode_waiting() + "x"), 0).ok()) << "trailing bytes";
 }
 
 TEST(WireTest, EveryTruncationIsDataLoss) {

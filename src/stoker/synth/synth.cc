@@ -11,6 +11,7 @@
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
 #include "stoker/base/json_text.h"
+#include "stoker/image/smart_resize.h"
 #include "stoker/synth/text.h"
 
 namespace stoker::synth {
@@ -226,6 +227,33 @@ void finalise_jobs(std::vector<ImageJob>& jobs, int max_side) {
     std::snprintf(name, sizeof name, "images/%06d_%d.%s", j.record, j.index_in_record,
                   std::string(info.extension).c_str());
     j.path = name;
+  }
+}
+
+// Qwen2/2.5-VL's vision tokens for a w x h image at the processors' default pixel bounds
+// (factor 28, [56², 28²·16384]); an image smart_resize refuses (aspect > 200) counts 0.
+std::int64_t vision_tokens(int w, int h) {
+  Result<image::ResizedSize> r = image::smart_resize(h, w, 28, 56 * 56, std::int64_t{28} * 28 * 16384);
+  if (!r.ok()) return 0;
+  return std::int64_t{r->height / 28} * (r->width / 28);
+}
+
+// Scales down the images of every record whose vision tokens exceed kRecordVisionTokens (all of
+// its images by one factor, keeping their aspect ratios), so the record fits max_length 8192.
+void fit_records(std::vector<ImageJob>& jobs) {
+  std::map<int, std::vector<ImageJob*>> by_record;
+  for (ImageJob& j : jobs) by_record[j.record].push_back(&j);
+  for (auto& [record, images] : by_record) {
+    for (int round = 0; round < 32; ++round) {
+      std::int64_t total = 0;
+      for (const ImageJob* j : images) total += vision_tokens(j->width, j->height);
+      if (total <= kRecordVisionTokens) break;
+      const double s = std::sqrt(static_cast<double>(kRecordVisionTokens) / total) * 0.97;
+      for (ImageJob* j : images) {
+        const int limit = std::max(kMinSide, static_cast<int>(std::max(j->width, j->height) * s));
+        std::tie(j->width, j->height) = cap_size(j->width, j->height, limit);
+      }
+    }
   }
 }
 
@@ -451,6 +479,7 @@ Result<SynthResult> generate_dataset(const SynthConfig& config) {
   std::vector<ImageJob>& jobs = planner.jobs;
   ensure_coverage(jobs, master.fork(kCoverageTag));
   finalise_jobs(jobs, config.max_side);
+  if (!config.long_records) fit_records(jobs);
 
   STOKER_RETURN_IF_ERROR(make_dirs(config.out_dir));
   STOKER_RETURN_IF_ERROR(make_images(config.out_dir, jobs, config.threads, config.flat_pixels));

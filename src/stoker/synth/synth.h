@@ -31,8 +31,17 @@ struct SynthConfig {
   // to write — for planning studies (`stoker bench packing`), whose lengths depend on image sizes
   // and text only. Not for pixel tests.
   bool flat_pixels = false;
+  // Records whose images would take more than kRecordVisionTokens vision tokens (Qwen2/2.5-VL,
+  // the most tokens per pixel of the presets) have those images scaled down, so that every
+  // record fits the default max_length (8192) with its text: a loader's default run drops none.
+  // true: sizes as drawn (a 3840x2160 image alone is ~10.6k tokens), for overflow tests.
+  bool long_records = false;
   Status validate() const;
 };
+
+// Vision tokens one record's images may take unless SynthConfig::long_records (the rest of the
+// default max_length 8192 is the record's text and the chat template's, < 1k tokens here).
+inline constexpr std::int64_t kRecordVisionTokens = 6144;
 
 struct ImagesOnlyConfig {
   std::string out_dir;

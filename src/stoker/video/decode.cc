@@ -1,6 +1,7 @@
 #include "stoker/video/decode.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <unordered_map>
@@ -152,6 +153,17 @@ struct VideoReader::Impl {
       fmt = nullptr;  // freed by avformat_open_input on failure
       STOKER_RETURN_IF_ERROR(check_time("opening"));
       return data_loss("video: not a readable container (" + av_error_text(ret) + ")");
+    }
+    // FFmpeg opens a still image too (png_pipe, jpeg_pipe, webp_pipe, image2, ...): one frame,
+    // which failed later as "nframes should be in [2, 1]" (issue 30 §18). Say what it is.
+    if (const std::string demuxer = fmt->iformat && fmt->iformat->name ? fmt->iformat->name : "";
+        demuxer == "image2" || demuxer == "image2pipe" ||
+        (demuxer.size() > 5 && demuxer.compare(demuxer.size() - 5, 5, "_pipe") == 0)) {
+      std::string kind = demuxer.substr(0, demuxer.find('_'));
+      for (char& c : kind) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      return invalid_argument("video: the file is a still image (" + kind +
+                              "), not a video; give it as an image part (\"type\": \"image\")"
+                              " or as a video's list of frames");
     }
     ret = avformat_find_stream_info(fmt, nullptr);
     if (ret < 0) {

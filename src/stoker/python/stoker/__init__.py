@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import os
+import warnings
 import weakref
 from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
@@ -48,7 +49,7 @@ def _refuse_server_options(options: Dict[str, Any]) -> None:
         _options.fail(f"Loader(connect=...): {shown}: the server makes the batches, so these "
                       "would be ignored here; give them to the server (`stoker serve ...` / "
                       "stoker.serve(...)). A served Loader takes rank, world_size, "
-                      "connect_timeout_s and resume_state")
+                      "connect_timeout_s, resume_state and server_uid")
 
 
 _DEFAULTS: Optional[Dict[str, Any]] = None
@@ -185,6 +186,14 @@ class Loader:
     got '8' (str)"; so does an unknown option. The options below come from stoker's option schema
     (`stoker options` prints them all; the README's table is the same); those not in the
     signature are keyword arguments too.
+
+    Failed samples are skipped, reported (error_report, stats()) and budgeted: strict=True stops
+    at the first; max_errors=N when more than N failed; max_error_rate=F (default 0.1) when more
+    than a share F of this run's samples failed, checked once min_seen (100) were seen and again
+    at the end of the data over all of them, however few (1 failed of 5 raises StokerError, code
+    "DataLoss", at the end). Samples over max_length are dropped, not failed loudly: a
+    RuntimeWarning gives their count at the end of each epoch that dropped some
+    (stats()['dropped_too_long']).
     """
 
     def __init__(
@@ -244,6 +253,8 @@ class Loader:
         self._from_dlpack = _from_dlpack()
         self._stash = None  # first batch of the next epoch, read while ending this one
         self._ended = False
+        self._max_length = max_length
+        self._too_long_warned = 0  # dropped_too_long already warned about
         self._handoff_ns: "collections.deque[int]" = collections.deque(maxlen=8192)
         self.batch_size = batch_size
         self._client = None
@@ -264,6 +275,12 @@ class Loader:
             target = _options.connect_target(connect)
             timeout_s = _options.SECONDS("connect_timeout_s", advanced.pop("connect_timeout_s", 30))
             resume_state = advanced.pop("resume_state", None)
+            # A server of another uid only when named (server_uid=, else $STOKER_SERVER_UID,
+            # checked by the option schema): the client checks the server's SO_PEERCRED.
+            server_uid = advanced.pop("server_uid", None)
+            server_uid = _options.LOADER_OPTIONS["server_uid"]("server_uid", server_uid)
+            if server_uid is None:
+                server_uid = _stoker.option_env("server_uid")
             options.update(advanced)
             kw = _options.check_options(options, "Loader")
             _refuse_server_options(options)
@@ -277,7 +294,8 @@ class Loader:
                          if k in ("epoch", "position", "errors", "packs", "plan")}
             self._client = _stoker.RawClient(
                 target, int(timeout_s * 1000), -1 if kw["rank"] is None else kw["rank"],
-                -1 if kw["world_size"] is None else kw["world_size"], state)
+                -1 if kw["world_size"] is None else kw["world_size"], state,
+                -1 if server_uid is None else server_uid)
             self._raw = self._client
             return
         if data is None:
@@ -309,13 +327,29 @@ class Loader:
                 item = raw_next()
             if item is None:
                 self._ended = True
+                self._warn_dropped()
                 return
             if epoch is None:
                 epoch = item[2]
             elif item[2] != epoch:
                 self._stash = item
+                self._warn_dropped()
                 return
             yield wrap(item)
+
+    def _warn_dropped(self) -> None:
+        """Samples over max_length are skipped (reported, not raised): say how many, once per
+        epoch that dropped some (issue 30 §14: they vanished silently)."""
+        if self._client is not None:
+            return
+        n = int(self._raw.stats().get("dropped_too_long", 0))
+        if n > self._too_long_warned:
+            warnings.warn(
+                f"stoker.Loader: {n - self._too_long_warned} sample(s) longer than max_length="
+                f"{self._max_length} tokens were dropped ({n} in all; stats()['dropped_too_long'],"
+                " stats()['failures'] name them); raise max_length, or truncate=True to cut whole"
+                " turns instead", RuntimeWarning, stacklevel=3)
+            self._too_long_warned = n
 
     def _wrap(self, item) -> Dict[str, Any]:
         caps, _step, _epoch, ready_ns = item

@@ -235,7 +235,7 @@ LOADER_OPTIONS: Dict[str, Checker] = _table("Loader")
 SERVE_OPTIONS: Dict[str, Checker] = _table("serve")
 DEFAULTS = {s["name"]: s["default"] for s in SCHEMA if "Loader" in s["commands"]}
 # Read by the package, never sent to _stoker.
-PACKAGE_ONLY = ("connect", "connect_timeout_s", "resume_state")
+PACKAGE_ONLY = ("connect", "connect_timeout_s", "resume_state", "server_uid")
 
 
 def check_options(options: Dict[str, Any], who: str = "Loader") -> Dict[str, Any]:

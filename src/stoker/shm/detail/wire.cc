@@ -149,6 +149,8 @@ std::string encode_attach(const Attach& a) {
   return w.take();
 }
 
+std::string encode_waiting() { return Writer(MsgType::kWaiting).take(); }
+
 std::string encode_refuse(std::string_view reason) {
   Writer w(MsgType::kRefuse);
   reason = reason.substr(0, 1024);
@@ -173,6 +175,7 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
       if (!r.get(&m.hello.arena_bytes) || !r.get(&m.hello.server_pid)) return malformed("short hello");
       break;
     case MsgType::kEnd:
+    case MsgType::kWaiting:
       break;
     case MsgType::kRelease:
       if (!r.get(&m.release_id)) return malformed("short release");

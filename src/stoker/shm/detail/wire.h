@@ -8,6 +8,9 @@
 //           world size, optionally the resume state the client saved (epoch, position, errors,
 //           packs, plan)
 //   refuse  server→client instead of the hello: why the attach was refused (text)
+//   waiting client→server: next() found nothing queued and blocks. The window then counts the
+//           batch the consumer is replacing (its loop variable still holds it): the server may
+//           send one more (issue 30 §8: `for b in Loader(connect=…)` with --window 1 hung)
 // Dtypes travel as explicit wire codes (not batch::DType's enum order), so the protocol does not
 // change when the enum does. decode() checks everything a hostile or corrupt peer could get
 // wrong: sizes, counts, dtype codes, shape overflow, and that each tensor lies inside its block
@@ -25,13 +28,13 @@
 namespace stoker::shm::detail {
 
 inline constexpr std::uint32_t kMagic = 0x524b5453;  // "STKR" little-endian
-inline constexpr std::uint16_t kVersion = 2;  // 2: the attach carries packs and plan
+inline constexpr std::uint16_t kVersion = 3;  // 2: the attach carries packs and plan; 3: waiting
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
 inline constexpr std::size_t kMaxTensors = 256;
 inline constexpr std::size_t kMaxRank = 8;
 
 enum class MsgType : std::uint16_t {
-  kHello = 1, kBatch = 2, kEnd = 3, kRelease = 4, kAttach = 5, kRefuse = 6,
+  kHello = 1, kBatch = 2, kEnd = 3, kRelease = 4, kAttach = 5, kRefuse = 6, kWaiting = 7,
 };
 
 struct Attach {
@@ -70,6 +73,7 @@ std::string encode_end();
 std::string encode_release(std::uint64_t id);
 std::string encode_attach(const Attach& a);
 std::string encode_refuse(std::string_view reason);  // cut to 1024 bytes
+std::string encode_waiting();
 
 // arena_bytes bounds the blocks of batch messages (0 on the server side: release/hello only).
 Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_bytes);
