@@ -46,22 +46,29 @@ def run_consumer(sock, tmp_path, timeout=60):
     return r, time.monotonic() - t0
 
 
-def test_readme_loop_with_window_1_on_stoker_serve(data, tmp_path):
-    sock = str(tmp_path / "node.sock")
-    srv = subprocess.Popen([_stoker_bin(), "serve", data, "--world-size", "1", "--socket", sock,
-                            "--batch-size", str(BATCH), "--window", "1", "--threads", "1"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def loop_against(srv, sock, tmp_path, finished):
+    """The README loop against server `srv`: every batch delivered, the server done by itself."""
     try:
         r, elapsed = run_consumer(sock, tmp_path)
         assert r.returncode == 0, r.stderr
         assert f"rank 0: {N // BATCH} batches" in r.stdout, r.stdout + r.stderr
         out, err = srv.communicate(timeout=60)
         assert srv.returncode == 0, err
-        print(f"\n--window 1, README loop: {N // BATCH} batches in {elapsed:.2f} s")
+        assert finished in out, out
+        return elapsed
     finally:
         if srv.poll() is None:
             srv.kill()
             srv.wait()
+
+
+def test_readme_loop_with_window_1_on_stoker_serve(data, tmp_path):
+    sock = str(tmp_path / "node.sock")
+    srv = subprocess.Popen([_stoker_bin(), "serve", data, "--world-size", "1", "--socket", sock,
+                            "--batch-size", str(BATCH), "--window", "1", "--threads", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    elapsed = loop_against(srv, sock, tmp_path, "every rank finished")
+    print(f"\n--window 1, README loop: {N // BATCH} batches in {elapsed:.2f} s")
 
 
 def test_readme_loop_with_window_1_on_python_serve(data, tmp_path):
@@ -74,14 +81,4 @@ def test_readme_loop_with_window_1_on_python_serve(data, tmp_path):
     srv = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True,
                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
-    try:
-        r, _ = run_consumer(sock, tmp_path)
-        assert r.returncode == 0, r.stderr
-        assert f"rank 0: {N // BATCH} batches" in r.stdout, r.stdout + r.stderr
-        out, err = srv.communicate(timeout=60)
-        assert srv.returncode == 0, err
-        assert "every rank finished" in out, out
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
+    loop_against(srv, sock, tmp_path, "every rank finished")

@@ -15,6 +15,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
+#include "stoker/base/elide.h"
 #include "stoker/base/printable.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/options_cli.h"
@@ -340,10 +341,14 @@ int Inspector::finish(const std::string& data_path) {
   }
   std::printf("  errors         %d\n", errors);
   std::vector<std::pair<int, std::string>> listed;  // in file order
+  // Ids and paths come from the records: bounded (elide_middle), then escaped when printed. The
+  // errors are bounded already (every Error message is).
   for (const RecordError& e : record_errors_)
-    listed.emplace_back(e.line, (e.id.empty() ? "" : e.id + ": ") + std::string(error_code_name(e.code)) + ": " + e.error);
+    listed.emplace_back(e.line, (e.id.empty() ? "" : elide_middle(e.id) + ": ") +
+                                    std::string(error_code_name(e.code)) + ": " + e.error);
   for (const ImageRow* r : failed)
-    listed.emplace_back(r->line, r->path + ": " + std::string(error_code_name(r->code)) + ": " + r->error);
+    listed.emplace_back(r->line, elide_middle(r->path) + ": " +
+                                     std::string(error_code_name(r->code)) + ": " + r->error);
   std::stable_sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [line, text] : listed) {
     std::printf("    %s:%d: %s\n", printable(data_path).c_str(), line, printable(text).c_str());

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/elide.h"
 #include "stoker/base/printable.h"
 #include "stoker/base/file.h"
 #include "stoker/cli/options_cli.h"
@@ -255,11 +256,13 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
       rest += k.count;
       continue;
     }
-    // Ids, paths and server text come from data: escaped (ESC sequences, forged lines).
+    // Ids, paths and server text come from data: bounded (the reasons are Error text, bounded
+    // already; the file is elided) and escaped (ESC sequences, forged lines).
     std::printf("    %lld x %s %s: %s\n      e.g. sample %llu (%s:%llu): %s\n",
                 static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(),
                 printable(k.pattern).c_str(), static_cast<unsigned long long>(k.example.sample),
-                printable(k.example.file).c_str(), static_cast<unsigned long long>(k.example.line),
+                printable(elide_middle(k.example.file)).c_str(),
+                static_cast<unsigned long long>(k.example.line),
                 printable(k.example.reason).c_str());
   }
   if (rest > 0) {

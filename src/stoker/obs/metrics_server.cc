@@ -182,7 +182,11 @@ void MetricsServer::loop(std::stop_token stop) {
           ::close(oldest->fd);
           conns.erase(oldest);
         }
-        conns.push_back({.fd = fd, .deadline = now_ns() + kReadLimitNs, .opened = now_ns()});
+        Conn c;
+        c.fd = fd;
+        c.opened = now_ns();
+        c.deadline = c.opened + kReadLimitNs;
+        conns.push_back(std::move(c));
       }
     }
   }
