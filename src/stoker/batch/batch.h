@@ -21,7 +21,6 @@ namespace stoker::batch {
 
 enum class DType { kInt64, kUInt64, kFloat32, kBFloat16, kInt32, kUInt8 };
 int dtype_size(DType t);
-const char* dtype_name(DType t);
 
 struct TensorView {
   std::string name;

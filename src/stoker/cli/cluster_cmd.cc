@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "stoker/base/hash.h"
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/loader_flags.h"
@@ -57,7 +58,7 @@ cluster options (every rank must get the same flags; only --role may differ):
 #ifdef STOKER_HAVE_CLUSTER
 // FNV-1a of the arguments, --role and its value left out: what every rank must agree on.
 std::uint64_t fingerprint(int argc, char** argv) {
-  std::uint64_t h = 14695981039346656037ull;
+  std::uint64_t h = kFnv64Offset;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--role") {
@@ -65,7 +66,7 @@ std::uint64_t fingerprint(int argc, char** argv) {
       continue;
     }
     if (a.rfind("--role=", 0) == 0) continue;
-    for (unsigned char c : a + '\0') h = (h ^ c) * 1099511628211ull;
+    h = fnv1a64(a.c_str(), a.size() + 1, h);  // with the terminator: "ab","c" != "a","bc"
   }
   return h;
 }

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "stoker/base/byte_reader.h"
+#include "stoker/base/byte_writer.h"
 
 namespace stoker::cluster {
 
@@ -25,28 +26,7 @@ const char* wire_name(Wire w) {
 
 namespace {
 
-class Writer {
- public:
-  template <typename T>
-  void put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    out.insert(out.end(), p, p + sizeof v);
-  }
-  void str(const std::string& s) {
-    put<std::uint64_t>(s.size());
-    out.insert(out.end(), s.begin(), s.end());
-  }
-  template <typename T>
-  void vec(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    put<std::uint64_t>(v.size());
-    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
-    out.insert(out.end(), p, p + v.size() * sizeof(T));
-  }
-  std::vector<std::uint8_t> out;
-};
-
+using Writer = ByteWriter;
 using Reader = ByteReader;
 
 constexpr std::uint32_t kMaxImages = 1 << 16;  // per sample; a larger count is a broken message
@@ -60,7 +40,7 @@ std::vector<std::uint8_t> encode(const Request& r) {
   w.put(r.epoch);
   w.put(r.k);
   w.put(r.sample);
-  return std::move(w.out);
+  return w.take();
 }
 
 Result<Request> decode_request(const std::vector<std::uint8_t>& bytes) {
@@ -83,8 +63,8 @@ std::vector<std::uint8_t> encode(const SampleResult& r) {
     w.put(f.sample);
     w.str(f.file);
     w.put(f.line);
-    w.str(f.stage);
-    w.str(f.code);
+    w.put(static_cast<std::uint8_t>(f.stage));
+    w.put(static_cast<std::uint8_t>(f.code));
     w.str(f.reason);
   }
   w.vec(p.tokens.input_ids);
@@ -112,7 +92,7 @@ std::vector<std::uint8_t> encode(const SampleResult& r) {
   w.put<std::uint32_t>(static_cast<std::uint32_t>(p.encoded.size()));
   for (const std::vector<std::uint8_t>& e : p.encoded) w.vec(e);
   w.put(r.payload_bytes);
-  return std::move(w.out);
+  return w.take();
 }
 
 Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes) {
@@ -128,9 +108,13 @@ Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes) {
     return bad("header");
   if (has_failure) {
     pipeline::SampleFailure f;
-    if (!(rd.get(&f.sample) && rd.str(&f.file) && rd.get(&f.line) && rd.str(&f.stage) &&
-          rd.str(&f.code) && rd.str(&f.reason)))
+    std::uint8_t stage = 0, code = 0;
+    if (!(rd.get(&f.sample) && rd.str(&f.file) && rd.get(&f.line) && rd.get(&stage) &&
+          rd.get(&code) && rd.str(&f.reason)) ||
+        stage >= pipeline::kNumFailureStages || code > static_cast<int>(kLastErrorCode))
       return bad("failure");
+    f.stage = static_cast<pipeline::FailureStage>(stage);
+    f.code = static_cast<ErrorCode>(code);
     p.failure = std::move(f);
   }
   std::uint64_t spans = 0;

@@ -62,7 +62,8 @@ TEST(ClusterWire, ResultRoundTrips) {
 TEST(ClusterWire, FailureRoundTrips) {
   SampleResult in;
   in.ticket = 3;
-  in.prepared.failure = pipeline::SampleFailure{9, "data.jsonl", 10, "decode", "DataLoss", "bad"};
+  in.prepared.failure = pipeline::SampleFailure{9, "data.jsonl", 10, pipeline::FailureStage::kDecode,
+                                                 ErrorCode::kDataLoss, "bad"};
   Result<SampleResult> out = decode_result(encode(in));
   ASSERT_TRUE(out.ok());
   ASSERT_TRUE(out->prepared.failure.has_value());

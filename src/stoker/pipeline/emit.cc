@@ -12,26 +12,6 @@
 
 namespace stoker::pipeline {
 
-struct BatchAccess {
-  // `tracer` (optional): the arena counter is recorded when the block goes back.
-  static Batch make(const batch::BatchLayout& layout, std::shared_ptr<batch::Arena> arena,
-                    std::shared_ptr<obs::Tracer> tracer, int arena_counter) {
-    Batch b;
-    b.layout_ = layout;
-    b.base_ = arena->base();
-    if (tracer == nullptr) {
-      b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
-    } else {
-      b.release_ = [arena = std::move(arena), tracer = std::move(tracer),
-                    arena_counter](batch::Block block) {
-        arena->release(block);
-        tracer->counter(arena_counter, static_cast<std::int64_t>(arena->in_use()));
-      };
-    }
-    return b;
-  }
-};
-
 namespace {
 
 // One image's emit span, and inside it the decode, resize and normalise phases. The fused path

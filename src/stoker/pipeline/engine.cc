@@ -239,16 +239,11 @@ std::optional<Prepared> Engine::take(std::stop_token stop) {
 std::optional<Error> Engine::count_failure(const SampleFailure& f) {
   ++failed_;
   const ErrorPolicy& policy = options_.errors;
-  std::string last = "last: sample " + std::to_string(f.sample) + " (" + f.file + ":" +
-                     std::to_string(f.line) + ") failed at " + f.stage + ": " + f.reason;
+  const std::string last = "last: " + describe_failure(f);
   // Strict: the sample's own error, so a missing file stays NotFound (FileNotFoundError in
   // Python, README's table), not a generic DataLoss.
   if (policy.strict) {
-    ErrorCode code = ErrorCode::kDataLoss;  // the report carries the code as its name
-    for (int c = 0; c <= static_cast<int>(ErrorCode::kFailedPrecondition); ++c) {
-      if (error_code_name(static_cast<ErrorCode>(c)) == f.code) code = static_cast<ErrorCode>(c);
-    }
-    return Error(code, "strict mode: stopping at the first failed sample; " + last);
+    return Error(f.code, "strict mode: stopping at the first failed sample; " + last);
   }
   if (policy.max_errors >= 0 && failed_ > static_cast<std::uint64_t>(policy.max_errors)) {
     return data_loss("failure budget exceeded: " + std::to_string(failed_) +
@@ -343,7 +338,7 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
       // consuming anything, so a resume measures that window again.
       const SampleFailure& f = *cur.failure;
       out.state_after.reset();
-      out.fatal = f.code == "Cancelled"
+      out.fatal = f.code == ErrorCode::kCancelled
                       ? cancelled("loader stopped")
                       : outage_error(f, "storage unavailable while planning packs; resume from "
                                         "the last saved state");
@@ -374,7 +369,7 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
          cur.pixel_rows + cur.video_rows != item.planned_rows)) {
       // The record or its media changed between measuring and reading it again.
       cur.failure = sample_failure(
-          ctx_, item, "plan",
+          ctx_, item, FailureStage::kPlan,
           data_loss(std::to_string(cur.tokens.input_ids.size()) + " tokens and " +
                     std::to_string(cur.pixel_rows + cur.video_rows) + " pixel rows, planned with " +
                     std::to_string(item.planned_tokens) + " and " +

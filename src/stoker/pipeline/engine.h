@@ -21,9 +21,11 @@
 #include "stoker/batch/arena.h"
 #include "stoker/dataset/order.h"
 #include "stoker/exec/thread_pool.h"
-#include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/batch.h"
+#include "stoker/pipeline/policy.h"
 #include "stoker/pipeline/prepare.h"
 #include "stoker/pipeline/source.h"
+#include "stoker/pipeline/state.h"
 
 namespace stoker::pipeline {
 

@@ -7,10 +7,9 @@
 namespace stoker::pipeline {
 namespace {
 
-SampleFailure failure(const Context& ctx, const Item& item, const char* stage, const Error& e) {
-  dataset::RecordLocation loc = ctx.index->location(item.sample);
-  return {item.sample, ctx.manifest_name(loc.file), loc.line, stage,
-          std::string(error_code_name(e.code())), e.to_string()};
+SampleFailure failure(const Context& ctx, const Item& item, FailureStage stage, const Error& e) {
+  const dataset::RecordOrigin at = ctx.records->origin(item.sample);
+  return {item.sample, std::string(at.name), at.line, stage, e.code(), e.to_string()};
 }
 
 // Times one stage on this thread.
@@ -40,21 +39,21 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
     StageTimer timer(ctx, kRead);
     obs::Span span(ctx.trace_for(item), "read", "sample", static_cast<std::int64_t>(item.sample));
     std::string record;
-    if (Status st = ctx.index->read_record(item.sample, record); !st.ok()) {
-      out.failure = failure(ctx, item, "read", st.error());
+    if (Status st = ctx.records->read(item.sample, record); !st.ok()) {
+      out.failure = failure(ctx, item, FailureStage::kRead, st.error());
       return out;
     }
     Result<dataset::Conversation> conv = dataset::parse_record(record);
     if (!conv.ok()) {
-      out.failure = failure(ctx, item, "parse", conv.error());
+      out.failure = failure(ctx, item, FailureStage::kParse, conv.error());
       return out;
     }
     if (Status st = dataset::validate_for_sft(*conv); !st.ok()) {
-      out.failure = failure(ctx, item, "validate", st.error());
+      out.failure = failure(ctx, item, FailureStage::kValidate, st.error());
       return out;
     }
     out.conversation = std::move(conv).value();
-    const io::MediaScope& scope = ctx.scopes[ctx.index->location(item.sample).file];
+    const dataset::MediaResolver& media = ctx.records->media(item.sample);
     for (const dataset::Message& m : out.conversation.messages) {
       for (const dataset::Part& p : m.parts) {
         if (p.kind == dataset::Part::Kind::kText) continue;
@@ -62,7 +61,7 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
         const bool frames = p.kind == dataset::Part::Kind::kVideo && !p.frames.empty();
         const std::vector<std::string> one = {p.value};
         for (const std::string& ref : frames ? p.frames : one) {
-          Result<std::string> uri = scope.resolve(ref);
+          Result<std::string> uri = media.resolve(ref);
           if (!uri.ok()) {
             out.failure = fetch_failure(ctx, item, uris.size(), uri.error());
             return out;
@@ -75,19 +74,19 @@ Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string
   return out;
 }
 
-SampleFailure sample_failure(const Context& ctx, const Item& item, const char* stage,
+SampleFailure sample_failure(const Context& ctx, const Item& item, FailureStage stage,
                              const Error& e) {
   return failure(ctx, item, stage, e);
 }
 
 SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
                             const Error& e) {
-  return failure(ctx, item, "fetch", Error(e).with_context("image " + std::to_string(image)));
+  return failure(ctx, item, FailureStage::kFetch, Error(e).with_context("image " + std::to_string(image)));
 }
 
 SampleFailure decode_failure(const Context& ctx, const Item& item, std::size_t image,
                              const Error& e) {
-  return failure(ctx, item, "decode", Error(e).with_context("image " + std::to_string(image)));
+  return failure(ctx, item, FailureStage::kDecode, Error(e).with_context("image " + std::to_string(image)));
 }
 
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop) {
@@ -116,18 +115,6 @@ Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token sto
     out.media[i] = std::move(bytes).value();
   }
   return out;
-}
-
-bool is_outage(const SampleFailure& f) {
-  return (f.stage == "fetch" || f.stage == "read") &&
-         (f.code == "Unavailable" || f.code == "DeadlineExceeded");
-}
-
-Error outage_error(const SampleFailure& f, std::string context) {
-  return Error(f.code == "DeadlineExceeded" ? ErrorCode::kDeadlineExceeded : ErrorCode::kUnavailable,
-               "sample " + std::to_string(f.sample) + " (" + f.file + ":" + std::to_string(f.line) +
-                   "): " + f.reason)
-      .with_context(std::move(context));
 }
 
 namespace {
@@ -245,7 +232,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
           const std::size_t i = out.plans.size();
           Result<image::ImagePlan> plan = proc.plan(in.media[next]);
           if (!plan.ok()) {
-            out.failure = failure(ctx, in.item, "decode",
+            out.failure = failure(ctx, in.item, FailureStage::kDecode,
                                   Error(plan.error()).with_context("image " + std::to_string(i)));
             return out;
           }
@@ -260,7 +247,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
           video.frame_list = !part.frames.empty();
           Status st = plan_video(ctx, part.video, &video);
           if (!st.ok()) {
-            out.failure = failure(ctx, in.item, "decode",
+            out.failure = failure(ctx, in.item, FailureStage::kDecode,
                                   Error(st.error()).with_context("video " + std::to_string(v)));
             return out;
           }
@@ -281,7 +268,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
       in.conversation, ctx.template_kind, {}, *ctx.tokenizer, grids, video_grids, options);
   tokenize_span.reset();
   if (!tokens.ok()) {
-    out.failure = failure(ctx, in.item, "tokenize", tokens.error());
+    out.failure = failure(ctx, in.item, FailureStage::kTokenize, tokens.error());
     return out;
   }
   out.tokens = std::move(tokens).value();
@@ -290,7 +277,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
       batch::get_rope_index(out.tokens, grids, video_grids, ctx.rope, seconds);
   rope_span.reset();
   if (!rope.ok()) {
-    out.failure = failure(ctx, in.item, "rope", rope.error());
+    out.failure = failure(ctx, in.item, FailureStage::kRope, rope.error());
     return out;
   }
   out.positions = std::move(rope->positions);

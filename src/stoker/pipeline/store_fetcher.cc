@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/hash.h"
 #include "stoker/base/redact.h"
+#include "stoker/dataset/manifest_source.h"
 #include "stoker/io/uri.h"
 
 namespace stoker::pipeline {
@@ -57,12 +59,6 @@ std::int64_t manifest_chunk_bytes() {
   return std::int64_t{8} << 20;
 }
 
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
 }  // namespace
 
 std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
@@ -93,7 +89,7 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   auto cache_path = [&](const io::ObjectInfo& version) {
     char key[17];
     std::snprintf(key, sizeof key, "%016llx",
-                  static_cast<unsigned long long>(fnv1a(uri + "\n" + version.etag + "\n" +
+                  static_cast<unsigned long long>(fnv1a64(uri + "\n" + version.etag + "\n" +
                                                         std::to_string(version.size))));
     return cache_dir + "/" + base + "-" + key + ".jsonl";
   };
@@ -138,29 +134,66 @@ Result<std::string> cache_remote_manifest(io::ObjectStore& store, const std::str
   return final_path;
 }
 
-SourceOptions source_options(const LoaderConfig& config) {
-  SourceOptions o;
-  o.access = {.media_roots = config.media_roots,
-              .trust_media_paths = config.trust_media_paths,
-              .allow_buckets = config.allow_buckets};
-  o.max_object_bytes = config.max_object_bytes;
-  o.max_record_bytes = config.max_record_bytes;
-  o.io_deadline_ms = config.io_deadline_ms;
-  o.imds = config.imds;
-  return o;
+namespace {
+
+// JSONL manifests (dataset::ManifestSource): remote ones streamed once into the cache, then
+// every file indexed (dataset/manifest.h).
+Result<std::unique_ptr<dataset::RecordSource>> open_jsonl(SourceEnv env) {
+  std::vector<std::string> local;
+  for (const std::string& d : env.specs) {
+    if (!io::is_remote_uri(d)) {
+      local.push_back(d);
+      continue;
+    }
+    STOKER_ASSIGN_OR_RETURN(std::string path, cache_remote_manifest(*env.store, d, env.cache_dir));
+    local.push_back(std::move(path));
+  }
+  dataset::ManifestOptions manifest_options;
+  manifest_options.max_record_bytes = static_cast<std::uint64_t>(env.options->max_record_bytes);
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::ManifestIndex> index,
+                          dataset::ManifestIndex::open(local, manifest_options));
+  return std::unique_ptr<dataset::RecordSource>(new dataset::ManifestSource(
+      std::move(index), std::move(env.names), std::move(env.scopes)));
+}
+
+const RecordSourceKind kJsonl = {"jsonl", [](std::string_view) { return true; }, open_jsonl};
+
+std::mutex kinds_mu;
+std::vector<const RecordSourceKind*>& kinds() {
+  static std::vector<const RecordSourceKind*> k = {&kJsonl};
+  return k;
+}
+
+const RecordSourceKind* kind_of(std::string_view spec) {
+  std::lock_guard lock(kinds_mu);
+  const auto& k = kinds();
+  for (auto it = k.rbegin(); it != k.rend(); ++it) {
+    if ((*it)->accepts(spec)) return *it;
+  }
+  return &kJsonl;
+}
+
+}  // namespace
+
+void register_record_source(const RecordSourceKind* kind) {
+  std::lock_guard lock(kinds_mu);
+  kinds().push_back(kind);
 }
 
 Status open_sources(const std::vector<std::string>& data, const SourceOptions& options,
                     Context* ctx) {
-  // Each manifest's trust boundary; the store may read beneath the union of the local ones'
+  // Each spec's trust boundary; the store may read beneath the union of the local ones'
   // roots (each scope still checks its own, the store enforces the union with openat2).
   io::StoreOptions store_options;
   store_options.local.restricted = !options.access.trust_media_paths;
+  std::vector<io::MediaScope> scopes;
   for (const std::string& d : data) {
-    STOKER_ASSIGN_OR_RETURN(io::MediaScope scope, io::MediaScope::make(d, options.access));
+    const RecordSourceKind* kind = kind_of(d);
+    STOKER_ASSIGN_OR_RETURN(io::MediaScope scope, kind->scope != nullptr
+                                                      ? kind->scope(d, options.access)
+                                                      : io::MediaScope::make(d, options.access));
     for (const io::MediaRoot& r : scope.roots()) store_options.local.roots.push_back(r.path);
-    ctx->scopes.push_back(std::move(scope));
-    ctx->manifest_names.push_back(redact_secrets(d));
+    scopes.push_back(std::move(scope));
   }
   // The retry window of every request: a span of time, not an attempt count.
   std::int64_t deadline_ms = options.io_deadline_ms;
@@ -175,18 +208,24 @@ Status open_sources(const std::vector<std::string>& data, const SourceOptions& o
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> opened, io::open_store(store_options));
   std::shared_ptr<io::ObjectStore> store = std::move(opened);
   const std::string cache_dir = default_cache_dir();
-  std::vector<std::string> local;
-  for (const std::string& d : data) {
-    if (!io::is_remote_uri(d)) {
-      local.push_back(d);
-      continue;
+  // Runs of specs of one kind, each opened as one source; several runs are chained.
+  std::vector<std::unique_ptr<dataset::RecordSource>> parts;
+  for (std::size_t i = 0; i < data.size();) {
+    const RecordSourceKind* kind = kind_of(data[i]);
+    SourceEnv env{.options = &options, .store = store, .cache_dir = cache_dir};
+    for (; i < data.size() && kind_of(data[i]) == kind; ++i) {
+      env.specs.push_back(data[i]);
+      env.scopes.push_back(std::move(scopes[i]));
+      env.names.push_back(redact_secrets(data[i]));
     }
-    STOKER_ASSIGN_OR_RETURN(std::string path, cache_remote_manifest(*store, d, cache_dir));
-    local.push_back(std::move(path));
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::RecordSource> part, kind->open(std::move(env)));
+    parts.push_back(std::move(part));
   }
-  dataset::ManifestOptions manifest_options;
-  manifest_options.max_record_bytes = static_cast<std::uint64_t>(options.max_record_bytes);
-  STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(local, manifest_options));
+  if (parts.size() == 1) {
+    ctx->records = std::move(parts[0]);
+  } else {
+    ctx->records = std::make_unique<dataset::ConcatSource>(std::move(parts));
+  }
   // STOKER_FETCH_BLOCKING=1: one blocking read per I/O pool thread (the A/B baseline).
   const char* blocking = std::getenv("STOKER_FETCH_BLOCKING");
   ctx->fetcher = make_store_fetcher(std::move(store), options.max_object_bytes,

@@ -1,0 +1,39 @@
+// ByteWriter: the writing side of ByteReader (byte_reader.h) — a little-endian binary message
+// built in a byte vector: trivially copyable values, u64-length-prefixed strings and vectors.
+// What one writes, the other reads back with the same calls in the same order.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace stoker {
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    out_.insert(out_.end(), p, p + sizeof v);
+  }
+  void str(std::string_view s) {
+    put<std::uint64_t>(s.size());
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  template <typename T>
+  void vec(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put<std::uint64_t>(v.size());
+    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
+    out_.insert(out_.end(), p, p + v.size() * sizeof(T));
+  }
+  std::vector<std::uint8_t>& bytes() { return out_; }
+  std::vector<std::uint8_t> take() { return std::move(out_); }
+
+ private:
+  std::vector<std::uint8_t> out_;
+};
+
+}  // namespace stoker
