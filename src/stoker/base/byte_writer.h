@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -15,24 +16,28 @@ class ByteWriter {
   template <typename T>
   void put(T v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    out_.insert(out_.end(), p, p + sizeof v);
+    append(&v, sizeof v);
   }
   void str(std::string_view s) {
     put<std::uint64_t>(s.size());
-    out_.insert(out_.end(), s.begin(), s.end());
+    append(s.data(), s.size());
   }
   template <typename T>
   void vec(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     put<std::uint64_t>(v.size());
-    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
-    out_.insert(out_.end(), p, p + v.size() * sizeof(T));
+    append(v.data(), v.size() * sizeof(T));
   }
   std::vector<std::uint8_t>& bytes() { return out_; }
   std::vector<std::uint8_t> take() { return std::move(out_); }
 
  private:
+  void append(const void* p, std::size_t n) {
+    if (n == 0) return;
+    const std::size_t at = out_.size();
+    out_.resize(at + n);
+    std::memcpy(out_.data() + at, p, n);
+  }
   std::vector<std::uint8_t> out_;
 };
 

@@ -31,10 +31,9 @@ std::vector<TensorView> tensors_for(const PackShape& s) {
     t.push_back({"max_seqlen_q", DType::kInt32, {}, 0});
     t.push_back({"max_seqlen_kv", DType::kInt32, {}, 0});
   }
-  t.push_back({"pixel_values", s.pixel_dtype, {s.pixel_rows, s.pixel_cols}, 0});
-  t.push_back({"image_grid_thw", DType::kInt64, {s.images, 3}, 0});
+  t.insert(t.end(), s.media_front.begin(), s.media_front.end());
   t.push_back({"sample_ids", DType::kUInt64, {s.sequences}, 0});
-  append_video_tensors(&t, s.videos, s.video_rows, s.pixel_cols, s.pixel_dtype);
+  t.insert(t.end(), s.media_back.begin(), s.media_back.end());
   return t;
 }
 
@@ -136,8 +135,8 @@ BatchLayout make_pack_layout(const PackShape& shape, Block block) {
 }
 
 void collate_pack(std::uint8_t* base, const BatchLayout& layout, const PackShape& shape,
-                  std::span<const SampleRow> samples, std::span<const GridTHW> grids,
-                  std::span<const std::uint64_t> sample_ids, std::int64_t pad_id) {
+                  std::span<const SampleRow> samples, std::span<const std::uint64_t> sample_ids,
+                  std::int64_t pad_id) {
   std::int64_t total = 0;
   for (const SampleRow& s : samples) {
     const std::int64_t n = static_cast<std::int64_t>(s.input_ids.size());
@@ -155,7 +154,6 @@ void collate_pack(std::uint8_t* base, const BatchLayout& layout, const PackShape
   } else {
     write_megatron(base, layout, shape, samples, pad_id);
   }
-  write_grids(base, layout, grids);
   write_sample_ids(base, layout, sample_ids);
 }
 

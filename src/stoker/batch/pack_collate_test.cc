@@ -31,15 +31,13 @@ Mem pack(PackShape shape) {
   std::vector<SampleRow> rows = {{kIdsA, kLabA, kPosA}, {kIdsB, kLabB, kPosB}};
   shape.sequences = 2;
   shape.tokens = packed_length(shape.format, shape.align, 3) + packed_length(shape.format, shape.align, 2);
-  shape.images = 1;
-  shape.pixel_rows = 4;
-  shape.pixel_cols = 6;
+  shape.media_front = {{"pixel_values", DType::kFloat32, {4, 6}, 0},
+                       {"image_grid_thw", DType::kInt64, {1, 3}, 0}};
   m.bytes.assign(pack_layout_bytes(shape) + 64, 0xEE);
   m.layout = make_pack_layout(shape, {64, pack_layout_bytes(shape)});
   for (const TensorView& t : m.layout.tensors) EXPECT_EQ(t.offset % 64, 0u) << t.name;
-  std::vector<GridTHW> grids = {{1, 2, 2}};
   std::vector<std::uint64_t> ids = {7, 3};
-  collate_pack(m.bytes.data(), m.layout, shape, rows, grids, ids, 151643);
+  collate_pack(m.bytes.data(), m.layout, shape, rows, ids, 151643);
   return m;
 }
 
@@ -61,7 +59,6 @@ TEST(PackCollateTest, HuggingFaceVarlenWithFourPositionRows) {
   EXPECT_TRUE(m.layout.find("max_length_q")->shape.empty());
   EXPECT_EQ(m.get<std::int64_t>("max_length_q"), (std::vector<std::int64_t>{3}));
   EXPECT_EQ(m.get<std::int64_t>("max_length_k"), (std::vector<std::int64_t>{3}));
-  EXPECT_EQ(m.get<std::int64_t>("image_grid_thw"), (std::vector<std::int64_t>{1, 2, 2}));
   EXPECT_EQ(m.get<std::uint64_t>("sample_ids"), (std::vector<std::uint64_t>{7, 3}));
   EXPECT_EQ(m.layout.find("pixel_values")->shape, (std::vector<std::int64_t>{4, 6}));
 }

@@ -18,7 +18,6 @@
 #include "stoker/cluster/job.h"
 #include "stoker/cluster/receiver.h"
 #include "stoker/cluster/worker.h"
-#include "stoker/model/model_config.h"
 #endif
 
 namespace stoker::cli {
@@ -121,7 +120,6 @@ int cluster(int argc, char** argv, const Args& args) {
   if (job.receiver()) {
     const int r = job.receiver_index();
     std::shared_ptr<cluster::Receiver> remote;
-    std::optional<image::ImageProcessor> processor;
     // The workers prepare this receiver's samples: one Receiver for all its Loaders.
     auto attach_workers = [&](pipeline::LoaderConfig& c) -> Status {
       c.window = *window;
@@ -129,16 +127,8 @@ int cluster(int argc, char** argv, const Args& args) {
       // the workers prepare its first window twice.
       c.prefetch_on_create = false;
       if (job.workers.empty()) return ok_status();
-      if (!remote) {
-        // The receiver's own processor for the uint8 wire's normalise + patchify (the model's
-        // image settings, as the engine's context makes them).
-        STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-        m.image.apply_exif_orientation = c.apply_exif_orientation;
-        m.image.resize_rules = c.small_images;
-        STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(m.image));
-        processor.emplace(std::move(proc));
-        remote = std::make_shared<cluster::Receiver>(job.workers, *wire, &*processor);
-      }
+      // The uint8 wire's finishing (normalise + patchify) uses each engine's own processors.
+      if (!remote) remote = std::make_shared<cluster::Receiver>(job.workers, *wire);
       c.remote = remote;
       return ok_status();
     };

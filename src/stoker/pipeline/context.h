@@ -20,6 +20,7 @@
 #include "stoker/obs/trace.h"
 #include "stoker/pipeline/failure.h"
 #include "stoker/pipeline/fetcher.h"
+#include "stoker/pipeline/media.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/tokenizer.h"
 #include "stoker/video/processor.h"
@@ -74,6 +75,7 @@ struct Context {
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::optional<image::ImageProcessor> processor;
   std::optional<video::VideoProcessor> video_processor;
+  MediaEnv media;  // what the media kinds plan and produce with: the processors above
   batch::RopeConfig rope;
   // The records (dataset/record_source.h): their count, each one's text, origin (the name errors
   // give its file and its line) and the context its media references resolve in (the trust

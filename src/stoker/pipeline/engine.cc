@@ -366,12 +366,12 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
     }
     if (!cur.failure &&
         (static_cast<std::int64_t>(cur.tokens.input_ids.size()) != item.planned_tokens ||
-         cur.pixel_rows + cur.video_rows != item.planned_rows)) {
+         cur.rows() != item.planned_rows)) {
       // The record or its media changed between measuring and reading it again.
       cur.failure = sample_failure(
           ctx_, item, FailureStage::kPlan,
           data_loss(std::to_string(cur.tokens.input_ids.size()) + " tokens and " +
-                    std::to_string(cur.pixel_rows + cur.video_rows) + " pixel rows, planned with " +
+                    std::to_string(cur.rows()) + " pixel rows, planned with " +
                     std::to_string(item.planned_tokens) + " and " +
                     std::to_string(item.planned_rows) + ": it changed since it was measured"));
     }
@@ -428,7 +428,7 @@ ReadyBatch Engine::produce(std::stop_token stop) {
       out.fatal = end_of_data_check();
       return finish();
     }
-    std::vector<BrokenImage> broken;
+    std::vector<BrokenMedium> broken;
     const std::int64_t t0 = now_ns();
     Result<Batch> batch = options_.batching == Batching::kPack
                               ? emit_pack(goods, epoch, stop, &broken, out)
@@ -450,12 +450,12 @@ ReadyBatch Engine::produce(std::stop_token stop) {
       out.batch = std::move(batch).value();
       return finish();
     }
-    // An image that passed its header check failed to decode: its sample fails, the batch block
+    // A medium that passed its header check failed to decode: its sample fails, the batch block
     // goes back, and the batch is assembled again through the same path — refilled from the
     // next samples (fixed batches) or without the sample (a unit of the global plan).
     for (auto it = broken.rbegin(); it != broken.rend(); ++it) {
       const Prepared& p = goods[it->sample];
-      SampleFailure f = decode_failure(ctx_, p.item, it->image, it->error);
+      SampleFailure f = decode_failure(ctx_, p.item, *it->modality, it->index, it->error);
       failures.push_back({p.item.seq, f});
       goods.erase(goods.begin() + static_cast<std::ptrdiff_t>(it->sample));
       if (std::optional<Error> fatal = count_failure(f)) {

@@ -316,6 +316,7 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   vcfg.std = ctx->model.image.image_std;
   STOKER_ASSIGN_OR_RETURN(video::VideoProcessor vproc, video::VideoProcessor::create(vcfg));
   ctx->video_processor.emplace(std::move(vproc));
+  ctx->media = {.image = &*ctx->processor, .video = &*ctx->video_processor};
   ctx->rope = batch::RopeConfig::from_model(ctx->model);
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);

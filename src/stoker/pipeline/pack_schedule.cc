@@ -24,7 +24,7 @@ Measured measure_sample(const Context& ctx, std::uint64_t epoch, std::uint64_t s
     m.failure = std::move(p.failure);
   } else {
     m.tokens = static_cast<std::int64_t>(p.tokens.input_ids.size());
-    m.rows = p.pixel_rows + p.video_rows;
+    m.rows = p.rows();
   }
   return m;
 }

@@ -1,15 +1,17 @@
 // The per-sample work before a batch is assembled, shared by every Loader mode: read_and_fetch
-// (record pread → parse → validate → resolve media through the manifest's trust boundary → fetch
-// bytes) and prepare (plan each image from its header → template + tokenize + labels with the
-// max-length policy → mRoPE positions). Nothing is decoded here: after prepare the sample's sizes
-// are known exactly (tokens, pixel rows), so the engine allocates the batch block and then runs
-// every image through ImageProcessor::process — decode, resize, normalise, patchify — straight
-// into its rows (engine.cc, emit). A sample keeps only its encoded bytes until then. A failure is
-// a value (SampleFailure naming the stage), never an error of the run.
+// (read the record from the record source → parse → validate → each media part's kind and the
+// references it fetches, resolved through the record's MediaResolver — the trust boundary →
+// fetch bytes) and prepare (plan every medium from its bytes: headers and packet scans, nothing
+// decoded → template + tokenize + labels with the max-length policy → positions). After prepare
+// the sample's sizes are known exactly (tokens, rows of every medium), so the engine allocates
+// the batch block and then has every medium produce its rows straight into it (emit.cc). A
+// sample keeps only its media's encoded bytes until then. A failure is a value (SampleFailure
+// naming the stage and, for media, the medium: "video 1: frame 3"), never an error of the run.
 // Context is immutable and shared by all threads.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "stoker/dataset/conversation.h"
 #include "stoker/pipeline/context.h"
+#include "stoker/pipeline/media.h"
 #include "stoker/pipeline/remote.h"
 #include "stoker/text/labels.h"
 
@@ -26,52 +29,45 @@ struct Fetched {
   Item item;
   std::optional<SampleFailure> failure;
   dataset::Conversation conversation;
-  // One per image part, one per video file, one per frame of a video given as frames — in the
-  // order of the conversation's parts (prepare walks the parts the same way).
-  std::vector<std::vector<std::uint8_t>> media;
+  // The conversation's media parts in order: the part (message, part index), its kind, its index
+  // among the sample's media of its modality, and its fetches in `bytes` [first, first + count).
+  struct MediaPart {
+    std::size_t message = 0, part = 0;
+    const MediaKind* kind = nullptr;
+    std::size_t index = 0;
+    std::size_t first = 0, count = 0;
+  };
+  std::vector<MediaPart> parts;
+  std::vector<std::vector<std::uint8_t>> bytes;  // one per fetch, in the parts' order
   SampleLease lease;  // the fetch budget their bytes take until prepare
 };
 
 struct Prepared {
   Item item;
   std::optional<SampleFailure> failure;
-  std::vector<image::ImagePlan> plans;       // images the sample keeps
-  std::vector<std::vector<std::uint8_t>> encoded;  // their bytes, decoded only into the batch
+  // The media the sample keeps (all of them, or a prefix of each modality's after truncation),
+  // planned, holding their encoded bytes until they produce their rows at emit.
+  std::vector<std::unique_ptr<Medium>> media;
   text::TokenizedSample tokens;
-  std::vector<std::int64_t> positions;     // 3 × tokens.input_ids.size()
-  std::int64_t pixel_rows = 0;
-  // Prepared elsewhere (LoaderConfig::remote): the pixel rows arrive at emit (RemoteSamples).
+  std::vector<std::int64_t> positions;  // position_rows × tokens.input_ids.size()
+  // Prepared elsewhere (LoaderConfig::remote): the media's rows arrive at emit (RemoteSamples).
   std::optional<RemotePixels> remote;
-  // Videos the sample keeps: planned here (packet scan / frame headers), decoded into the batch.
-  struct Video {
-    video::VideoPlan plan;
-    std::vector<std::vector<std::uint8_t>> encoded;  // the file, or the frames (frame lists)
-    bool frame_list = false;
-    int frame_width = 0, frame_height = 0;  // frame lists: each frame after its image resize
-  };
-  std::vector<Video> videos;
-  std::int64_t video_rows = 0;
+  std::int64_t rows() const;  // every medium's rows: the packing plan's vision load
 };
 
-// Decodes one prepared video into `out` (plan.rows() × columns of `dtype`: its rows of
-// pixel_values_videos), at emit: a file streamed through the VideoReader (memory: one temporal
-// group of frames); a frame list as qwen-vl-utils does (each frame an image: decoded,
-// smart_resize'd with the image bounds and resized with Pillow's bicubic, then resized as a
-// video frame).
-Status process_video(const Context& ctx, const Prepared::Video& v, video::VideoDType dtype,
-                     void* out);
-
 Fetched read_and_fetch(const Context& ctx, const Item& item, std::stop_token stop);
-// The read half alone (record → conversation → media URIs); for the asynchronous fetch path.
+// The read half alone (record → conversation → media URIs, one per fetch of `out.parts`); for
+// the asynchronous fetch path.
 Fetched read_stage(const Context& ctx, const Item& item, std::vector<std::string>* uris);
-SampleFailure fetch_failure(const Context& ctx, const Item& item, std::size_t image,
+// Fetch `fetch` of `f` failed: stage fetch, the medium named ("video 1: frame 3").
+SampleFailure fetch_failure(const Context& ctx, const Fetched& f, std::size_t fetch,
                             const Error& e);
-// `item`'s failure at `stage`, named by its manifest and line.
+// `item`'s failure at `stage`, named by its record's origin.
 SampleFailure sample_failure(const Context& ctx, const Item& item, FailureStage stage,
                              const Error& e);
-// A failure of image `image` of `item` while it was decoded into its batch.
-SampleFailure decode_failure(const Context& ctx, const Item& item, std::size_t image,
-                             const Error& e);
+// Medium `index` of `modality` (among the sample's) failed while produced into its batch.
+SampleFailure decode_failure(const Context& ctx, const Item& item, const Modality& modality,
+                             std::size_t index, const Error& e);
 Prepared prepare(const Context& ctx, Fetched&& fetched);
 
 }  // namespace stoker::pipeline

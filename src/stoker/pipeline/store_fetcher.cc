@@ -47,7 +47,7 @@ struct PendingSample {
   std::function<void(Fetched&&)> done;
   std::mutex mu;
   std::size_t left = 0;
-  std::optional<std::pair<std::size_t, Error>> error;  // the lowest-numbered image that failed
+  std::optional<std::pair<std::size_t, Error>> error;  // the lowest-numbered fetch that failed
 };
 
 // Ranged GETs of a remote manifest: 8 MiB, or $STOKER_MANIFEST_CHUNK_BYTES (a test knob: a
@@ -212,7 +212,10 @@ Status open_sources(const std::vector<std::string>& data, const SourceOptions& o
   std::vector<std::unique_ptr<dataset::RecordSource>> parts;
   for (std::size_t i = 0; i < data.size();) {
     const RecordSourceKind* kind = kind_of(data[i]);
-    SourceEnv env{.options = &options, .store = store, .cache_dir = cache_dir};
+    SourceEnv env;
+    env.options = &options;
+    env.store = store;
+    env.cache_dir = cache_dir;
     for (; i < data.size() && kind_of(data[i]) == kind; ++i) {
       env.specs.push_back(data[i]);
       env.scopes.push_back(std::move(scopes[i]));
@@ -245,12 +248,12 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
   p->ctx = &ctx;
   p->done = std::move(done);
   p->left = uris.size();
-  fetched.media.resize(uris.size());
+  fetched.bytes.resize(uris.size());
   // Budget first, on this (I/O pool) thread: backpressure waits here, never on the I/O thread.
   Result<SampleLease> lease = SampleLease::acquire(*ctx.budget, uris.size(), stop);
   if (!lease.ok()) {
-    fetched.media.clear();
-    fetched.failure = fetch_failure(ctx, item, 0, lease.error());
+    fetched.bytes.clear();
+    fetched.failure = fetch_failure(ctx, fetched, 0, lease.error());
     p->done(std::move(fetched));
     return;
   }
@@ -266,7 +269,7 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
         std::lock_guard lock(p->mu);
         if (r.ok()) {
           p->fetched.lease.arrived(static_cast<std::int64_t>(r->size()));
-          p->fetched.media[i] = std::move(r).value();
+          p->fetched.bytes[i] = std::move(r).value();
         } else if (!p->error || i < p->error->first) {
           p->error.emplace(i, r.error());
         }
@@ -278,10 +281,9 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
         trace->async_span("fetch", p->fetched.item.seq, t0, t1);
       }
       if (p->error) {
-        p->fetched.media.clear();
+        p->fetched.bytes.clear();
         p->fetched.lease.reset();  // returns the budget now
-        p->fetched.failure =
-            fetch_failure(*p->ctx, p->fetched.item, p->error->first, p->error->second);
+        p->fetched.failure = fetch_failure(*p->ctx, p->fetched, p->error->first, p->error->second);
       }
       p->done(std::move(p->fetched));
     });
