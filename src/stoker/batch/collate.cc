@@ -12,8 +12,12 @@ std::vector<TensorView> tensors_for(const BatchShape& s) {
       {"input_ids", DType::kInt64, {B, L}, 0},
       {"labels", DType::kInt64, {B, L}, 0},
       {"attention_mask", DType::kInt64, {B, L}, 0},
-      {"position_ids", DType::kInt64, {3, B, L}, 0},
   };
+  if (s.position_rows == 1) {
+    t.push_back({"position_ids", DType::kInt64, {B, L}, 0});
+  } else {
+    t.push_back({"position_ids", DType::kInt64, {s.position_rows, B, L}, 0});
+  }
   t.insert(t.end(), s.media_front.begin(), s.media_front.end());
   t.push_back({"sample_ids", DType::kUInt64, {B}, 0});
   t.insert(t.end(), s.media_back.begin(), s.media_back.end());
@@ -41,9 +45,12 @@ void collate_row(std::uint8_t* base, const BatchLayout& layout, std::int64_t row
   STOKER_CHECK(ids_t != nullptr && ids_t->shape.size() == 2, "collate: bad layout");
   const std::int64_t B = ids_t->shape[0], L = ids_t->shape[1];
   const std::int64_t n = static_cast<std::int64_t>(s.input_ids.size());
+  const TensorView* pos_t = layout.find("position_ids");
+  STOKER_CHECK(pos_t != nullptr, "collate: bad layout");
+  const int R = pos_t->shape.size() == 3 ? static_cast<int>(pos_t->shape[0]) : 1;
   STOKER_CHECK(row >= 0 && row < B, "collate: row out of range");
   STOKER_CHECK(n <= L && s.labels.size() == s.input_ids.size() &&
-                   s.positions.size() == static_cast<std::size_t>(3 * n),
+                   s.positions.size() == static_cast<std::size_t>(R * n),
                "collate: sample does not fit its row");
   std::int64_t* ids = at<std::int64_t>(base, layout, "input_ids") + row * L;
   std::int64_t* labels = at<std::int64_t>(base, layout, "labels") + row * L;
@@ -57,7 +64,7 @@ void collate_row(std::uint8_t* base, const BatchLayout& layout, std::int64_t row
   std::fill(ids + n, ids + L, pad_id);
   std::fill(labels + n, labels + L, kLabelIgnore);
   std::fill(mask + n, mask + L, 0);
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < R; ++r) {
     std::int64_t* dst = pos + (r * B + row) * L;
     std::copy(s.positions.begin() + r * n, s.positions.begin() + (r + 1) * n, dst);
     std::fill(dst + n, dst + L, 1);

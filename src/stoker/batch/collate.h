@@ -1,7 +1,8 @@
 // Collation of a padded batch inside one arena block: make_layout() places the token tensors of
 // batch.h and the media tensors the caller describes (64-byte aligned, in a fixed order) for a
 // BatchShape; collate_row() writes one sample's ids / labels / attention mask / positions into
-// its row and pads the rest on the right (pad id, label −100, mask 0, position 1 — HF's values);
+// its row and pads the rest on the right (the model's pad id, label −100, mask 0, position 1 —
+// HF's values);
 // write_sample_ids fills sample_ids. Media tensors are not written here: the pipeline's media
 // write their rows and metadata (pipeline/media.h). Pure functions on caller memory; rows may be
 // written concurrently from different threads. Sizes that do not fit are bugs (abort).
@@ -15,12 +16,14 @@
 
 namespace stoker::batch {
 
-inline constexpr std::int64_t kPadTokenId = 151643;  // <|endoftext|>
 inline constexpr std::int64_t kLabelIgnore = -100;
 
 struct BatchShape {
   std::int64_t batch_size = 0;   // rows B
   std::int64_t length = 0;       // padded length L
+  // Rows of a sample's positions (the model's position rule): position_ids is [R, B, L] (3 for
+  // mRoPE), or [B, L] for R = 1.
+  int position_rows = 1;
   // The media tensors (name, dtype, shape; offsets are set here): `media_front` right after the
   // token tensors, `media_back` after sample_ids.
   std::vector<TensorView> media_front, media_back;
@@ -31,15 +34,17 @@ struct BatchShape {
 BatchLayout make_layout(const BatchShape& shape, Block block);
 std::uint64_t layout_bytes(const BatchShape& shape);
 
-// One sample's token data. `positions` is 3 × ids.size(), row-major (RopeIndex::positions).
+// One sample's token data. `positions` is R × ids.size(), row-major (R: the layout's position
+// rows; mRoPE: RopeIndex::positions).
 struct SampleRow {
   std::span<const std::int32_t> input_ids;
   std::span<const std::int32_t> labels;
   std::span<const std::int64_t> positions;
 };
 
+// `pad_id`: the model's (model::Model::pad_id).
 void collate_row(std::uint8_t* arena_base, const BatchLayout& layout, std::int64_t row,
-                 const SampleRow& sample, std::int64_t pad_id = kPadTokenId);
+                 const SampleRow& sample, std::int64_t pad_id);
 void write_sample_ids(std::uint8_t* arena_base, const BatchLayout& layout,
                       std::span<const std::uint64_t> ids);
 

@@ -31,7 +31,9 @@ enum class PackFormat { kHF, kMegatron };
 
 struct PackShape {
   PackFormat format = PackFormat::kHF;
-  int position_rows = 4;             // HF: 4 (text row + mRoPE) or 3 (mRoPE only)
+  int sample_rows = 3;               // rows of a sample's positions (the model's rule: 3 mRoPE, 1)
+  int position_rows = 4;             // HF with 3-row samples: 4 (text row + mRoPE) or 3 (mRoPE
+                                     // only); 1-row samples: position_ids [1, N], the samples' own
   std::int64_t align = 1;            // Megatron: sub-sequence length multiple
   std::int64_t sequences = 0;        // k
   std::int64_t tokens = 0;           // row length: N (HF) or T (Megatron, aligned)
@@ -50,6 +52,6 @@ std::uint64_t pack_layout_bytes(const PackShape& shape);
 // their lengths must sum to the shape's.
 void collate_pack(std::uint8_t* arena_base, const BatchLayout& layout, const PackShape& shape,
                   std::span<const SampleRow> samples, std::span<const std::uint64_t> sample_ids,
-                  std::int64_t pad_id = kPadTokenId);
+                  std::int64_t pad_id);
 
 }  // namespace stoker::batch

@@ -70,6 +70,23 @@ TEST(PackCollateTest, HuggingFaceThreeRowsAreTheMropeRowsAlone) {
             (std::vector<std::int64_t>{0, 1, 2, 0, 1, 0, 1, 5, 0, 3, 0, 1, 7, 0, 4}));
 }
 
+// A model with 1-D positions: HF's position_ids is [1, N], the samples' own positions.
+TEST(PackCollateTest, HuggingFaceOneRowSamples) {
+  PackShape shape{.format = PackFormat::kHF, .sample_rows = 1, .position_rows = 4};
+  std::vector<std::int64_t> pa = {0, 1, 2}, pb = {0, 1};
+  std::vector<SampleRow> rows = {{kIdsA, kLabA, pa}, {kIdsB, kLabB, pb}};
+  shape.sequences = 2;
+  shape.tokens = 5;
+  Mem m;
+  m.bytes.assign(pack_layout_bytes(shape), 0xEE);
+  m.layout = make_pack_layout(shape, {0, pack_layout_bytes(shape)});
+  std::vector<std::uint64_t> ids = {7, 3};
+  collate_pack(m.bytes.data(), m.layout, shape, rows, ids, 9);
+  EXPECT_EQ(m.layout.find("position_ids")->shape, (std::vector<std::int64_t>{1, 5}));
+  EXPECT_EQ(m.get<std::int64_t>("position_ids"), (std::vector<std::int64_t>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(m.get<std::int64_t>("labels"), (std::vector<std::int64_t>{-100, 11, 12, -100, 21}));
+}
+
 TEST(PackCollateTest, MegatronThdShiftsLabelsAndAlignsSubSequences) {
   Mem m = pack({.format = PackFormat::kMegatron, .align = 4});
   // A: 3 → 4 tokens, B: 2 → 4 tokens; T = 8.

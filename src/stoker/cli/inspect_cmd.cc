@@ -22,6 +22,7 @@
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/processor.h"
 #include "stoker/image/resample.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/store_fetcher.h"
 #include "stoker/base/json_text.h"
@@ -377,7 +378,7 @@ int run_inspect(int argc, char** argv) {
   if (!limit.ok()) return report("inspect", limit.error());
   auto media = media_flags_from(*args);
   if (!media.ok()) return report("inspect", media.error());
-  auto model = model::load_model(args->get("model", "qwen2.5-vl"));
+  auto model = model::load_model(args->get("model", std::string(model::kDefaultModel)));
   if (!model.ok()) return report("inspect", model.error());
   if (Status st = image::set_exif_option(args->get("exif", "apply"), &model->image); !st.ok())
     return report("inspect", st.error());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "stoker/exec/sched.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 
 namespace stoker::cli {
@@ -200,8 +201,11 @@ Result<pipeline::LoaderConfig> loader_config_from_flags(const Args& args,
   STOKER_ASSIGN_OR_RETURN(MediaFlags media, media_flags_from(args));
   media.apply_to(c);
   // Last: the tokenizer lookup reads files, and a bad flag should be reported first.
-  STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::load_model(c.model));
-  STOKER_ASSIGN_OR_RETURN(c.tokenizer, tokenizer_dir_from_flags(args, m));
+  // The model's family says where its tokenizer files are (model/family.h).
+  STOKER_ASSIGN_OR_RETURN(const model::Family* family, model::family_for(c.model));
+  if (c.tokenizer.empty()) {
+    STOKER_ASSIGN_OR_RETURN(c.tokenizer, family->default_tokenizer_dir(c.model));
+  }
   return c;
 }
 

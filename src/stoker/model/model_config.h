@@ -1,5 +1,6 @@
-// Per-model rules (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) read from a Hugging Face model folder or a
-// built-in preset. A model spec is either a folder path (config.json, preprocessor_config.json,
+// The Qwen-VL families' model rules (Qwen2-VL, Qwen2.5-VL, Qwen3-VL: their files behind the
+// family seam, family.h; the engine reaches them through qwen_vl_family.cc), read from a Hugging
+// Face model folder or a built-in preset. A model spec is either a folder path (config.json, preprocessor_config.json,
 // tokenizer files) or a preset name: "qwen2-vl", "qwen2.5-vl", "qwen3-vl".
 // preprocessor_config.json: legacy `min_pixels`/`max_pixels` win over `size.shortest_edge` /
 // `size.longest_edge` (pixel counts); `size` must then hold both (spec §1.2, §6.1). The chat
@@ -10,10 +11,14 @@
 
 #include <string>
 
+#include <optional>
+
 #include "stoker/base/result.h"
+#include "stoker/batch/mrope.h"
 #include "stoker/image/processor.h"
 #include "stoker/model/chat_template_source.h"
 #include "stoker/text/chat_template.h"
+#include "stoker/text/tokenizer.h"
 
 namespace stoker::model {
 
@@ -64,5 +69,15 @@ Result<ModelConfig> load_model(const std::string& spec);
 Result<std::string> default_tokenizer_dir(const ModelConfig& model);
 // Parses a preprocessor_config.json text into `config` (fields absent keep their values).
 Status parse_preprocessor_config(std::string_view json_text, image::ImageProcessorConfig* config);
+
+// Which Qwen-VL family `spec` is, cheaply: a preset's name, or a folder's config.json model_type
+// (else its preprocessor_config.json processor_class; a folder it cannot place: Qwen2.5-VL, whose
+// load_model then says what is wrong). nullopt: not a Qwen-VL preset.
+std::optional<ModelFamily> detect_family(const std::string& spec);
+// The family's position rule (batch/mrope.h): Qwen2-VL t, Qwen2.5-VL seconds, Qwen3-VL one run
+// per temporal group; the model's token ids, merge size and tokens_per_second.
+batch::RopeConfig rope_config(const ModelConfig& model);
+// The pad id: the tokenizer's <|endoftext|> (151643 in every Qwen tokenizer), else that id.
+std::int64_t pad_id(const text::Tokenizer& tokenizer);
 
 }  // namespace stoker::model

@@ -1,4 +1,5 @@
-// What every stage of the engine shares: the Context (model, tokenizer, processors, the record
+// What every stage of the engine shares: the Context (the model — processors, tokenizer, template,
+// positions — the record
 // source, the fetcher and its byte budget, limits, tracing, stage counters) — built once per
 // Loader (make_context, loader.h), immutable after that and shared by all threads (the counters
 // are atomics) — and the Item, one position of a rank's stream as the schedule hands it out.
@@ -12,18 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "stoker/batch/mrope.h"
 #include "stoker/dataset/record_source.h"
 #include "stoker/image/processor.h"
-#include "stoker/model/model_config.h"
+#include "stoker/model/family.h"
 #include "stoker/obs/histogram.h"
 #include "stoker/obs/trace.h"
 #include "stoker/pipeline/failure.h"
 #include "stoker/pipeline/fetcher.h"
 #include "stoker/pipeline/media.h"
-#include "stoker/text/chat_template.h"
-#include "stoker/text/tokenizer.h"
-#include "stoker/video/processor.h"
 
 namespace stoker::pipeline {
 
@@ -70,13 +67,10 @@ struct Context {
   TraceCounterIds trace_ids;
   // The tracer when the item's per-sample spans are kept (TraceOptions::sample_every), else null.
   obs::Tracer* trace_for(const Item& item) const;
-  model::ModelConfig model;
-  text::TemplateKind template_kind = text::TemplateKind::kQwen2VL;
-  std::unique_ptr<text::Tokenizer> tokenizer;
-  std::optional<image::ImageProcessor> processor;
-  std::optional<video::VideoProcessor> video_processor;
-  MediaEnv media;  // what the media kinds plan and produce with: the processors above
-  batch::RopeConfig rope;
+  // The model, from its family (model/family.h): processors, tokenizer, template renderer and
+  // placeholder expansion, position rule, pad id. The engine names no family.
+  std::unique_ptr<model::Model> model;
+  MediaEnv media;  // what the media kinds plan and produce with: the model's processors
   // The records (dataset/record_source.h): their count, each one's text, origin (the name errors
   // give its file and its line) and the context its media references resolve in (the trust
   // boundary). JSONL manifests today (open_sources, store_fetcher.h).

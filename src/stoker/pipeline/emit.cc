@@ -186,6 +186,7 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
                            ReadyBatch& out) {
   batch::BatchShape shape;
   shape.batch_size = static_cast<std::int64_t>(goods.size());
+  shape.position_rows = options_.sample_rows;
   std::int64_t real = 0;
   for (const Prepared& p : goods) {
     const std::int64_t n = static_cast<std::int64_t>(p.tokens.input_ids.size());
@@ -225,6 +226,7 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
                                 ReadyBatch& out) {
   batch::PackShape shape;
   shape.format = options_.pack_format;
+  shape.sample_rows = options_.sample_rows;
   shape.position_rows = options_.position_rows;
   shape.align = options_.pack_align;
   shape.sequences = static_cast<std::int64_t>(goods.size());

@@ -185,7 +185,17 @@ void Engine::submit_async(const Item& item) {
 void Engine::submit_remote(const Item& item) {
   options_.remote->submit(this, item, [gate = gate_](Prepared&& p) {
     std::lock_guard lock(gate->mu);
-    if (gate->engine != nullptr) gate->engine->deliver(std::move(p));
+    Engine* e = gate->engine;
+    if (e == nullptr) return;
+    // Positions of the model's rule (the worker ran the same model: the flags agree; a message
+    // that says otherwise fails its sample rather than the collation).
+    const std::size_t want = static_cast<std::size_t>(e->options_.sample_rows) * p.tokens.input_ids.size();
+    if (!p.failure && p.positions.size() != want) {
+      p.failure = sample_failure(e->ctx_, p.item, FailureStage::kRope,
+                                 data_loss("cluster: " + std::to_string(p.positions.size()) +
+                                           " positions for " + std::to_string(want)));
+    }
+    e->deliver(std::move(p));
   });
 }
 

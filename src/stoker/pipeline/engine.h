@@ -91,7 +91,9 @@ struct EngineOptions {
   bool on_demand = false;
   ErrorPolicy errors;
   std::uint64_t errors_before = 0;  // failures already reported before a resume
-  std::int64_t pad_id = 151643;
+  // The model's (model/family.h): its pad id and the rows of a sample's positions.
+  std::int64_t pad_id = 0;
+  int sample_rows = 1;
   RemoteSamples* remote = nullptr;  // samples prepared elsewhere (LoaderConfig::remote)
 };
 

@@ -190,7 +190,8 @@ Status Loader::Impl::start_engine() {
   eo.errors = config.errors;
   eo.errors_before = start_state.errors;
   eo.remote = config.remote.get();
-  if (std::optional<text::TokenId> pad = ctx->tokenizer->token_to_id("<|endoftext|>")) eo.pad_id = *pad;
+  eo.pad_id = ctx->model->pad_id();
+  eo.sample_rows = ctx->model->position_rows();
   std::size_t window = static_cast<std::size_t>(config.window);
   if (window == 0) {
     // Units hold a varying number of samples: the window is sized for ~16 per unit.
@@ -296,28 +297,13 @@ Loader::~Loader() = default;
 Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
   ctx->tracer = config.tracer;
-  STOKER_ASSIGN_OR_RETURN(ctx->model, model::load_model(config.model));
-  ctx->model.image.apply_exif_orientation = config.apply_exif_orientation;
-  ctx->model.image.resize_rules = config.small_images;
-  STOKER_ASSIGN_OR_RETURN(ctx->template_kind, model::chat_template_kind(ctx->model));
-  std::string tok_dir = config.tokenizer.empty() ? ctx->model.folder : config.tokenizer;
-  if (tok_dir.empty()) {
-    return invalid_argument("model preset '" + config.model +
-                            "' has no tokenizer files: set the tokenizer folder");
-  }
-  STOKER_ASSIGN_OR_RETURN(ctx->tokenizer, text::Tokenizer::load(tok_dir));
-  STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(ctx->model.image));
-  ctx->processor.emplace(std::move(proc));
-  video::VideoProcessorConfig vcfg;
-  vcfg.patch_size = ctx->model.image.patch_size;
-  vcfg.temporal_patch_size = ctx->model.image.temporal_patch_size;
-  vcfg.merge_size = ctx->model.image.merge_size;
-  vcfg.mean = ctx->model.image.image_mean;
-  vcfg.std = ctx->model.image.image_std;
-  STOKER_ASSIGN_OR_RETURN(video::VideoProcessor vproc, video::VideoProcessor::create(vcfg));
-  ctx->video_processor.emplace(std::move(vproc));
-  ctx->media = {.image = &*ctx->processor, .video = &*ctx->video_processor};
-  ctx->rope = batch::RopeConfig::from_model(ctx->model);
+  // The model's family opens it (processors, tokenizer, template, positions, pad id).
+  model::ModelOptions mo;
+  mo.tokenizer = config.tokenizer;
+  mo.apply_exif_orientation = config.apply_exif_orientation;
+  mo.small_images = config.small_images;
+  STOKER_ASSIGN_OR_RETURN(ctx->model, model::open_model(config.model, mo));
+  ctx->media = {.image = ctx->model->image_processor(), .video = ctx->model->video_processor()};
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;

@@ -29,6 +29,7 @@
 #include "stoker/dataset/order.h"
 #include "stoker/exec/sched.h"
 #include "stoker/image/processor.h"
+#include "stoker/model/family.h"
 #include "stoker/obs/trace.h"
 #include "stoker/pipeline/batch.h"
 #include "stoker/pipeline/error_report.h"
@@ -44,8 +45,9 @@ struct SourceOptions; // store_fetcher.h
 
 struct LoaderConfig {
   std::vector<std::string> data;  // JSONL manifests
-  std::string model = "qwen2.5-vl";  // preset or HF model folder
-  std::string tokenizer;             // folder with tokenizer.json; empty: the model folder
+  std::string model{model::kDefaultModel};  // a preset or a model folder (model/family.h)
+  std::string tokenizer;             // folder with tokenizer.json; empty: the model's own (a
+                                     // folder's files; a preset: the one installed with stoker)
   int batch_size = 8;
   std::int64_t max_length = 8192;
   Padding padding = Padding::kLongest;

@@ -119,12 +119,27 @@ TEST(LoaderConfigTest, ValidateNamesTheField) {
   EXPECT_NE(st.error().to_string().find("batch_size"), std::string::npos);
 }
 
-TEST(LoaderTest, PresetWithoutTokenizerIsAClearError) {
+// A preset takes the tokenizer installed with stoker (the family's default, the rule of every
+// command); when it is not installed, the error says so and how to fix it.
+TEST(LoaderTest, PresetWithoutInstalledTokenizerIsAClearError) {
+  const std::string empty = ::testing::TempDir() + "stoker-no-data-" + std::to_string(getpid());
+  std::filesystem::create_directories(empty);
+  const char* before = std::getenv("STOKER_DATA_DIR");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("STOKER_DATA_DIR", empty.c_str(), 1);
   LoaderConfig c;
   c.data = {"x.jsonl"};
   auto l = Loader::create(c);
+  if (before != nullptr) {
+    setenv("STOKER_DATA_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("STOKER_DATA_DIR");
+  }
+  std::filesystem::remove_all(empty);
   ASSERT_FALSE(l.ok());
-  EXPECT_NE(l.error().to_string().find("tokenizer"), std::string::npos);
+  EXPECT_EQ(l.error().code(), ErrorCode::kNotFound);
+  EXPECT_NE(l.error().to_string().find("tokenizer"), std::string::npos) << l.error().to_string();
+  EXPECT_NE(l.error().to_string().find("--tokenizer"), std::string::npos) << "names the remedy";
 }
 
 TEST(LoaderTest, BatchContentsAreConsistent) {

@@ -187,13 +187,15 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
       out.media.push_back(std::move(medium).value());
     }
   }
+  // The model's template, placeholder expansion and position rule (model/family.h).
+  const model::Model& model = *ctx.model;
   text::SampleOptions options;
-  options.merge_size = ctx.model.image.merge_size;
   options.max_length = ctx.max_length;
   options.overflow = ctx.truncate ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
   std::optional<obs::Span> tokenize_span(std::in_place, trace, "tokenize");
-  Result<text::TokenizedSample> tokens = text::build_sample(
-      in.conversation, ctx.template_kind, {}, *ctx.tokenizer, grids, video_grids, options);
+  Result<text::TokenizedSample> tokens =
+      text::build_sample(in.conversation, model.renderer(), model.expander(), model.tokenizer(),
+                         grids, video_grids, options);
   tokenize_span.reset();
   if (!tokens.ok()) {
     out.failure = failure(ctx, in.item, FailureStage::kTokenize, tokens.error());
@@ -201,14 +203,14 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   }
   out.tokens = std::move(tokens).value();
   std::optional<obs::Span> rope_span(std::in_place, trace, "rope");
-  Result<batch::RopeIndex> rope =
-      batch::get_rope_index(out.tokens, grids, video_grids, ctx.rope, seconds);
+  Result<std::vector<std::int64_t>> positions =
+      model.positions(out.tokens, {grids, video_grids, seconds});
   rope_span.reset();
-  if (!rope.ok()) {
-    out.failure = failure(ctx, in.item, FailureStage::kRope, rope.error());
+  if (!positions.ok()) {
+    out.failure = failure(ctx, in.item, FailureStage::kRope, positions.error());
     return out;
   }
-  out.positions = std::move(rope->positions);
+  out.positions = std::move(positions).value();
   // The media the sample keeps: all of them under the drop policy; after truncation the first
   // num_images images and num_videos videos. They wait as encoded bytes; the fetch budget is
   // returned now (the window bounds how many wait).
