@@ -18,7 +18,9 @@ const Modality kImages = {
     .rows_tensor = "pixel_values",
     .meta = {{"image_grid_thw", batch::DType::kInt64, 3}},
     .always = true,
-    .columns = [](const MediaEnv& env) { return env.image->columns(); },
+    .columns = [](const MediaEnv& env) {
+      return env.image != nullptr ? env.image->columns() : std::int64_t{0};
+    },
 };
 
 // One image's emit span, and inside it the decode, resize and normalise phases. The fused path

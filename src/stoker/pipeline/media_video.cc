@@ -19,7 +19,9 @@ const Modality kVideos = {
     .meta = {{"video_grid_thw", batch::DType::kInt64, 3},
              {"second_per_grid_ts", batch::DType::kFloat32, 0}},
     .always = false,
-    .columns = [](const MediaEnv& env) { return env.video->columns(); },
+    .columns = [](const MediaEnv& env) {
+      return env.video != nullptr ? env.video->columns() : std::int64_t{0};
+    },
 };
 
 video::VideoDType video_dtype(image::PixelDType d) {
