@@ -96,20 +96,6 @@ std::string progress_line(const pipeline::LoaderStats& s) {
   return out;
 }
 
-// FNV-1a over every tensor's shape and bytes: equal hashes = byte-identical batches.
-std::uint64_t batch_hash(const pipeline::Batch& b) {
-  std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](const void* data, std::size_t n) {
-    const auto* p = static_cast<const std::uint8_t*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  };
-  for (const batch::TensorView& t : b.layout().tensors) {
-    for (std::int64_t d : t.shape) mix(&d, sizeof d);
-    mix(b.data(t), t.bytes());
-  }
-  return h;
-}
-
 using Options = config::RunSettings;
 
 // The --state-file text: the loader state, then how many batches the delivered log holds.
@@ -223,7 +209,8 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
       continue;
     }
     std::printf("    %lld x %s %s: %s\n      e.g. sample %llu (%s:%llu): %s\n",
-                static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(), k.pattern.c_str(),
+                static_cast<long long>(k.count), std::string(k.stage_name()).c_str(),
+                std::string(k.code_name()).c_str(), k.pattern.c_str(),
                 static_cast<unsigned long long>(k.example.sample), k.example.file.c_str(),
                 static_cast<unsigned long long>(k.example.line), k.example.reason.c_str());
   }
@@ -364,7 +351,7 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
         std::fwrite(line.data(), 1, line.size(), log);
         std::fflush(log);
       }
-      if (hashes != nullptr) std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(batch_hash(batch)));
+      if (hashes != nullptr) std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(pipeline::batch_hash(batch)));
       ++logged;
       if (o.pause_after_log_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.pause_after_log_ms));

@@ -207,8 +207,8 @@ class RawLoader {
     py::list failures;
     for (const pipeline::FailureKind& k : kinds) {
       py::dict f, ex;
-      f["stage"] = k.stage;
-      f["code"] = k.code;
+      f["stage"] = std::string(k.stage_name());
+      f["code"] = std::string(k.code_name());
       f["reason"] = k.pattern;
       f["count"] = k.count;
       ex["sample"] = k.example.sample;
