@@ -1,7 +1,7 @@
 // FNV-1a, the one non-cryptographic hash of stoker: batch hashes (`--batch-hashes`, tests), the
-// cluster's flag fingerprint, a packing state's plan id, cache file names. 64-bit (offset
-// 14695981039346656037, prime 1099511628211) and 32-bit (2166136261, 16777619) forms; `seed`
-// chains calls (pass the previous hash). Pure functions; thread-safe.
+// cluster's flag fingerprint, a packing state's plan id, cache file names, jinja's dict index.
+// 64-bit (offset 14695981039346656037, prime 1099511628211) and 32-bit (2166136261, 16777619)
+// forms; `seed` chains calls (pass the previous hash). Pure functions; thread-safe.
 #pragma once
 
 #include <cstddef>
