@@ -14,6 +14,7 @@
 
 #include "stoker/base/file.h"
 #include "stoker/image/resample.h"
+#include "stoker/model/model_config.h"
 #include "stoker/model/testing/toy_family.h"
 #include "stoker/pipeline/test_util.h"
 #include "stoker/text/tokenizer.h"
@@ -232,6 +233,61 @@ TEST(FamilyTest, TheRegistryNamesEveryPresetAndTheToyNeedsItsTokenizer) {
   EXPECT_NE(none.error().to_string().find("qwen2.5-vl"), std::string::npos);
   EXPECT_NE(none.error().to_string().find("toy"), std::string::npos);
   EXPECT_EQ(model::open_model("toy", {}).error().code(), ErrorCode::kNotFound);
+}
+
+// The spec is parsed once (load_config: the Qwen-VL families' ModelConfig, null for a family
+// without one) and the models opened with that parse; the video time index is a choice within
+// the family's position rule. Expected temporal positions from transformers' formula: a video
+// of grid [2, 4, 4] (8 merged tokens, 4 per temporal group) at 0.5 s per grid after "x <vs>"
+// starts at 2; Qwen2.5-VL float: t_idx = long(t · 0.5 · tps); int: t · long(0.5) · tps = 0;
+// Qwen2-VL: t whatever the option.
+TEST(FamilyTest, TheSpecIsParsedOnceAndTheTimeIndexIsAChoiceOfThePositionRule) {
+  STOKER_REQUIRE_TOKENIZER();
+  register_toy();
+  Result<std::shared_ptr<const model::ModelConfig>> toy = model::load_config("toy");
+  ASSERT_TRUE(toy.ok());
+  EXPECT_EQ(*toy, nullptr);
+  Result<std::shared_ptr<const model::ModelConfig>> q = model::load_config("qwen2.5-vl");
+  ASSERT_TRUE(q.ok() && *q != nullptr);
+  EXPECT_EQ((*q)->family, model::ModelFamily::kQwen25VL);
+
+  text::TokenizedSample sample;
+  sample.input_ids = {100, (*q)->vision_start_token_id};
+  for (int i = 0; i < 8; ++i) sample.input_ids.push_back((*q)->video_token_id);
+  sample.input_ids.push_back((*q)->vision_end_token_id);
+  sample.num_videos = 1;
+  const std::vector<text::VisionGrid> videos = {{2, 4, 4, {}}};
+  const std::vector<double> seconds = {0.5};
+  const model::SampleMedia media{.images = {}, .videos = videos, .video_seconds = seconds};
+  auto temporal = [&](const std::string& spec, batch::TimeIndexMode mode,
+                      std::shared_ptr<const model::ModelConfig> parsed) {
+    model::ModelOptions o;
+    o.tokenizer = testing::tokenizer_dir();
+    o.video_time_index = mode;
+    o.parsed = std::move(parsed);
+    Result<std::unique_ptr<model::Model>> m = model::open_model(spec, o);
+    EXPECT_TRUE(m.ok()) << m.error().to_string();
+    Result<std::vector<std::int64_t>> p = (*m)->positions(sample, media);
+    EXPECT_TRUE(p.ok()) << p.error().to_string();
+    EXPECT_EQ((*m)->position_rows(), 3);
+    return std::vector<std::int64_t>(p->begin() + 2, p->begin() + 10);  // row 0, the video
+  };
+  using V = std::vector<std::int64_t>;
+  EXPECT_EQ(temporal("qwen2.5-vl", batch::TimeIndexMode::kFloatThenTruncate, *q),
+            (V{2, 2, 2, 2, 3, 3, 3, 3}));  // long(1 · 0.5 · 2) = 1
+  EXPECT_EQ(temporal("qwen2.5-vl", batch::TimeIndexMode::kIntCastFirst, *q),
+            (V{2, 2, 2, 2, 2, 2, 2, 2}));  // 1 · long(0.5) · 2 = 0
+  EXPECT_EQ(temporal("qwen2.5-vl", batch::TimeIndexMode::kIntCastFirst, nullptr),
+            (V{2, 2, 2, 2, 2, 2, 2, 2}));  // no parse given: the family reads the spec
+  // The parse given is the one used (not read again): tokens_per_second 4 → long(1 · 0.5 · 4).
+  auto fast = std::make_shared<model::ModelConfig>(**q);
+  fast->tokens_per_second = 4;
+  EXPECT_EQ(temporal("qwen2.5-vl", batch::TimeIndexMode::kFloatThenTruncate, fast),
+            (V{2, 2, 2, 2, 4, 4, 4, 4}));
+  for (batch::TimeIndexMode mode :
+       {batch::TimeIndexMode::kFloatThenTruncate, batch::TimeIndexMode::kIntCastFirst}) {
+    EXPECT_EQ(temporal("qwen2-vl", mode, nullptr), (V{2, 2, 2, 2, 3, 3, 3, 3}));
+  }
 }
 
 }  // namespace
