@@ -12,6 +12,7 @@ records) like image records, and what they deliver matches independent reference
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -187,6 +188,15 @@ def test_bad_videos_fail_their_samples_with_reasons(video_data, tmp_path):
         for p in video_parts(bad):
             p["video"] = name
         lines.append(bad)
+    # A video given as frames, its second frame missing: named as that video's frame, not as an
+    # image (issue 21).
+    frames = json.loads(json.dumps(good))
+    frames["id"] = "bad-frames"
+    for p in video_parts(frames):
+        del p["video"]
+        p["video"] = ["frame0.jpg", "nope.jpg"]
+    lines.append(frames)
+    (tmp_path / "frame0.jpg").write_bytes(next((d / "images").glob("*.jpg")).read_bytes())
     data = tmp_path / "mixed.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in lines))
     import shutil  # media paths are relative to the manifest, beneath it (no symlinks out)
@@ -199,8 +209,12 @@ def test_bad_videos_fail_their_samples_with_reasons(video_data, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "wait ratio" in run.stderr + run.stdout
     errors = {json.loads(l)["line"]: json.loads(l) for l in report.read_text().splitlines()}
-    assert set(errors) == {2, 3, 4, 5}, errors
+    assert set(errors) == {2, 3, 4, 5, 6}, errors
     assert "nframes should be in [2, 1]" in errors[2]["reason"]
     assert errors[3]["code"] == "DataLoss" and "video 0" in errors[3]["reason"]
-    assert errors[4]["code"] == "NotFound"
-    assert errors[5]["stage"] in ("fetch", "decode")
+    # Every failure names the medium by its kind and index among the sample's videos.
+    assert errors[4]["code"] == "NotFound" and errors[4]["reason"].startswith("video 0: ")
+    assert errors[5]["stage"] in ("fetch", "decode") and "video 0" in errors[5]["reason"]
+    assert errors[6]["code"] == "NotFound" and errors[6]["stage"] == "fetch"
+    assert errors[6]["reason"].startswith("video 0: frame 1: "), errors[6]
+    assert not any(re.search(r"\bimage \d", e["reason"]) for e in errors.values()), errors

@@ -29,6 +29,7 @@ enum class ErrorCode {
   kInternal,
   kFailedPrecondition,  // a condition the request set no longer holds (If-Match: object replaced)
 };
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kFailedPrecondition;  // wire range checks
 
 std::string_view error_code_name(ErrorCode code);
 

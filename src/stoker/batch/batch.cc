@@ -16,18 +16,6 @@ int dtype_size(DType t) {
   return 1;
 }
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::kInt64: return "int64";
-    case DType::kUInt64: return "uint64";
-    case DType::kFloat32: return "float32";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kInt32: return "int32";
-    case DType::kUInt8: return "uint8";
-  }
-  return "?";
-}
-
 std::uint64_t TensorView::bytes() const {
   std::uint64_t n = static_cast<std::uint64_t>(dtype_size(dtype));
   for (std::int64_t d : shape) n *= static_cast<std::uint64_t>(d);

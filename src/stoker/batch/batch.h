@@ -1,12 +1,13 @@
 // A training batch as it lies in arena memory: named tensors (dtype, shape, byte offset) inside
 // one arena Block. The layout is a plain description so that it can cross a process boundary
 // (the node-local server sends it over a socket) and be wrapped zero-copy (DLPack, torch).
-// Tensors (HF names and dtypes; B = batch size, L = padded length, N = images):
+// Tensors (HF names and dtypes; B = batch size, L = padded length):
 //   input_ids int64 [B, L]; labels int64 [B, L] (-100 = ignored); attention_mask int64 [B, L];
-//   position_ids int64 [3, B, L] (mRoPE; padding = 1, HF's init value);
-//   pixel_values float32|bfloat16 [rows, C·T·P·P] (all images' rows, in sample order);
-//   image_grid_thw int64 [N, 3]; sample_ids uint64 [B] (global record ids).
-// Padding is on the right with the model's pad id (<|endoftext|> 151643).
+//   position_ids int64 [R, B, L] (R rows of the model's position rule, e.g. 3 for mRoPE; [B, L]
+//   for R = 1; padding = 1, HF's init value); the media tensors of the pipeline's modalities
+//   (pixel_values float32|bfloat16 [rows, C·T·P·P] and image_grid_thw int64 [N, 3]; with videos
+//   pixel_values_videos, video_grid_thw, second_per_grid_ts); sample_ids uint64 [B] (global
+//   record ids). Padding is on the right with the model's pad id (model/family.h).
 // Plain value; thread-compatible.
 #pragma once
 
@@ -21,7 +22,6 @@ namespace stoker::batch {
 
 enum class DType { kInt64, kUInt64, kFloat32, kBFloat16, kInt32, kUInt8 };
 int dtype_size(DType t);
-const char* dtype_name(DType t);
 
 struct TensorView {
   std::string name;

@@ -2,13 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace stoker::batch {
 namespace {
 
 TEST(CollateTest, PadsRightWithHfValues) {
-  BatchShape shape{.batch_size = 2, .length = 4, .images = 1, .pixel_rows = 4, .pixel_cols = 6};
+  BatchShape shape{.batch_size = 2, .length = 4, .position_rows = 3,
+                   .media_front = {{"pixel_values", DType::kFloat32, {4, 6}, 0},
+                                   {"image_grid_thw", DType::kInt64, {1, 3}, 0}},
+                   .media_back = {{"second_per_grid_ts", DType::kFloat32, {2}, 0}}};
   std::vector<std::uint8_t> mem(layout_bytes(shape) + 128, 0xEE);
   BatchLayout layout = make_layout(shape, {128, layout_bytes(shape)});
   for (const TensorView& t : layout.tensors) EXPECT_EQ(t.offset % 64, 0u) << t.name;
@@ -16,17 +20,15 @@ TEST(CollateTest, PadsRightWithHfValues) {
   std::vector<std::int64_t> pos0 = {0, 1, 2, 0, 1, 2, 0, 1, 2};
   std::vector<std::int32_t> ids1 = {9, 8, 7, 6}, lab1 = {9, 8, 7, 6};
   std::vector<std::int64_t> pos1 = {0, 1, 2, 3, 0, 1, 2, 3, 0, 5, 6, 7};
-  collate_row(mem.data(), layout, 0, {ids0, lab0, pos0});
-  collate_row(mem.data(), layout, 1, {ids1, lab1, pos1});
-  std::vector<GridTHW> grids = {{1, 2, 2}};
-  write_grids(mem.data(), layout, grids);
+  collate_row(mem.data(), layout, 0, {ids0, lab0, pos0}, 151643);
+  collate_row(mem.data(), layout, 1, {ids1, lab1, pos1}, 151643);
   std::vector<std::uint64_t> sids = {17, 4};
   write_sample_ids(mem.data(), layout, sids);
   auto i64 = [&](const char* name) {
     return reinterpret_cast<const std::int64_t*>(mem.data() + layout.find(name)->offset);
   };
   EXPECT_EQ(std::vector<std::int64_t>(i64("input_ids"), i64("input_ids") + 8),
-            (std::vector<std::int64_t>{1, 2, 3, kPadTokenId, 9, 8, 7, 6}));
+            (std::vector<std::int64_t>{1, 2, 3, 151643, 9, 8, 7, 6}));
   EXPECT_EQ(std::vector<std::int64_t>(i64("labels"), i64("labels") + 8),
             (std::vector<std::int64_t>{-100, 2, 3, -100, 9, 8, 7, 6}));
   EXPECT_EQ(std::vector<std::int64_t>(i64("attention_mask"), i64("attention_mask") + 8),
@@ -36,12 +38,35 @@ TEST(CollateTest, PadsRightWithHfValues) {
             (std::vector<std::int64_t>{0, 1, 2, 1, 0, 1, 2, 3,  //
                                        0, 1, 2, 1, 0, 1, 2, 3,  //
                                        0, 1, 2, 1, 0, 5, 6, 7}));
-  EXPECT_EQ(std::vector<std::int64_t>(i64("image_grid_thw"), i64("image_grid_thw") + 3),
-            (std::vector<std::int64_t>{1, 2, 2}));
   EXPECT_EQ(i64("sample_ids")[0], 17);
-  EXPECT_EQ(pixel_row_address(mem.data(), layout, 1) - pixel_row_address(mem.data(), layout, 0),
-            6 * 4);
   EXPECT_EQ(layout.find("pixel_values")->bytes(), 4u * 6 * 4);
+  // The order batches have always had: token tensors, the front media tensors, sample_ids, the
+  // back ones.
+  std::vector<std::string> names;
+  for (const TensorView& t : layout.tensors) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_ids", "labels", "attention_mask", "position_ids",
+                                             "pixel_values", "image_grid_thw", "sample_ids",
+                                             "second_per_grid_ts"}));
+}
+
+// A model with 1-D positions: position_ids [B, L], padded with 1, and the model's pad id.
+TEST(CollateTest, OnePositionRowIsBatchByLength) {
+  BatchShape shape{.batch_size = 2, .length = 3, .position_rows = 1, .media_front = {},
+                   .media_back = {}};
+  std::vector<std::uint8_t> mem(layout_bytes(shape), 0xEE);
+  BatchLayout layout = make_layout(shape, {0, layout_bytes(shape)});
+  EXPECT_EQ(layout.find("position_ids")->shape, (std::vector<std::int64_t>{2, 3}));
+  std::vector<std::int32_t> ids0 = {5, 6}, ids1 = {7, 8, 9};
+  std::vector<std::int64_t> pos0 = {0, 1}, pos1 = {0, 1, 2};
+  collate_row(mem.data(), layout, 0, {ids0, ids0, pos0}, 42);
+  collate_row(mem.data(), layout, 1, {ids1, ids1, pos1}, 42);
+  auto i64 = [&](const char* name) {
+    return reinterpret_cast<const std::int64_t*>(mem.data() + layout.find(name)->offset);
+  };
+  EXPECT_EQ(std::vector<std::int64_t>(i64("position_ids"), i64("position_ids") + 6),
+            (std::vector<std::int64_t>{0, 1, 1, 0, 1, 2}));
+  EXPECT_EQ(std::vector<std::int64_t>(i64("input_ids"), i64("input_ids") + 6),
+            (std::vector<std::int64_t>{5, 6, 42, 7, 8, 9}));
 }
 
 }  // namespace

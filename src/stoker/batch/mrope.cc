@@ -1,5 +1,5 @@
 // get_rope_index, written from spec §5.1 (the walk over vision runs of HF's
-// Qwen2VL/Qwen2_5_VL/Qwen3VL `get_rope_index`).
+// Qwen2VL/Qwen2_5_VL/Qwen3VL `get_rope_index`; which rule applies is the family's RopeConfig).
 #include "stoker/batch/mrope.h"
 
 #include <algorithm>
@@ -7,8 +7,6 @@
 
 namespace stoker::batch {
 namespace {
-
-using model::ModelFamily;
 
 struct VisionItem {
   bool video = false;
@@ -18,10 +16,10 @@ struct VisionItem {
 };
 
 std::int64_t time_index(const RopeConfig& cfg, const VisionItem& item, std::int64_t t) {
-  switch (cfg.family) {
-    case ModelFamily::kQwen2VL: return t;
-    case ModelFamily::kQwen3VL: return 0;  // every run is one temporal group (t = 1)
-    case ModelFamily::kQwen25VL:
+  switch (cfg.temporal) {
+    case TemporalRule::kFrameGroup: return t;
+    case TemporalRule::kGroupPerRun: return 0;  // every run is one temporal group (t = 1)
+    case TemporalRule::kSeconds:
       if (cfg.time_mode == TimeIndexMode::kIntCastFirst) {
         return t * static_cast<std::int64_t>(item.second_per_grid_t) * cfg.tokens_per_second;
       } else {
@@ -35,17 +33,6 @@ std::int64_t time_index(const RopeConfig& cfg, const VisionItem& item, std::int6
 }
 
 }  // namespace
-
-RopeConfig RopeConfig::from_model(const model::ModelConfig& m) {
-  RopeConfig c;
-  c.family = m.family;
-  c.spatial_merge_size = m.image.merge_size;
-  c.image_token_id = m.image_token_id;
-  c.video_token_id = m.video_token_id;
-  c.vision_start_token_id = m.vision_start_token_id;
-  c.tokens_per_second = m.tokens_per_second;
-  return c;
-}
 
 Result<RopeIndex> get_rope_index(std::span<const std::int32_t> input_ids,
                                  std::span<const GridTHW> image_grids,
@@ -80,7 +67,7 @@ Result<RopeIndex> get_rope_index(std::span<const std::int32_t> input_ids,
   }
   for (std::size_t i = 0; i < video_grids.size(); ++i) {
     double s = i < second_per_grid_ts.size() ? second_per_grid_ts[i] : 1.0;
-    if (cfg.family == ModelFamily::kQwen3VL) {
+    if (cfg.temporal == TemporalRule::kGroupPerRun) {
       for (std::int64_t k = 0; k < video_grids[i].t; ++k) {
         videos.push_back({true, {1, video_grids[i].h, video_grids[i].w}, s, static_cast<int>(i)});
       }

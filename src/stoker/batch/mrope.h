@@ -1,9 +1,10 @@
-// 3-D mRoPE position ids (`get_rope_index`, spec §5.1) for Qwen2-VL, Qwen2.5-VL and Qwen3-VL:
-// text runs advance all three rows together; each vision run gets (t, h, w) grid coordinates
-// on top of the position where it starts; the next text continues after the largest position
-// so far. Output: 3 × L int64 (rows temporal, height, width) and rope_delta = max + 1 − L.
-// Pure function; thread-safe. Errors: InvalidArgument (fewer grids than vision runs, a run
-// whose pad count does not match its grid, bad merge size).
+// 3-D mRoPE position ids (`get_rope_index`, spec §5.1), the position rule of the Qwen-VL
+// families (model/: each family fills a RopeConfig — its token ids and its temporal rule; this
+// file names no model): text runs advance all three rows together; each vision run gets
+// (t, h, w) grid coordinates on top of the position where it starts; the next text continues
+// after the largest position so far. Output: 3 × L int64 (rows temporal, height, width) and
+// rope_delta = max + 1 − L. Pure function; thread-safe. Errors: InvalidArgument (fewer grids
+// than vision runs, a run whose pad count does not match its grid, bad merge size).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,6 @@
 #include <vector>
 
 #include "stoker/base/result.h"
-#include "stoker/model/model_config.h"
 #include "stoker/text/labels.h"
 
 namespace stoker::batch {
@@ -30,16 +30,22 @@ enum class TimeIndexMode {
   kIntCastFirst,
 };
 
-struct RopeConfig {
-  model::ModelFamily family = model::ModelFamily::kQwen25VL;
-  int spatial_merge_size = 2;
-  int image_token_id = 151655;
-  int video_token_id = 151656;
-  int vision_start_token_id = 151652;
-  int tokens_per_second = 2;  // Qwen2.5-VL vision_config.tokens_per_second (hub value 2)
-  TimeIndexMode time_mode = TimeIndexMode::kFloatThenTruncate;
+// How a video's temporal coordinate advances.
+enum class TemporalRule {
+  kFrameGroup,    // t (Qwen2-VL)
+  kSeconds,       // t · second_per_grid_t · tokens_per_second, per time_mode (Qwen2.5-VL)
+  kGroupPerRun,   // every temporal group its own run of t = 1 (Qwen3-VL: timestamps in text)
+};
 
-  static RopeConfig from_model(const model::ModelConfig& m);
+// The token ids and rules of a family (no defaults for the ids: the family sets them).
+struct RopeConfig {
+  TemporalRule temporal = TemporalRule::kFrameGroup;
+  int spatial_merge_size = 2;
+  int image_token_id = -1;
+  int video_token_id = -1;
+  int vision_start_token_id = -1;
+  int tokens_per_second = 2;  // kSeconds: vision_config.tokens_per_second
+  TimeIndexMode time_mode = TimeIndexMode::kFloatThenTruncate;
 };
 
 struct RopeIndex {
@@ -53,9 +59,9 @@ struct RopeIndex {
   }
 };
 
-// `video_grids`: one per video as the processor reports it ([grid_t, grid_h, grid_w]); for
-// Qwen3-VL each video is split into grid_t runs of (1, h, w) here, matching the per-frame
-// `<|vision_start|>` blocks in the ids (spec §2.3). `second_per_grid_ts`: Qwen2.5-VL only, one
+// `video_grids`: one per video as the processor reports it ([grid_t, grid_h, grid_w]); with
+// kGroupPerRun each video is split into grid_t runs of (1, h, w) here, matching the per-frame
+// `<|vision_start|>` blocks in the ids (spec §2.3). `second_per_grid_ts`: kSeconds only, one
 // per video (default 1.0). `attention_mask`: optional; masked positions get 1 (HF init value).
 Result<RopeIndex> get_rope_index(std::span<const std::int32_t> input_ids,
                                  std::span<const GridTHW> image_grids,

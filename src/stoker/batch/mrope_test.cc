@@ -5,14 +5,20 @@
 namespace stoker::batch {
 namespace {
 
-using model::ModelFamily;
 using Row = std::vector<std::int64_t>;
 
 constexpr std::int32_t T = 100, X = 101, VS = 151652, VE = 151653, IP = 151655, VP = 151656;
 
+// The rules of the three Qwen-VL families (model/qwen_vl_family.cc sets them from the model).
+enum class ModelFamily { kQwen2VL, kQwen25VL, kQwen3VL };
 RopeConfig cfg(ModelFamily f) {
   RopeConfig c;
-  c.family = f;
+  c.temporal = f == ModelFamily::kQwen2VL    ? TemporalRule::kFrameGroup
+               : f == ModelFamily::kQwen25VL ? TemporalRule::kSeconds
+                                             : TemporalRule::kGroupPerRun;
+  c.image_token_id = IP;
+  c.video_token_id = VP;
+  c.vision_start_token_id = VS;
   return c;
 }
 

@@ -16,7 +16,11 @@ std::vector<TensorView> tensors_for(const PackShape& s) {
   t.push_back({"input_ids", DType::kInt64, {1, N}, 0});
   t.push_back({"labels", DType::kInt64, {1, N}, 0});
   if (s.format == PackFormat::kHF) {
-    t.push_back({"position_ids", DType::kInt64, {s.position_rows, 1, N}, 0});
+    if (s.sample_rows == 1) {
+      t.push_back({"position_ids", DType::kInt64, {1, N}, 0});
+    } else {
+      t.push_back({"position_ids", DType::kInt64, {s.position_rows, 1, N}, 0});
+    }
     t.push_back({"cu_seq_lens_q", DType::kInt32, {K1}, 0});
     t.push_back({"cu_seq_lens_k", DType::kInt32, {K1}, 0});
     t.push_back({"max_length_q", DType::kInt64, {}, 0});
@@ -31,10 +35,9 @@ std::vector<TensorView> tensors_for(const PackShape& s) {
     t.push_back({"max_seqlen_q", DType::kInt32, {}, 0});
     t.push_back({"max_seqlen_kv", DType::kInt32, {}, 0});
   }
-  t.push_back({"pixel_values", s.pixel_dtype, {s.pixel_rows, s.pixel_cols}, 0});
-  t.push_back({"image_grid_thw", DType::kInt64, {s.images, 3}, 0});
+  t.insert(t.end(), s.media_front.begin(), s.media_front.end());
   t.push_back({"sample_ids", DType::kUInt64, {s.sequences}, 0});
-  append_video_tensors(&t, s.videos, s.video_rows, s.pixel_cols, s.pixel_dtype);
+  t.insert(t.end(), s.media_back.begin(), s.media_back.end());
   return t;
 }
 
@@ -56,7 +59,8 @@ void write_hf(std::uint8_t* base, const BatchLayout& layout, const PackShape& sh
   std::int64_t* pos = at<std::int64_t>(base, layout, "position_ids");
   std::int32_t* cu_q = at<std::int32_t>(base, layout, "cu_seq_lens_q");
   std::int32_t* cu_k = at<std::int32_t>(base, layout, "cu_seq_lens_k");
-  const int mrope_row0 = shape.position_rows == 4 ? 1 : 0;
+  const int rows = shape.sample_rows;
+  const int mrope_row0 = rows == 3 && shape.position_rows == 4 ? 1 : 0;
   std::int64_t start = 0, longest = 0;
   cu_q[0] = cu_k[0] = 0;
   for (std::size_t i = 0; i < samples.size(); ++i) {
@@ -69,7 +73,7 @@ void write_hf(std::uint8_t* base, const BatchLayout& layout, const PackShape& sh
     if (mrope_row0 == 1) {
       for (std::int64_t t = 0; t < n; ++t) pos[start + t] = t;
     }
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < rows; ++r) {
       std::copy(s.positions.begin() + r * n, s.positions.begin() + (r + 1) * n,
                 pos + (mrope_row0 + r) * N + start);
     }
@@ -136,13 +140,13 @@ BatchLayout make_pack_layout(const PackShape& shape, Block block) {
 }
 
 void collate_pack(std::uint8_t* base, const BatchLayout& layout, const PackShape& shape,
-                  std::span<const SampleRow> samples, std::span<const GridTHW> grids,
-                  std::span<const std::uint64_t> sample_ids, std::int64_t pad_id) {
+                  std::span<const SampleRow> samples, std::span<const std::uint64_t> sample_ids,
+                  std::int64_t pad_id) {
   std::int64_t total = 0;
   for (const SampleRow& s : samples) {
     const std::int64_t n = static_cast<std::int64_t>(s.input_ids.size());
     STOKER_CHECK(s.labels.size() == s.input_ids.size() &&
-                     s.positions.size() == static_cast<std::size_t>(3 * n),
+                     s.positions.size() == static_cast<std::size_t>(shape.sample_rows * n),
                  "pack collate: a sample's tensors disagree in length");
     total += packed_length(shape.format, shape.align, n);
   }
@@ -155,7 +159,6 @@ void collate_pack(std::uint8_t* base, const BatchLayout& layout, const PackShape
   } else {
     write_megatron(base, layout, shape, samples, pad_id);
   }
-  write_grids(base, layout, grids);
   write_sample_ids(base, layout, sample_ids);
 }
 

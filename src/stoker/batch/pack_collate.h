@@ -12,13 +12,15 @@
 //     lengths), cu_seqlens_q_padded/_kv_padded int32 [k+1] (offsets in the row), max_seqlen_q/_kv
 //     int32 [] (longest aligned sub-sequence); each sub-sequence padded to a multiple of `align`
 //     with the pad id (label −100, loss 0); T = Σ aligned lengths.
-//   Both: pixel_values [rows, C·T·P·P] and image_grid_thw int64 [n_img, 3] in sample order then
-//     image order; sample_ids uint64 [k] (one per sub-sequence).
+//   Both: the media tensors the caller describes (pixel_values [rows, C·T·P·P], image_grid_thw
+//     int64 [n_img, 3], ...: written by the pipeline's media), sample_ids uint64 [k] (one per
+//     sub-sequence).
 // Pure functions on caller memory. Sizes that do not fit are bugs (abort).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "stoker/batch/batch.h"
 #include "stoker/batch/collate.h"
@@ -29,16 +31,14 @@ enum class PackFormat { kHF, kMegatron };
 
 struct PackShape {
   PackFormat format = PackFormat::kHF;
-  int position_rows = 4;             // HF: 4 (text row + mRoPE) or 3 (mRoPE only)
+  int sample_rows = 3;               // rows of a sample's positions (the model's rule: 3 mRoPE, 1)
+  int position_rows = 4;             // HF with 3-row samples: 4 (text row + mRoPE) or 3 (mRoPE
+                                     // only); 1-row samples: position_ids [1, N], the samples' own
   std::int64_t align = 1;            // Megatron: sub-sequence length multiple
   std::int64_t sequences = 0;        // k
   std::int64_t tokens = 0;           // row length: N (HF) or T (Megatron, aligned)
-  std::int64_t images = 0;
-  std::int64_t pixel_rows = 0;
-  std::int64_t pixel_cols = 0;
-  DType pixel_dtype = DType::kFloat32;
-  std::int64_t videos = 0;      // video tensors as in BatchShape (collate.h)
-  std::int64_t video_rows = 0;
+  // Media tensors as in BatchShape (collate.h): after the token tensors / after sample_ids.
+  std::vector<TensorView> media_front, media_back;
 };
 
 // The row length a sub-sequence of `length` tokens takes in this format.
@@ -48,10 +48,10 @@ BatchLayout make_pack_layout(const PackShape& shape, Block block);
 std::uint64_t pack_layout_bytes(const PackShape& shape);
 
 // Writes every token tensor of the pack (ids, labels, loss mask, positions, cu_seqlens, max
-// lengths), the grids and the sample ids; pixel rows are written by the caller at
-// pixel_row_address(). `samples` in pack order; their lengths must sum to the shape's.
+// lengths) and the sample ids; media tensors are written by the caller. `samples` in pack order;
+// their lengths must sum to the shape's.
 void collate_pack(std::uint8_t* arena_base, const BatchLayout& layout, const PackShape& shape,
-                  std::span<const SampleRow> samples, std::span<const GridTHW> grids,
-                  std::span<const std::uint64_t> sample_ids, std::int64_t pad_id = kPadTokenId);
+                  std::span<const SampleRow> samples, std::span<const std::uint64_t> sample_ids,
+                  std::int64_t pad_id);
 
 }  // namespace stoker::batch

@@ -31,15 +31,13 @@ Mem pack(PackShape shape) {
   std::vector<SampleRow> rows = {{kIdsA, kLabA, kPosA}, {kIdsB, kLabB, kPosB}};
   shape.sequences = 2;
   shape.tokens = packed_length(shape.format, shape.align, 3) + packed_length(shape.format, shape.align, 2);
-  shape.images = 1;
-  shape.pixel_rows = 4;
-  shape.pixel_cols = 6;
+  shape.media_front = {{"pixel_values", DType::kFloat32, {4, 6}, 0},
+                       {"image_grid_thw", DType::kInt64, {1, 3}, 0}};
   m.bytes.assign(pack_layout_bytes(shape) + 64, 0xEE);
   m.layout = make_pack_layout(shape, {64, pack_layout_bytes(shape)});
   for (const TensorView& t : m.layout.tensors) EXPECT_EQ(t.offset % 64, 0u) << t.name;
-  std::vector<GridTHW> grids = {{1, 2, 2}};
   std::vector<std::uint64_t> ids = {7, 3};
-  collate_pack(m.bytes.data(), m.layout, shape, rows, grids, ids, 151643);
+  collate_pack(m.bytes.data(), m.layout, shape, rows, ids, 151643);
   return m;
 }
 
@@ -61,7 +59,6 @@ TEST(PackCollateTest, HuggingFaceVarlenWithFourPositionRows) {
   EXPECT_TRUE(m.layout.find("max_length_q")->shape.empty());
   EXPECT_EQ(m.get<std::int64_t>("max_length_q"), (std::vector<std::int64_t>{3}));
   EXPECT_EQ(m.get<std::int64_t>("max_length_k"), (std::vector<std::int64_t>{3}));
-  EXPECT_EQ(m.get<std::int64_t>("image_grid_thw"), (std::vector<std::int64_t>{1, 2, 2}));
   EXPECT_EQ(m.get<std::uint64_t>("sample_ids"), (std::vector<std::uint64_t>{7, 3}));
   EXPECT_EQ(m.layout.find("pixel_values")->shape, (std::vector<std::int64_t>{4, 6}));
 }
@@ -71,6 +68,23 @@ TEST(PackCollateTest, HuggingFaceThreeRowsAreTheMropeRowsAlone) {
   EXPECT_EQ(m.layout.find("position_ids")->shape, (std::vector<std::int64_t>{3, 1, 5}));
   EXPECT_EQ(m.get<std::int64_t>("position_ids"),
             (std::vector<std::int64_t>{0, 1, 2, 0, 1, 0, 1, 5, 0, 3, 0, 1, 7, 0, 4}));
+}
+
+// A model with 1-D positions: HF's position_ids is [1, N], the samples' own positions.
+TEST(PackCollateTest, HuggingFaceOneRowSamples) {
+  PackShape shape{.format = PackFormat::kHF, .sample_rows = 1, .position_rows = 4};
+  std::vector<std::int64_t> pa = {0, 1, 2}, pb = {0, 1};
+  std::vector<SampleRow> rows = {{kIdsA, kLabA, pa}, {kIdsB, kLabB, pb}};
+  shape.sequences = 2;
+  shape.tokens = 5;
+  Mem m;
+  m.bytes.assign(pack_layout_bytes(shape), 0xEE);
+  m.layout = make_pack_layout(shape, {0, pack_layout_bytes(shape)});
+  std::vector<std::uint64_t> ids = {7, 3};
+  collate_pack(m.bytes.data(), m.layout, shape, rows, ids, 9);
+  EXPECT_EQ(m.layout.find("position_ids")->shape, (std::vector<std::int64_t>{1, 5}));
+  EXPECT_EQ(m.get<std::int64_t>("position_ids"), (std::vector<std::int64_t>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(m.get<std::int64_t>("labels"), (std::vector<std::int64_t>{-100, 11, 12, -100, 21}));
 }
 
 TEST(PackCollateTest, MegatronThdShiftsLabelsAndAlignsSubSequences) {

@@ -12,12 +12,13 @@
 #include "stoker/base/result.h"
 #include "stoker/bench/harness.h"
 #include "stoker/image/processor.h"
+#include "stoker/model/family.h"
 
 namespace stoker::bench {
 
 struct ImageBenchOptions {
   bool quick = false;
-  std::string model = "qwen2.5-vl";
+  std::string model{model::kDefaultModel};
   image::PixelDType dtype = image::PixelDType::kFloat32;
   int core = -1;                       // -1: the last CPU this process may use
   std::string python = "/usr/bin/python3";

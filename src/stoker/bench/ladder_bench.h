@@ -16,6 +16,7 @@
 
 #include "stoker/base/result.h"
 #include "stoker/exec/sched.h"
+#include "stoker/model/family.h"
 
 namespace stoker::bench {
 
@@ -44,7 +45,7 @@ options:
 
 struct LadderOptions {
   bool quick = false;
-  std::string data, model = "qwen2.5-vl", tokenizer, out = "ladder-out";
+  std::string data, model{model::kDefaultModel}, tokenizer, out = "ladder-out";
   std::string modes = "serial,concurrent,prefetch,zero-copy";
   int batch_size = 0, steps = 0, threads = 0, prefetch = 4;  // 0: sized by the benchmark
   std::uint64_t arena_bytes = std::uint64_t{1} << 30;  // sized from the warm-up's largest batch

@@ -21,12 +21,13 @@
 
 #include "stoker/base/result.h"
 #include "stoker/bench/harness.h"
+#include "stoker/model/family.h"
 
 namespace stoker::bench {
 
 struct LoaderBenchOptions {
   bool quick = false;
-  std::string model = "qwen2.5-vl";
+  std::string model{model::kDefaultModel};
   std::string tokenizer;  // empty: the model's (a preset's bundled Qwen tokenizer)
   int images = 0;         // records = images; 0: 400 quick, 800 (≥ 200 + 2 windows)
   std::string size = "1920x1080";

@@ -15,6 +15,7 @@
 
 #include "stoker/base/result.h"
 #include "stoker/bench/harness.h"
+#include "stoker/model/family.h"
 
 namespace stoker::bench {
 
@@ -26,7 +27,7 @@ struct PackingBenchOptions {
   int world = 8;           // data-parallel ranks
   int window = 1000;       // samples planned together
   int batch_size = 8;      // the padded baseline's B
-  std::string model = "qwen2.5-vl";
+  std::string model{model::kDefaultModel};
   std::string tokenizer;   // empty: the model's
   std::uint64_t seed = 0;
   int threads = 0;         // measuring; 0: the CPUs this process may use

@@ -27,6 +27,7 @@
 #include "stoker/base/clock.h"
 #include "stoker/bench/paths.h"
 #include "stoker/bench/peer.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 #include "stoker/synth/synth.h"
 
@@ -668,7 +669,7 @@ Result<Outcome> run(const ScaleOptions& in) {
     c.model = tmp.path() + "/model";
     STOKER_RETURN_IF_ERROR(write_model(c.model, o.max_pixels));
     if (o.tokenizer.empty()) {
-      STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::preset("qwen2.5-vl"));
+      STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, model::preset(model::kDefaultModel));
       STOKER_ASSIGN_OR_RETURN(c.tokenizer, model::default_tokenizer_dir(m));
     } else {
       c.tokenizer = o.tokenizer;

@@ -8,6 +8,7 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
+#include "stoker/base/hash.h"
 #include "stoker/bench/corpus.h"
 #include "stoker/bench/paths.h"
 #include "stoker/bench/peer.h"
@@ -27,8 +28,9 @@ struct Pass {
 };
 
 std::uint32_t fnv1a(const std::vector<text::TokenId>& ids) {
-  std::uint32_t h = 2166136261u;
-  for (text::TokenId id : ids) h = (h ^ static_cast<std::uint32_t>(id)) * 16777619u;
+  // Over whole ids, not their bytes: what the JS peer computes (hf_tokenizers_peer.js).
+  std::uint32_t h = kFnv32Offset;
+  for (text::TokenId id : ids) h = fnv1a32_step(h, static_cast<std::uint32_t>(id));
   return h;
 }
 

@@ -12,12 +12,13 @@
 
 #include "stoker/base/result.h"
 #include "stoker/bench/harness.h"
+#include "stoker/model/family.h"
 
 namespace stoker::bench {
 
 struct TokenizerBenchOptions {
   bool quick = false;
-  std::string model = "qwen2.5-vl";  // preset or folder; the tokenizer files come from it
+  std::string model{model::kDefaultModel};  // preset or folder; the tokenizer files come from it
   std::string tokenizer;             // a folder with tokenizer.json (overrides --model)
   std::string corpus;                // a file (bench/corpus.h); empty: this machine's files
   std::size_t megabytes = 0;         // corpus size; 0: 3 quick, 12

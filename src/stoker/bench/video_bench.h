@@ -14,12 +14,13 @@
 
 #include "stoker/base/result.h"
 #include "stoker/bench/harness.h"
+#include "stoker/model/family.h"
 
 namespace stoker::bench {
 
 struct VideoBenchOptions {
   bool quick = false;
-  std::string model = "qwen2.5-vl";
+  std::string model{model::kDefaultModel};
   int core = -1;
   std::string python = "/usr/bin/python3";
   std::string dir;          // keep the videos here (default: temp, removed)

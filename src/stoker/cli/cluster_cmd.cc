@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "stoker/base/hash.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/options_cli.h"
 #include "stoker/cli/run_loop.h"
@@ -16,7 +17,6 @@
 #include "stoker/cluster/job.h"
 #include "stoker/cluster/receiver.h"
 #include "stoker/cluster/worker.h"
-#include "stoker/model/model_config.h"
 #endif
 
 namespace stoker::cli {
@@ -41,7 +41,7 @@ receiver: F.r0, F.r1, ...
 #ifdef STOKER_HAVE_CLUSTER
 // FNV-1a of the arguments, --role and its value left out: what every rank must agree on.
 std::uint64_t fingerprint(int argc, char** argv) {
-  std::uint64_t h = 14695981039346656037ull;
+  std::uint64_t h = kFnv64Offset;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--role") {
@@ -49,7 +49,7 @@ std::uint64_t fingerprint(int argc, char** argv) {
       continue;
     }
     if (a.rfind("--role=", 0) == 0) continue;
-    for (unsigned char c : a + '\0') h = (h ^ c) * 1099511628211ull;
+    h = fnv1a64(a.c_str(), a.size() + 1, h);  // with the terminator: "ab","c" != "a","bc"
   }
   return h;
 }
@@ -72,7 +72,6 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
   if (job.receiver()) {
     const int r = job.receiver_index();
     std::shared_ptr<cluster::Receiver> remote;
-    std::optional<image::ImageProcessor> processor;
     // The workers prepare this receiver's samples: one Receiver for all its Loaders.
     auto attach_workers = [&](pipeline::LoaderConfig& c) -> Status {
       c.window = window;
@@ -80,14 +79,8 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
       // the workers prepare its first window twice.
       c.prefetch_on_create = false;
       if (job.workers.empty()) return ok_status();
-      if (!remote) {
-        // The receiver's own processor for the uint8 wire's normalise + patchify: the model's
-        // image settings as the engine's context has them (the model parsed once, in the options).
-        STOKER_ASSIGN_OR_RETURN(model::ModelConfig m, pipeline::resolved_model(c));
-        STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(m.image));
-        processor.emplace(std::move(proc));
-        remote = std::make_shared<cluster::Receiver>(job.workers, *wire, &*processor);
-      }
+      // The uint8 wire's finishing (normalise + patchify) uses each engine's own processors.
+      if (!remote) remote = std::make_shared<cluster::Receiver>(job.workers, *wire);
       c.remote = remote;
       return ok_status();
     };

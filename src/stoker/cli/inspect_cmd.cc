@@ -17,12 +17,15 @@
 #include "stoker/base/file.h"
 #include "stoker/base/elide.h"
 #include "stoker/base/printable.h"
+#include "stoker/base/redact.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/options_cli.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/processor.h"
 #include "stoker/image/resample.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
+#include "stoker/pipeline/loader.h"
 #include "stoker/pipeline/store_fetcher.h"
 #include "stoker/base/json_text.h"
 
@@ -118,26 +121,25 @@ T percentile(std::vector<T> v, double p) {
 
 class Inspector {
  public:
-  // `sources`: index, scopes and fetcher from pipeline::open_sources.
+  // `sources`: the record source and the fetcher from pipeline::open_sources.
   Inspector(const model::ModelConfig& model, image::ImageProcessor proc,
             const pipeline::Context& sources, bool json)
       : model_(model), proc_(std::move(proc)), sources_(sources), json_(json) {}
 
   void record(std::uint64_t id) {
-    const dataset::RecordLocation loc = sources_.index->location(id);
-    const int line = static_cast<int>(loc.line);
+    const int line = static_cast<int>(sources_.records->origin(id).line);
     std::string text;
-    if (Status st = sources_.index->read_record(id, text); !st.ok()) {
+    if (Status st = sources_.records->read(id, text); !st.ok()) {
       ++records_;
       RecordError e{line, "", st.error().code(), st.error().to_string()};
       emit_record_error(e);
       record_errors_.push_back(std::move(e));
       return;
     }
-    record(line, text, sources_.scopes[loc.file]);
+    record(line, text, sources_.records->media(id));
   }
 
-  void record(int line, std::string_view text, const io::MediaScope& scope) {
+  void record(int line, std::string_view text, const dataset::MediaResolver& scope) {
     ++records_;
     auto conv = dataset::parse_record(text);
     Status valid = conv.ok() ? dataset::validate_for_sft(*conv) : Status(conv.error());
@@ -166,7 +168,7 @@ class Inspector {
   int finish(const std::string& data_path);
 
  private:
-  ImageRow inspect_image(int line, const std::string& ref, const io::MediaScope& scope) {
+  ImageRow inspect_image(int line, const std::string& ref, const dataset::MediaResolver& scope) {
     ImageRow row;
     row.line = line;
     row.path = ref;
@@ -387,11 +389,11 @@ int run_inspect(int argc, char** argv) {
   }
   Inspector inspector(*model, std::move(*proc), sources, settings->inspect.json);
   inspector.print_header();
-  const std::uint64_t n = sources.index->size();
+  const std::uint64_t n = sources.records->size();
   for (std::uint64_t id = 0; id < n && (limit < 0 || static_cast<std::int64_t>(id) < limit); ++id) {
     inspector.record(id);
   }
-  return inspector.finish(sources.manifest_names[0]);
+  return inspector.finish(redact_secrets(data_path));
 }
 
 }  // namespace stoker::cli

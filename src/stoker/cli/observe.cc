@@ -207,8 +207,9 @@ std::string summary_json(const pipeline::LoaderStats& s,
   for (std::size_t i = 0; i < failures.size(); ++i) {
     const pipeline::FailureKind& k = failures[i];
     j += i ? ",\n    {" : "\n    {";
-    j += "\"stage\": " + json_string(k.stage) + ", \"code\": " + json_string(k.code) +
-         ", \"pattern\": " + json_string(k.pattern) + ", \"count\": " + std::to_string(k.count) +
+    j += "\"stage\": " + json_string(k.stage_name()) +
+         ", \"code\": " + json_string(k.code_name()) + ", \"pattern\": " +
+         json_string(k.pattern) + ", \"count\": " + std::to_string(k.count) +
          ", \"example\": {\"sample\": " + std::to_string(k.example.sample) +
          ", \"file\": " + json_string(k.example.file) + ", \"line\": " +
          std::to_string(k.example.line) + ", \"reason\": " + json_string(k.example.reason) + "}}";

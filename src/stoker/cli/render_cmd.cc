@@ -25,10 +25,12 @@
 #include "stoker/io/object_store.h"
 #include "stoker/io/uri.h"
 #include "stoker/image/processor.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/prepare.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/labels.h"
+#include "stoker/text/qwen_vl.h"
 #include "stoker/text/tokenizer.h"
 
 namespace stoker::cli {
@@ -225,7 +227,8 @@ int render(const Args& args) {
     std::fprintf(stderr, "warning: not a valid SFT sample: %s\n",
                  printable(st.error().to_string()).c_str());
   }
-  Result<model::ModelConfig> model = model::load_model(args.get("model", "qwen2.5-vl"));
+  Result<model::ModelConfig> model =
+      model::load_model(args.get("model", std::string(model::kDefaultModel)));
   if (!model.ok()) return report("render", model.error());
   Result<text::TemplateKind> kind = model::chat_template_kind(*model);
   if (!kind.ok()) return report("render", kind.error());
@@ -276,7 +279,7 @@ int render(const Args& args) {
 
   std::vector<double> spg(s->num_videos, 2.0 / *fps);  // temporal_patch_size / fps
   Result<batch::RopeIndex> rope =
-      batch::get_rope_index(*s, *images, videos, batch::RopeConfig::from_model(*model), spg);
+      batch::get_rope_index(*s, *images, videos, model::rope_config(*model), spg);
   if (!rope.ok()) return report("render", rope.error());
 
   std::printf("\n== %zu tokens, %lld supervised, %d image(s), %d video(s)%s ==\n",

@@ -101,20 +101,6 @@ std::string progress_line(const pipeline::LoaderStats& s) {
   return out;
 }
 
-// FNV-1a over every tensor's shape and bytes: equal hashes = byte-identical batches.
-std::uint64_t batch_hash(const pipeline::Batch& b) {
-  std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](const void* data, std::size_t n) {
-    const auto* p = static_cast<const std::uint8_t*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  };
-  for (const batch::TensorView& t : b.layout().tensors) {
-    for (std::int64_t d : t.shape) mix(&d, sizeof d);
-    mix(b.data(t), t.bytes());
-  }
-  return h;
-}
-
 using Options = config::RunSettings;
 
 // A failed write of one of the run's logs: ResourceExhausted for a full disk or quota.
@@ -259,8 +245,9 @@ void print_failures(const pipeline::Loader& loader, const pipeline::LoaderConfig
     // Ids, paths and server text come from data: bounded (the reasons are Error text, bounded
     // already; the file is elided) and escaped (ESC sequences, forged lines).
     std::printf("    %lld x %s %s: %s\n      e.g. sample %llu (%s:%llu): %s\n",
-                static_cast<long long>(k.count), k.stage.c_str(), k.code.c_str(),
-                printable(k.pattern).c_str(), static_cast<unsigned long long>(k.example.sample),
+                static_cast<long long>(k.count), std::string(k.stage_name()).c_str(),
+                std::string(k.code_name()).c_str(), printable(k.pattern).c_str(),
+                static_cast<unsigned long long>(k.example.sample),
                 printable(elide_middle(k.example.file)).c_str(),
                 static_cast<unsigned long long>(k.example.line),
                 printable(k.example.reason).c_str());
@@ -421,7 +408,8 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
         }
       }
       if (hashes != nullptr &&
-          std::fprintf(hashes, "%016llx\n", static_cast<unsigned long long>(batch_hash(batch))) < 0) {
+          std::fprintf(hashes, "%016llx\n",
+                       static_cast<unsigned long long>(pipeline::batch_hash(batch))) < 0) {
         progress.stop();
         rc = report(cmd, write_error("--batch-hashes", o.batch_hashes, errno));
         break;

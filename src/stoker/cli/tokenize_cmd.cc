@@ -14,6 +14,7 @@
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/options_cli.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 #include "stoker/text/tokenizer.h"
 
@@ -34,7 +35,7 @@ int run_tokenize(int argc, char** argv) {
     return args->has("help") ? 0 : 2;
   }
   std::string dir = args->get("tokenizer");
-  const std::string model = args->get("model", "qwen2.5-vl");
+  const std::string model = args->get("model", std::string(model::kDefaultModel));
   std::error_code ec;
   if (dir.empty() && std::filesystem::is_regular_file(std::filesystem::path(model) / "tokenizer.json", ec)) {
     dir = model;  // a folder with the files: no need to read a model config

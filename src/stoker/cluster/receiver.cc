@@ -10,8 +10,7 @@
 
 namespace stoker::cluster {
 
-Receiver::Receiver(std::vector<int> workers, Wire wire, const image::ImageProcessor* processor)
-    : workers_(std::move(workers)), wire_(wire), processor_(processor) {
+Receiver::Receiver(std::vector<int> workers, Wire wire) : workers_(std::move(workers)), wire_(wire) {
   for (int w : workers_) unanswered_[w] = 0;
   comm_ = std::make_unique<Comm>(std::vector<int>{kTagResult},
                                  [this](int source, int, std::vector<std::uint8_t>&& bytes) {
@@ -37,7 +36,8 @@ void Receiver::submit(const void* owner, const pipeline::Item& item,
     next_worker_ = best + 1;
     worker = workers_[best];
     ++unanswered_[worker];
-    pending_[req.ticket] = Pending{.owner = owner, .item = item, .done = std::move(done), .worker = worker};
+    pending_[req.ticket] = Pending{.owner = owner, .item = item, .done = std::move(done), .worker = worker,
+                                   .payloads = {}};
   }
   comm_->send(worker, kTagRequest, encode(req));
 }
@@ -46,14 +46,18 @@ void Receiver::finished_one() {
   if (pending_.empty()) cv_.notify_all();
 }
 
-void Receiver::discard_payload(int worker, std::uint64_t ticket, std::uint64_t bytes) {
-  auto scratch = staging_.get(bytes);
-  comm_->recv(worker, payload_tag(ticket), scratch->data.get(), bytes, [this, scratch, bytes] {
-    staging_.put(scratch);
-    std::lock_guard lock(mu_);
-    stats_.payload_bytes += bytes;
-    stats_.message_bytes += bytes;
-  });
+void Receiver::discard_payloads(int worker, std::uint64_t ticket,
+                                const std::vector<std::uint64_t>& sizes) {
+  for (std::uint64_t bytes : sizes) {
+    if (bytes == 0) continue;
+    auto scratch = staging_.get(bytes);
+    comm_->recv(worker, payload_tag(ticket), scratch->data.get(), bytes, [this, scratch, bytes] {
+      staging_.put(scratch);
+      std::lock_guard lock(mu_);
+      stats_.payload_bytes += bytes;
+      stats_.message_bytes += bytes;
+    });
+  }
 }
 
 void Receiver::on_result(int source, std::vector<std::uint8_t>&& bytes) {
@@ -79,17 +83,18 @@ void Receiver::on_result(int source, std::vector<std::uint8_t>&& bytes) {
     ++stats_.samples;
     Pending& pend = it->second;
     pend.answered = true;
-    pend.payload = r->payload_bytes;
+    pend.payloads = r->payloads;
+    const std::uint64_t total = r->payload_bytes();
     if (pend.abandoned) {
-      if (r->payload_bytes > 0) discard_payload(source, r->ticket, r->payload_bytes);
+      discard_payloads(source, r->ticket, pend.payloads);
       pending_.erase(it);
       finished_one();
       return;
     }
     p.item = pend.item;  // the engine's item (unit, state after it, plan)
     done = std::move(pend.done);
-    if (r->payload_bytes > 0) {
-      p.remote = pipeline::RemotePixels{.ticket = r->ticket, .bytes = r->payload_bytes};
+    if (total > 0) {
+      p.remote = pipeline::RemotePixels{.ticket = r->ticket, .bytes = total};
     } else {
       pending_.erase(it);
       finished_one();
@@ -98,78 +103,84 @@ void Receiver::on_result(int source, std::vector<std::uint8_t>&& bytes) {
   done(std::move(p));
 }
 
-void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
-                      std::span<std::uint8_t* const> dst, image::PixelDType dtype,
-                      exec::ThreadPool* helpers, std::vector<std::optional<Error>>* errors) {
+void Receiver::pixels(std::span<const pipeline::RemoteLanding> samples,
+                      const pipeline::MediaEnv& env, image::PixelDType dtype,
+                      exec::ThreadPool* helpers,
+                      std::vector<std::optional<pipeline::MediumError>>* errors) {
   struct Wait {
     std::mutex mu;
     std::condition_variable cv;
     std::size_t left = 0;
   };
   auto wait = std::make_shared<Wait>();
-  wait->left = samples.size();  // one receive per sample, set before any can complete
-  std::vector<std::shared_ptr<BufferPool::Buffer>> staging(samples.size());
-  const std::int64_t cols = processor_->columns();
-  const std::uint64_t elem = dtype == image::PixelDType::kFloat32 ? 4 : 2;
+  // One receive per payload message, every one counted before any can complete.
+  struct Landing {
+    std::size_t sample, medium;
+    std::shared_ptr<BufferPool::Buffer> staged;  // uint8 pixels, or a payload of the wrong size
+  };
+  std::vector<Landing> landings;
   {
     std::lock_guard lock(mu_);
+    std::vector<std::pair<int, std::vector<std::uint64_t>>> sizes(samples.size());
     for (std::size_t i = 0; i < samples.size(); ++i) {
-      const pipeline::Prepared& p = *samples[i];
+      const pipeline::Prepared& p = *samples[i].sample;
       auto it = pending_.find(p.remote->ticket);
       STOKER_CHECK(it != pending_.end() && it->second.answered, "cluster: pixels of an unknown sample");
-      const int worker = it->second.worker;
-      const std::uint64_t bytes = it->second.payload;
+      sizes[i] = {it->second.worker, it->second.payloads};
       pending_.erase(it);
-      std::uint8_t* into = dst[i];
-      const std::uint64_t want = wire_ == Wire::kFloat
-                                     ? static_cast<std::uint64_t>(p.pixel_rows) * cols * elem
-                                     : payload_bytes(p, Wire::kUint8, cols, dtype);
-      if (wire_ != Wire::kFloat || bytes != want) {
-        staging[i] = staging_.get(bytes);
-        into = staging[i]->data.get();
+      for (std::uint64_t b : sizes[i].second) wait->left += b > 0 ? 1 : 0;
+    }
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const pipeline::Prepared& p = *samples[i].sample;
+      const auto& [worker, payloads] = sizes[i];
+      if (payloads.size() != p.media.size() || samples[i].rows.size() != p.media.size()) {
+        (*errors)[i] = pipeline::MediumError{0, data_loss("cluster: " + std::to_string(payloads.size()) +
+                                                          " payloads for " + std::to_string(p.media.size()) +
+                                                          " media")};
       }
-      if (bytes != want) {
-        (*errors)[i] = data_loss("cluster: pixel payload of " + std::to_string(bytes) +
-                                 " bytes, expected " + std::to_string(want) + " (" +
-                                 wire_name(wire_) + " wire)");
-      }
-      comm_->recv(worker, payload_tag(p.remote->ticket), into, bytes, [this, wait, bytes] {
-        {
-          std::lock_guard l(mu_);
-          stats_.payload_bytes += bytes;
-          stats_.message_bytes += bytes;
+      for (std::size_t j = 0; j < payloads.size(); ++j) {
+        const std::uint64_t bytes = payloads[j];
+        if (bytes == 0) continue;
+        const bool fits = j < p.media.size() && j < samples[i].rows.size();
+        const std::uint64_t want = fits ? payload_bytes(*p.media[j], wire_, env, dtype) : 0;
+        Landing l{i, j, nullptr};
+        std::uint8_t* into = nullptr;
+        if (wire_ == Wire::kFloat && bytes == want) {
+          into = samples[i].rows[j];
+        } else {
+          l.staged = staging_.get(bytes);
+          into = l.staged->data.get();
         }
-        std::lock_guard l(wait->mu);
-        if (--wait->left == 0) wait->cv.notify_all();
-      });
+        if (bytes != want && !(*errors)[i]) {
+          (*errors)[i] = pipeline::MediumError{j, data_loss("cluster: payload of " + std::to_string(bytes) +
+                                                            " bytes, expected " + std::to_string(want) +
+                                                            " (" + wire_name(wire_) + " wire)")};
+        }
+        landings.push_back(std::move(l));
+        comm_->recv(worker, payload_tag(p.remote->ticket), into, bytes, [this, wait, bytes] {
+          {
+            std::lock_guard l(mu_);
+            stats_.payload_bytes += bytes;
+            stats_.message_bytes += bytes;
+          }
+          std::lock_guard l(wait->mu);
+          if (--wait->left == 0) wait->cv.notify_all();
+        });
+      }
     }
     finished_one();
   }
   {
-    // Not stoppable: MPI writes into the block until the receive completes.
+    // Not stoppable: MPI writes into the block until the receives complete.
     std::unique_lock lock(wait->mu);
     wait->cv.wait(lock, [&] { return wait->left == 0; });
   }
-  if (wire_ != Wire::kUint8) {  // float: only a payload of the wrong size was staged
-    for (auto& b : staging)
-      if (b) staging_.put(std::move(b));
-    return;
-  }
-  // uint8 wire: normalise + patchify each image into its rows, on the helpers and this thread.
-  struct Image {
-    const std::uint8_t* rgb;
-    const image::ImagePlan* plan;
-    std::uint8_t* out;
-  };
-  auto images = std::make_shared<std::vector<Image>>();
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    if ((*errors)[i]) continue;
-    const std::uint8_t* rgb = staging[i]->data.get();
-    std::uint8_t* out = dst[i];
-    for (const image::ImagePlan& plan : samples[i]->plans) {
-      images->push_back({rgb, &plan, out});
-      rgb += static_cast<std::size_t>(plan.width) * plan.height * 3;
-      out += static_cast<std::size_t>(plan.rows()) * cols * elem;
+  // uint8 wire: every medium finished from its resized pixels (normalise + patchify) into its
+  // rows, on the helpers and this thread.
+  auto finishing = std::make_shared<std::vector<const Landing*>>();
+  if (wire_ == Wire::kUint8) {
+    for (const Landing& l : landings) {
+      if (!(*errors)[l.sample]) finishing->push_back(&l);
     }
   }
   struct Job {
@@ -178,34 +189,31 @@ void Receiver::pixels(std::span<const pipeline::Prepared* const> samples,
     std::condition_variable cv;
   };
   auto job = std::make_shared<Job>();
-  const image::ImageProcessor* proc = processor_;
-  auto work = [job, images, proc, dtype] {
+  auto work = [job, finishing, samples, &env, dtype] {
     for (;;) {
       const std::size_t i = job->next.fetch_add(1);
-      if (i >= images->size()) return;
-      const Image& img = (*images)[i];
-      proc->normalize_patchify(img.rgb, *img.plan, dtype, img.out);
-      if (job->done.fetch_add(1) + 1 == images->size()) {
+      if (i >= finishing->size()) return;
+      const Landing& l = *(*finishing)[i];
+      const pipeline::RemoteLanding& s = samples[l.sample];
+      s.sample->media[l.medium]->finish(env, l.staged->data.get(), dtype, s.rows[l.medium]);
+      if (job->done.fetch_add(1) + 1 == finishing->size()) {
         std::lock_guard lock(job->mu);
         job->cv.notify_all();
       }
     }
   };
-  auto give_back = [&] {
-    for (auto& b : staging)
-      if (b) staging_.put(std::move(b));
-  };
-  if (images->empty()) return give_back();
-  if (helpers != nullptr) {
-    const int n = std::min<int>(static_cast<int>(images->size()) - 1, helpers->num_threads());
-    for (int h = 0; h < n; ++h) (void)helpers->submit(work);
-  }
-  work();
-  {
+  if (!finishing->empty()) {
+    if (helpers != nullptr) {
+      const int n = std::min<int>(static_cast<int>(finishing->size()) - 1, helpers->num_threads());
+      for (int h = 0; h < n; ++h) (void)helpers->submit(work);
+    }
+    work();
     std::unique_lock lock(job->mu);
-    job->cv.wait(lock, [&] { return job->done.load() == images->size(); });
+    job->cv.wait(lock, [&] { return job->done.load() == finishing->size(); });
   }
-  give_back();
+  for (Landing& l : landings) {
+    if (l.staged) staging_.put(std::move(l.staged));
+  }
 }
 
 void Receiver::abandon(const void* owner) {
@@ -217,8 +225,8 @@ void Receiver::abandon(const void* owner) {
       continue;
     }
     p.done = nullptr;
-    if (p.answered) {  // delivered to the engine, its payload never claimed
-      if (p.payload > 0) discard_payload(p.worker, it->first, p.payload);
+    if (p.answered) {  // delivered to the engine, its payloads never claimed
+      discard_payloads(p.worker, it->first, p.payloads);
       it = pending_.erase(it);
     } else {
       p.abandoned = true;

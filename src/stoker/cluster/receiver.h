@@ -1,8 +1,9 @@
 // Receiver: the RemoteSamples of a receiver rank (pipeline/remote.h). Each item the engine
 // submits becomes a request to the worker with the fewest unanswered requests; the worker's
-// result becomes the engine's Prepared sample; at emit, the sample's pixel payload is received
-// straight into the batch's rows (float wire) or into a staging buffer and normalised +
-// patchified into them (uint8 wire, on the emit helpers). In flight: the engine's window of
+// result becomes the engine's Prepared sample (its media's plans, and on the encoded wire their
+// bytes: the engine's emit then produces them as a local run does); at emit, each medium's
+// payload is received straight into the batch's rows (float wire) or into a staging buffer and
+// finished into them (uint8 wire: Medium::finish — normalise + patchify — on the emit helpers). In flight: the engine's window of
 // samples, nothing more (credit-based: a request is a credit; the arena's backpressure stops
 // the producer, which stops the requests). Payloads wait on their worker until the batch that
 // holds them is assembled (MPI's rendezvous for large messages), so the worker holds at most
@@ -31,15 +32,14 @@ struct ReceiverStats {
 
 class Receiver final : public pipeline::RemoteSamples {
  public:
-  // `processor` must outlive the receiver (used on the uint8 wire).
-  Receiver(std::vector<int> workers, Wire wire, const image::ImageProcessor* processor);
+  Receiver(std::vector<int> workers, Wire wire);
   ~Receiver() override;
 
   void submit(const void* owner, const pipeline::Item& item,
               std::function<void(pipeline::Prepared&&)> done) override;
-  void pixels(std::span<const pipeline::Prepared* const> samples,
-              std::span<std::uint8_t* const> dst, image::PixelDType dtype,
-              exec::ThreadPool* helpers, std::vector<std::optional<Error>>* errors) override;
+  void pixels(std::span<const pipeline::RemoteLanding> samples, const pipeline::MediaEnv& env,
+              image::PixelDType dtype, exec::ThreadPool* helpers,
+              std::vector<std::optional<pipeline::MediumError>>* errors) override;
   void abandon(const void* owner) override;
 
   // Waits until every request is answered and every payload received, sends each worker a stop,
@@ -55,15 +55,15 @@ class Receiver final : public pipeline::RemoteSamples {
     std::function<void(pipeline::Prepared&&)> done;
     int worker = 0;
     bool answered = false, abandoned = false;
-    std::uint64_t payload = 0;
+    std::vector<std::uint64_t> payloads;  // one message per medium (0: none)
   };
   void on_result(int source, std::vector<std::uint8_t>&& bytes);
-  void discard_payload(int worker, std::uint64_t ticket, std::uint64_t bytes);  // mu_ held
+  // Receives a ticket's payload messages into scratch (an abandoned sample's). mu_ held.
+  void discard_payloads(int worker, std::uint64_t ticket, const std::vector<std::uint64_t>& sizes);
   void finished_one();  // a ticket is gone; mu_ held
 
   std::vector<int> workers_;
   Wire wire_;
-  const image::ImageProcessor* processor_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::uint64_t, Pending> pending_;

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "stoker/base/byte_reader.h"
+#include "stoker/base/byte_writer.h"
 
 namespace stoker::cluster {
 
@@ -25,31 +26,10 @@ const char* wire_name(Wire w) {
 
 namespace {
 
-class Writer {
- public:
-  template <typename T>
-  void put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    out.insert(out.end(), p, p + sizeof v);
-  }
-  void str(const std::string& s) {
-    put<std::uint64_t>(s.size());
-    out.insert(out.end(), s.begin(), s.end());
-  }
-  template <typename T>
-  void vec(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    put<std::uint64_t>(v.size());
-    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
-    out.insert(out.end(), p, p + v.size() * sizeof(T));
-  }
-  std::vector<std::uint8_t> out;
-};
-
+using Writer = ByteWriter;
 using Reader = ByteReader;
 
-constexpr std::uint32_t kMaxImages = 1 << 16;  // per sample; a larger count is a broken message
+constexpr std::uint32_t kMaxMedia = 1 << 16;  // per sample; a larger count is a broken message
 
 }  // namespace
 
@@ -60,7 +40,7 @@ std::vector<std::uint8_t> encode(const Request& r) {
   w.put(r.epoch);
   w.put(r.k);
   w.put(r.sample);
-  return std::move(w.out);
+  return w.take();
 }
 
 Result<Request> decode_request(const std::vector<std::uint8_t>& bytes) {
@@ -71,7 +51,13 @@ Result<Request> decode_request(const std::vector<std::uint8_t>& bytes) {
   return r;
 }
 
-std::vector<std::uint8_t> encode(const SampleResult& r) {
+std::uint64_t SampleResult::payload_bytes() const {
+  std::uint64_t n = 0;
+  for (std::uint64_t b : payloads) n += b;
+  return n;
+}
+
+std::vector<std::uint8_t> encode(const SampleResult& r, bool with_media_bytes) {
   Writer w;
   const pipeline::Prepared& p = r.prepared;
   w.put(r.ticket);
@@ -83,8 +69,8 @@ std::vector<std::uint8_t> encode(const SampleResult& r) {
     w.put(f.sample);
     w.str(f.file);
     w.put(f.line);
-    w.str(f.stage);
-    w.str(f.code);
+    w.put(static_cast<std::uint8_t>(f.stage));
+    w.put(static_cast<std::uint8_t>(f.code));
     w.str(f.reason);
   }
   w.vec(p.tokens.input_ids);
@@ -102,17 +88,13 @@ std::vector<std::uint8_t> encode(const SampleResult& r) {
   w.put<std::int32_t>(p.tokens.num_messages);
   w.put<std::uint8_t>(p.tokens.truncated ? 1 : 0);
   w.vec(p.positions);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(p.plans.size()));
-  for (const image::ImagePlan& pl : p.plans) {
-    for (int v : {pl.src_width, pl.src_height, pl.width, pl.height, pl.grid_t, pl.grid_h,
-                  pl.grid_w, pl.orientation})
-      w.put<std::int32_t>(v);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(p.media.size()));
+  for (const auto& m : p.media) {
+    w.put<std::uint8_t>(pipeline::kind_id(m->kind()));
+    m->save(w, with_media_bytes);
   }
-  w.put(p.pixel_rows);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(p.encoded.size()));
-  for (const std::vector<std::uint8_t>& e : p.encoded) w.vec(e);
-  w.put(r.payload_bytes);
-  return std::move(w.out);
+  w.vec(r.payloads);
+  return w.take();
 }
 
 Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes) {
@@ -128,9 +110,13 @@ Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes) {
     return bad("header");
   if (has_failure) {
     pipeline::SampleFailure f;
-    if (!(rd.get(&f.sample) && rd.str(&f.file) && rd.get(&f.line) && rd.str(&f.stage) &&
-          rd.str(&f.code) && rd.str(&f.reason)))
+    std::uint8_t stage = 0, code = 0;
+    if (!(rd.get(&f.sample) && rd.str(&f.file) && rd.get(&f.line) && rd.get(&stage) &&
+          rd.get(&code) && rd.str(&f.reason)) ||
+        stage >= pipeline::kNumFailureStages || code > static_cast<int>(kLastErrorCode))
       return bad("failure");
+    f.stage = static_cast<pipeline::FailureStage>(stage);
+    f.code = static_cast<ErrorCode>(code);
     p.failure = std::move(f);
   }
   std::uint64_t spans = 0;
@@ -150,54 +136,46 @@ Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes) {
   }
   std::int32_t ni = 0, nv = 0, nm = 0;
   std::uint8_t truncated = 0;
-  std::uint32_t plans = 0;
+  std::uint32_t media = 0;
   if (!(rd.get(&ni) && rd.get(&nv) && rd.get(&nm) && rd.get(&truncated) && rd.vec(&p.positions) &&
-        rd.get(&plans)) ||
-      plans > kMaxImages)
+        rd.get(&media)) ||
+      media > kMaxMedia)
     return bad("counts");
   p.tokens.num_images = ni;
   p.tokens.num_videos = nv;
   p.tokens.num_messages = nm;
   p.tokens.truncated = truncated != 0;
-  for (std::uint32_t i = 0; i < plans; ++i) {
-    std::int32_t v[8];
-    for (std::int32_t& x : v)
-      if (!rd.get(&x)) return bad("plans");
-    image::ImagePlan pl;
-    pl.src_width = v[0];
-    pl.src_height = v[1];
-    pl.width = v[2];
-    pl.height = v[3];
-    pl.grid_t = v[4];
-    pl.grid_h = v[5];
-    pl.grid_w = v[6];
-    pl.orientation = v[7];
-    p.plans.push_back(pl);
+  for (std::uint32_t i = 0; i < media; ++i) {
+    std::uint8_t id = 0;
+    if (!rd.get(&id)) return bad("media");
+    const pipeline::MediaKind* kind = pipeline::kind_by_id(id);
+    if (kind == nullptr) return bad("media kind");
+    Result<std::unique_ptr<pipeline::Medium>> m = kind->load(rd);
+    if (!m.ok()) return bad("media plans");
+    p.media.push_back(std::move(m).value());
   }
-  std::uint32_t encoded = 0;
-  if (!(rd.get(&p.pixel_rows) && rd.get(&encoded)) || encoded > kMaxImages) return bad("rows");
-  p.encoded.resize(encoded);
-  for (auto& e : p.encoded)
-    if (!rd.vec(&e)) return bad("media bytes");
-  if (!rd.get(&r.payload_bytes) || !rd.done()) return bad("trailer");
-  std::int64_t rows = 0;
-  for (const image::ImagePlan& pl : p.plans) rows += pl.rows();
-  if (!p.failure && (rows != p.pixel_rows || p.positions.size() != 3 * p.tokens.input_ids.size()))
+  if (!rd.vec(&r.payloads) || !rd.done()) return bad("trailer");
+  const std::size_t len = p.tokens.input_ids.size();
+  // Positions: some rows × len (the model's rule; the engine checks how many).
+  const bool positions_fit = len == 0 ? p.positions.empty()
+                                      : p.positions.size() % len == 0 && p.positions.size() / len <= 8;
+  if (!p.failure && (p.tokens.labels.size() != len || !positions_fit ||
+                     (!r.payloads.empty() && r.payloads.size() != p.media.size())))
     return bad("inconsistent sizes");
   return r;
 }
 
-std::uint64_t payload_bytes(const pipeline::Prepared& p, Wire wire, std::int64_t columns,
+std::uint64_t payload_bytes(const pipeline::Medium& m, Wire wire, const pipeline::MediaEnv& env,
                             image::PixelDType dtype) {
-  if (p.failure || wire == Wire::kEncoded) return 0;
-  std::uint64_t n = 0;
-  for (const image::ImagePlan& pl : p.plans) {
-    n += wire == Wire::kUint8
-             ? static_cast<std::uint64_t>(pl.width) * pl.height * 3
-             : static_cast<std::uint64_t>(pl.rows()) * columns *
-                   (dtype == image::PixelDType::kFloat32 ? 4 : 2);
+  switch (wire) {
+    case Wire::kEncoded: return 0;
+    case Wire::kUint8: return m.resized_bytes();
+    case Wire::kFloat:
+      return static_cast<std::uint64_t>(m.rows()) *
+             static_cast<std::uint64_t>(m.modality().columns(env)) *
+             (dtype == image::PixelDType::kFloat32 ? 4 : 2);
   }
-  return n;
+  return 0;
 }
 
 }  // namespace stoker::cluster

@@ -1,10 +1,11 @@
 // What crosses the network between the roles of `stoker cluster` (README.md "Messages"):
 // a request (receiver → worker: one item of the receiver's schedule), a result (worker →
-// receiver: the prepared sample — tokens, labels, positions, image plans, or its failure — and,
-// on the encoded wire, the media bytes), then the sample's pixels as one separate payload message
-// (float/bf16 rows, or resized uint8 RGB) that the receiver lands in its batch block. Encoding is
-// little-endian fixed-width fields; decoding is bounds-checked (a short or inconsistent message
-// is DataLoss naming what was wrong, never a read past the end).
+// receiver: the prepared sample — tokens, labels, positions, and every medium's plan in its
+// kind's wire form (pipeline/media.h), or the sample's failure — and, on the encoded wire, the
+// media's bytes), then one payload message per medium (its float/bf16 rows, or its resized uint8
+// pixels) that the receiver lands in its batch block. Every media kind rides every wire.
+// Encoding is little-endian fixed-width fields; decoding is bounds-checked (a short or
+// inconsistent message is DataLoss naming what was wrong, never a read past the end).
 #pragma once
 
 #include <cstdint>
@@ -44,18 +45,21 @@ struct Request {
 std::vector<std::uint8_t> encode(const Request& r);
 Result<Request> decode_request(const std::vector<std::uint8_t>& bytes);
 
-// A prepared sample as the worker made it. `payload_bytes` > 0: a payload message with tag
-// payload_tag(ticket) follows (its form is the job's wire).
+// A prepared sample as the worker made it. payloads[j] > 0: medium j's payload message follows
+// (tag payload_tag(ticket), in media order; its form is the job's wire).
 struct SampleResult {
   std::uint64_t ticket = 0;
-  pipeline::Prepared prepared;  // item: only seq/sample are meaningful; encoded: kEncoded wire
-  std::uint64_t payload_bytes = 0;
+  pipeline::Prepared prepared;  // item: only seq/sample are meaningful
+  std::vector<std::uint64_t> payloads;  // one per medium of prepared.media, or none
+  std::uint64_t payload_bytes() const;  // their sum
 };
-std::vector<std::uint8_t> encode(const SampleResult& r);
+// `with_media_bytes`: the media's encoded bytes ride in the result (the encoded wire).
+std::vector<std::uint8_t> encode(const SampleResult& r, bool with_media_bytes);
 Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes);
 
-// Payload size of a prepared sample on `wire` (0 for kEncoded: the bytes ride in the result).
-std::uint64_t payload_bytes(const pipeline::Prepared& p, Wire wire, std::int64_t columns,
+// The payload of medium `m` on `wire` (0 for kEncoded: its bytes ride in the result): its rows
+// (float) or its resized pixels (uint8).
+std::uint64_t payload_bytes(const pipeline::Medium& m, Wire wire, const pipeline::MediaEnv& env,
                             image::PixelDType dtype);
 
 }  // namespace stoker::cluster

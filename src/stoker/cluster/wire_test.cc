@@ -1,13 +1,46 @@
-// The messages between ranks: a result survives encode → decode field by field, and a damaged
-// one — every truncation, trailing bytes, a lying count, sizes that disagree — is DataLoss, never
-// a read past the end or a huge allocation.
+// The messages between ranks: a result survives encode → decode field by field, with a medium of
+// every kind (an image, a video file, a frame-list video; with and without their encoded bytes:
+// the encoded wire and the others), and a damaged one — every truncation, trailing bytes, a lying
+// count, sizes that disagree, an unknown media kind — is DataLoss, never a read past the end or a
+// huge allocation.
 #include "stoker/cluster/wire.h"
 
 #include <gtest/gtest.h>
 
+#include "stoker/synth/media.h"
+#include "stoker/synth/pattern.h"
+#include "stoker/synth/video.h"
+#include "stoker/video/processor.h"
+
 namespace stoker::cluster {
 namespace {
 
+std::vector<std::uint8_t> jpeg(int w, int h, std::uint64_t seed) {
+  synth::Rng rng(seed);
+  image::RgbImage rgb = synth::render_content(synth::Content::kPhoto, w, h, rng);
+  return *synth::encode_variant(synth::Variant::kJpeg420, rgb, rng);
+}
+
+struct Env {
+  image::ImageProcessor image = *image::ImageProcessor::create({});
+  video::VideoProcessor video = *video::VideoProcessor::create({});
+  pipeline::MediaEnv env{&image, &video};
+};
+const Env& env() {
+  static const Env e;
+  return e;
+}
+
+std::unique_ptr<pipeline::Medium> plan(const dataset::Part& part,
+                                       std::vector<std::vector<std::uint8_t>> bytes) {
+  const pipeline::MediaKind* kind = pipeline::kind_for(part);
+  EXPECT_NE(kind, nullptr);
+  Result<std::unique_ptr<pipeline::Medium>> m = kind->plan(env().env, part, std::move(bytes));
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  return std::move(m).value();
+}
+
+// An image, a video file (synth's H.264) and a video of three frames.
 SampleResult sample() {
   SampleResult r;
   r.ticket = 77;
@@ -18,60 +51,114 @@ SampleResult sample() {
   p.tokens.labels = {-100, -100, -100, -100, -100, 4};
   p.tokens.vision.push_back({.video = false, .media_index = 0, .group = 0, .begin = 3, .count = 2});
   p.tokens.num_images = 1;
+  p.tokens.num_videos = 2;
   p.tokens.num_messages = 2;
   p.positions.assign(18, 7);
-  image::ImagePlan plan;
-  plan.src_width = 100;
-  plan.src_height = 60;
-  plan.width = 112;
-  plan.height = 56;
-  plan.grid_h = 4;
-  plan.grid_w = 8;
-  plan.orientation = 6;
-  p.plans.push_back(plan);
-  p.pixel_rows = plan.rows();
-  p.encoded.push_back({0xFF, 0xD8, 0x00, 0x11});
-  r.payload_bytes = 12345;
+  dataset::Part image;
+  image.kind = dataset::Part::Kind::kImage;
+  image.value = "a.jpg";
+  p.media.push_back(plan(image, {jpeg(100, 60, 1)}));
+  synth::VideoSpec spec;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frames = 12;
+  dataset::Part file;
+  file.kind = dataset::Part::Kind::kVideo;
+  file.value = "v.mp4";
+  p.media.push_back(plan(file, {*synth::encode_video(spec)}));
+  dataset::Part frames;
+  frames.kind = dataset::Part::Kind::kVideo;
+  frames.frames = {"f0", "f1", "f2"};
+  p.media.push_back(plan(frames, {jpeg(80, 80, 2), jpeg(80, 80, 3), jpeg(80, 80, 4)}));
+  r.payloads = {12345, 0, 777};
   return r;
 }
 
-TEST(ClusterWire, ResultRoundTrips) {
+std::vector<std::uint8_t> saved(const pipeline::Medium& m, bool with_bytes) {
+  ByteWriter w;
+  m.save(w, with_bytes);
+  return w.take();
+}
+
+TEST(ClusterWire, ResultRoundTripsWithEveryMediaKind) {
   const SampleResult in = sample();
-  Result<SampleResult> out = decode_result(encode(in));
-  ASSERT_TRUE(out.ok()) << out.error().to_string();
-  const pipeline::Prepared& a = in.prepared;
-  const pipeline::Prepared& b = out->prepared;
-  EXPECT_EQ(out->ticket, 77u);
-  EXPECT_EQ(out->payload_bytes, 12345u);
-  EXPECT_EQ(b.item.sample, 42u);
-  EXPECT_EQ(b.tokens.input_ids, a.tokens.input_ids);
-  EXPECT_EQ(b.tokens.labels, a.tokens.labels);
-  ASSERT_EQ(b.tokens.vision.size(), 1u);
-  EXPECT_EQ(b.tokens.vision[0].begin, 3);
-  EXPECT_EQ(b.tokens.vision[0].count, 2);
-  EXPECT_EQ(b.tokens.num_messages, 2);
-  EXPECT_EQ(b.positions, a.positions);
-  ASSERT_EQ(b.plans.size(), 1u);
-  EXPECT_EQ(b.plans[0].width, 112);
-  EXPECT_EQ(b.plans[0].orientation, 6);
-  EXPECT_EQ(b.pixel_rows, 32);
-  EXPECT_EQ(b.encoded, a.encoded);
-  EXPECT_FALSE(b.failure.has_value());
+  for (bool with_bytes : {true, false}) {
+    Result<SampleResult> out = decode_result(encode(in, with_bytes));
+    ASSERT_TRUE(out.ok()) << out.error().to_string();
+    const pipeline::Prepared& a = in.prepared;
+    const pipeline::Prepared& b = out->prepared;
+    EXPECT_EQ(out->ticket, 77u);
+    EXPECT_EQ(out->payloads, in.payloads);
+    EXPECT_EQ(b.item.sample, 42u);
+    EXPECT_EQ(b.tokens.input_ids, a.tokens.input_ids);
+    EXPECT_EQ(b.tokens.labels, a.tokens.labels);
+    ASSERT_EQ(b.tokens.vision.size(), 1u);
+    EXPECT_EQ(b.tokens.vision[0].begin, 3);
+    EXPECT_EQ(b.tokens.vision[0].count, 2);
+    EXPECT_EQ(b.tokens.num_messages, 2);
+    EXPECT_EQ(b.positions, a.positions);
+    ASSERT_EQ(b.media.size(), 3u);
+    for (std::size_t j = 0; j < 3; ++j) {
+      EXPECT_EQ(&b.media[j]->kind(), &a.media[j]->kind()) << j;
+      EXPECT_EQ(b.media[j]->rows(), a.media[j]->rows()) << j;
+      EXPECT_EQ(b.media[j]->resized_bytes(), a.media[j]->resized_bytes()) << j;
+      EXPECT_EQ(b.media[j]->second_per_grid(), a.media[j]->second_per_grid()) << j;
+      // The plan (and the bytes, on the encoded wire) exactly.
+      EXPECT_EQ(saved(*b.media[j], true), saved(*a.media[j], with_bytes)) << j;
+    }
+    EXPECT_EQ(b.media[0]->modality().name, "image");
+    EXPECT_EQ(b.media[1]->modality().name, "video");
+    EXPECT_EQ(b.media[2]->modality().name, "video");
+    EXPECT_FALSE(b.failure.has_value());
+  }
+}
+
+TEST(ClusterWire, EveryKindProducesTheSameRowsFromTheWire) {
+  // A medium decoded from the encoded wire produces the rows the original does; from the uint8
+  // wire, finish() of the original's resized pixels gives them too.
+  const SampleResult in = sample();
+  Result<SampleResult> out = decode_result(encode(in, true));
+  ASSERT_TRUE(out.ok());
+  for (std::size_t j = 0; j < 3; ++j) {
+    const pipeline::Medium& a = *in.prepared.media[j];
+    const pipeline::Medium& b = *out->prepared.media[j];
+    const std::size_t n = static_cast<std::size_t>(a.rows() * a.modality().columns(env().env));
+    std::vector<float> want(n), got(n, -1), finished(n, -2);
+    ASSERT_TRUE(a.produce(env().env, image::PixelDType::kFloat32,
+                          reinterpret_cast<std::uint8_t*>(want.data()), {}).ok());
+    ASSERT_TRUE(b.produce(env().env, image::PixelDType::kFloat32,
+                          reinterpret_cast<std::uint8_t*>(got.data()), {}).ok());
+    EXPECT_EQ(got, want) << j;
+    std::vector<std::uint8_t> resized(a.resized_bytes());
+    ASSERT_TRUE(a.resize(env().env, resized.data()).ok());
+    b.finish(env().env, resized.data(), image::PixelDType::kFloat32,
+             reinterpret_cast<std::uint8_t*>(finished.data()));
+    EXPECT_EQ(finished, want) << j;
+    EXPECT_EQ(payload_bytes(a, Wire::kFloat, env().env, image::PixelDType::kFloat32), n * 4);
+    EXPECT_EQ(payload_bytes(a, Wire::kFloat, env().env, image::PixelDType::kBFloat16), n * 2);
+    EXPECT_EQ(payload_bytes(a, Wire::kUint8, env().env, image::PixelDType::kFloat32), resized.size());
+    EXPECT_EQ(payload_bytes(a, Wire::kEncoded, env().env, image::PixelDType::kFloat32), 0u);
+  }
+  EXPECT_EQ(in.prepared.media[0]->resized_bytes(), 112u * 56 * 3);  // smart_resize of 100 × 60
+  EXPECT_FALSE(parse_wire("fp16").ok());
 }
 
 TEST(ClusterWire, FailureRoundTrips) {
   SampleResult in;
   in.ticket = 3;
-  in.prepared.failure = pipeline::SampleFailure{9, "data.jsonl", 10, "decode", "DataLoss", "bad"};
-  Result<SampleResult> out = decode_result(encode(in));
+  in.prepared.failure = pipeline::SampleFailure{9, "data.jsonl", 10, pipeline::FailureStage::kDecode,
+                                                 ErrorCode::kDataLoss, "bad"};
+  Result<SampleResult> out = decode_result(encode(in, false));
   ASSERT_TRUE(out.ok());
   ASSERT_TRUE(out->prepared.failure.has_value());
   EXPECT_EQ(out->prepared.failure->file, "data.jsonl");
+  EXPECT_EQ(out->prepared.failure->stage, pipeline::FailureStage::kDecode);
+  EXPECT_EQ(out->prepared.failure->code, ErrorCode::kDataLoss);
   EXPECT_EQ(out->prepared.failure->reason, "bad");
 }
 
 TEST(ClusterWire, DamagedMessagesAreDataLoss) {
-  const std::vector<std::uint8_t> good = encode(sample());
+  const std::vector<std::uint8_t> good = encode(sample(), false);
   for (std::size_t n = 0; n < good.size(); ++n) {
     std::vector<std::uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
     Result<SampleResult> r = decode_result(cut);
@@ -87,20 +174,18 @@ TEST(ClusterWire, DamagedMessagesAreDataLoss) {
   const std::size_t ids_count = 8 + 8 + 8 + 1;
   for (int i = 0; i < 8; ++i) lying[ids_count + i] = 0xFF;
   EXPECT_FALSE(decode_result(lying).ok());
-  // Rows that disagree with the plans.
+  // Payloads for another number of media; an unknown media kind.
   SampleResult bad = sample();
-  bad.prepared.pixel_rows += 1;
-  EXPECT_FALSE(decode_result(encode(bad)).ok());
+  bad.payloads.push_back(1);
+  EXPECT_FALSE(decode_result(encode(bad, false)).ok());
+  SampleResult one;
+  one.prepared.media.push_back(std::move(bad.prepared.media[0]));
+  std::vector<std::uint8_t> kind = encode(one, false);
+  const std::size_t id_at = 8 + 8 + 8 + 1 + 8 + 8 + 8 + 4 + 4 + 4 + 1 + 8 + 4;
+  ASSERT_EQ(kind[id_at], pipeline::kind_id(one.prepared.media[0]->kind()));
+  kind[id_at] = 250;
+  EXPECT_FALSE(decode_result(kind).ok());
   EXPECT_FALSE(decode_request({1, 2, 3}).ok());
-}
-
-TEST(ClusterWire, PayloadSizes) {
-  const SampleResult r = sample();
-  EXPECT_EQ(payload_bytes(r.prepared, Wire::kUint8, 1176, image::PixelDType::kFloat32), 112u * 56 * 3);
-  EXPECT_EQ(payload_bytes(r.prepared, Wire::kFloat, 1176, image::PixelDType::kFloat32), 32u * 1176 * 4);
-  EXPECT_EQ(payload_bytes(r.prepared, Wire::kFloat, 1176, image::PixelDType::kBFloat16), 32u * 1176 * 2);
-  EXPECT_EQ(payload_bytes(r.prepared, Wire::kEncoded, 1176, image::PixelDType::kFloat32), 0u);
-  EXPECT_FALSE(parse_wire("fp16").ok());
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include "stoker/base/clock.h"
 #include "stoker/cluster/comm.h"
 #include "stoker/exec/thread_pool.h"
-#include "stoker/image/resample.h"
 #include "stoker/pipeline/prepare.h"
 
 namespace stoker::cluster {
@@ -19,38 +18,30 @@ namespace {
 
 using Buffer = std::shared_ptr<BufferPool::Buffer>;
 
-// The sample's pixels in the wire's form; a failure to decode fails the sample exactly as it
-// would in the receiver's emit (decode_failure, stage "decode", the first broken image).
-Buffer make_payload(const pipeline::Context& ctx, pipeline::Prepared& p, Wire wire,
-                    image::PixelDType dtype, BufferPool& pool) {
-  thread_local image::ImageScratch scratch;
-  const image::ImageProcessor& proc = *ctx.processor;
-  Buffer buf = pool.get(payload_bytes(p, wire, proc.columns(), dtype));
-  std::uint8_t* out = buf->data.get();
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < p.plans.size(); ++i) {
-    const image::ImagePlan& plan = p.plans[i];
-    Status st;
-    if (wire == Wire::kFloat) {
-      st = proc.process(p.encoded[i], plan, dtype, out + at, &scratch);
-      at += static_cast<std::size_t>(plan.rows()) * proc.columns() *
-            (dtype == image::PixelDType::kFloat32 ? 4 : 2);
-    } else {
-      st = proc.decode(p.encoded[i], plan, &scratch.decoded, &scratch.stored);
-      if (st.ok()) {
-        image::resize_bicubic_exact(scratch.decoded, plan.width, plan.height, &scratch.resized);
-        const std::size_t n = static_cast<std::size_t>(plan.width) * plan.height * 3;
-        std::copy(scratch.resized.pixels.begin(), scratch.resized.pixels.begin() + n, out + at);
-        at += n;
-      }
-    }
+// Every medium's payload in the wire's form (its rows, or its resized pixels); a medium that
+// fails to decode fails the sample exactly as it would in the receiver's emit (decode_failure,
+// stage "decode", the medium named). Empty on the encoded wire (the bytes ride in the result).
+std::vector<Buffer> make_payloads(const pipeline::Context& ctx, pipeline::Prepared& p, Wire wire,
+                                  image::PixelDType dtype, BufferPool& pool) {
+  std::vector<Buffer> out;
+  if (p.failure || wire == Wire::kEncoded) return out;
+  std::vector<std::size_t> index(pipeline::modalities().size(), 0);
+  for (const auto& m : p.media) {
+    Buffer buf = pool.get(payload_bytes(*m, wire, ctx.media, dtype));
+    Status st = wire == Wire::kFloat ? m->produce(ctx.media, dtype, buf->data.get(), {})
+                                     : m->resize(ctx.media, buf->data.get());
+    const std::size_t rank = static_cast<std::size_t>(pipeline::modality_rank(m->modality()));
     if (!st.ok()) {
-      p.failure = pipeline::decode_failure(ctx, p.item, i, st.error());
+      p.failure = pipeline::decode_failure(ctx, p.item, m->modality(), index[rank], st.error());
       pool.put(std::move(buf));
-      return nullptr;
+      for (Buffer& b : out) pool.put(std::move(b));
+      out.clear();
+      return out;
     }
+    ++index[rank];
+    out.push_back(std::move(buf));
   }
-  return buf;
+  return out;
 }
 
 }  // namespace
@@ -77,35 +68,33 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
 
   auto finish = [&](int receiver, std::uint64_t ticket, pipeline::Prepared&& p) {
     const std::int64_t t0 = now_ns();
-    Buffer payload;
-    if (!p.failure && wire != Wire::kEncoded) payload = make_payload(*ctx, p, wire, dtype, pool);
-    if (payload && payload->size == 0) {  // a sample without images
-      pool.put(std::move(payload));
-      payload = nullptr;
-    }
-    if (wire != Wire::kEncoded || p.failure) p.encoded.clear();
-    SampleResult r{.ticket = ticket, .prepared = std::move(p),
-                   .payload_bytes = payload ? payload->size : 0};
+    std::vector<Buffer> payloads = make_payloads(*ctx, p, wire, dtype, pool);
+    SampleResult r{.ticket = ticket, .prepared = std::move(p), .payloads = {}};
+    for (const Buffer& b : payloads) r.payloads.push_back(b->size);
     const bool bad = r.prepared.failure.has_value();
-    std::vector<std::uint8_t> header = encode(r);
+    std::vector<std::uint8_t> header = encode(r, wire == Wire::kEncoded && !bad);
     busy_ns.fetch_add(now_ns() - t0);
     ++samples;
     if (bad) ++failed;
-    // The header first: the receiver learns of the payload before it posts its receive.
+    // The header first: the receiver learns of the payloads before it posts their receives;
+    // then one message per medium, in media order (same tag: MPI keeps their order).
     comm_ptr.load()->send(receiver, kTagResult, std::move(header));
+    auto left = std::make_shared<std::atomic<std::size_t>>(payloads.size());
     auto done = [&] {
       std::lock_guard lock(mu);
       --in_flight;
       cv.notify_all();
     };
-    if (payload) {
-      comm_ptr.load()->send(receiver, payload_tag(ticket), payload->data.get(), payload->size,
-                            payload, [&pool, payload, done] {
-        pool.put(payload);
-        done();
-      });
-    } else {
+    if (payloads.empty()) {
       done();
+      return;
+    }
+    for (Buffer& payload : payloads) {
+      comm_ptr.load()->send(receiver, payload_tag(ticket), payload->data.get(), payload->size,
+                            payload, [&pool, payload, left, done] {
+        pool.put(payload);
+        if (left->fetch_sub(1) == 1) done();
+      });
     }
   };
 

@@ -12,6 +12,7 @@
 
 #include "stoker/base/file.h"
 #include "stoker/base/parse_number.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 
 namespace stoker::config {
@@ -234,10 +235,14 @@ Result<Settings> Builder::finish() {
   const OptionSpec* model = find_option("model", command_);
   if (model != nullptr) {
     if (s.given.count(model) == 0) STOKER_RETURN_IF_ERROR(apply_default(*model));
-    Result<model::ModelConfig> m = model::load_model(s.loader.model);
+    // Through its family (model/family.h): a Qwen-VL spec is parsed into its ModelConfig; a
+    // family without one (null) reads its spec when the Loader opens it.
+    Result<std::shared_ptr<const model::ModelConfig>> m = model::load_config(s.loader.model);
     if (!m.ok()) return std::move(m).error().with_context(display_name(*model, frontend_));
-    s.loader.model_config = std::make_shared<const model::ModelConfig>(*m);
-    if (!m->folder.empty()) STOKER_RETURN_IF_ERROR(apply_model_folder(m->folder));
+    s.loader.model_config = *m;
+    if (*m != nullptr && !(*m)->folder.empty()) {
+      STOKER_RETURN_IF_ERROR(apply_model_folder((*m)->folder));
+    }
   }
   // The environment's fallbacks, read here once, then the defaults.
   for (const OptionSpec& o : options()) {

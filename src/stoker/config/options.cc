@@ -74,7 +74,7 @@ const OptionSpec kOptions[] = {
     {.name = "model", .flag = "model", .kind = Kind::kPath, .commands = kAll, .group = "data",
      .help = "qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder (its "
              "stoker.json may set the options marked 'model folder')",
-     .def = "qwen2.5-vl", .set = SET(s.loader.model = v.s)},
+     .def = model::kDefaultModel, .set = SET(s.loader.model = v.s)},
     {.name = "tokenizer", .flag = "tokenizer", .kind = Kind::kPath, .commands = kL,
      .group = "data",
      .help = "folder with tokenizer.json (default: the model folder; for a preset the Qwen "

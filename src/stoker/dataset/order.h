@@ -40,10 +40,6 @@ class EpochPermutation {
   std::uint64_t keys_[kRounds] = {};
 };
 
-inline EpochPermutation epoch_permutation(std::uint64_t n, std::uint64_t seed, std::uint64_t epoch) {
-  return EpochPermutation(n, seed, epoch);
-}
-
 // How the last R mod W positions are shared when the remaining R samples do not split evenly.
 enum class TailPolicy {
   kPad,     // torch DistributedSampler(drop_last=False): repeat the first positions of the

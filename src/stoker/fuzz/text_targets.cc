@@ -16,11 +16,13 @@
 #include "stoker/dataset/manifest.h"
 #include "stoker/fuzz/scratch.h"
 #include "stoker/fuzz/targets.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/detail/bpe.h"
 #include "stoker/text/detail/unicode.h"
 #include "stoker/text/labels.h"
+#include "stoker/text/qwen_vl.h"
 #include "stoker/text/tokenizer.h"
 
 namespace stoker::fuzz {
@@ -33,7 +35,7 @@ using dataset::RecordFormat;
 std::unique_ptr<text::Tokenizer> g_tokenizer;
 
 void load_qwen_tokenizer() {
-  Result<model::ModelConfig> m = model::preset("qwen2.5-vl");
+  Result<model::ModelConfig> m = model::preset(model::kDefaultModel);
   check(m.ok(), "the qwen2.5-vl preset exists");
   Result<std::string> dir = model::default_tokenizer_dir(*m);
   if (!dir.ok()) {
@@ -145,8 +147,7 @@ void run_chat(const std::uint8_t* data, std::size_t size) {
     for (std::int64_t i = v.begin; i < v.begin + v.count; ++i)
       check(s->input_ids[i] == (v.video ? 151656 : 151655), "a vision span holds only pads");
   }
-  batch::RopeConfig rc;
-  rc.family = qwen3 ? model::ModelFamily::kQwen3VL : model::ModelFamily::kQwen25VL;
+  batch::RopeConfig rc = model::rope_config(*model::preset(qwen3 ? "qwen3-vl" : "qwen2.5-vl"));
   Result<batch::RopeIndex> rope = batch::get_rope_index(*s, images, videos, rc);
   if (!rope.ok()) std::fprintf(stderr, "%s\n", rope.error().to_string().c_str());
   check(rope.ok(), "a built sample always has position ids");

@@ -4,7 +4,7 @@
 
 #include "stoker/fuzz/scratch.h"
 #include "stoker/fuzz/targets.h"
-#include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/state.h"
 #include "stoker/shm/detail/wire.h"
 
 namespace stoker::fuzz {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "stoker/base/file.h"
+#include "stoker/base/hash.h"
 #include "stoker/base/json_text.h"
 #include "stoker/io/object_store.h"
 
@@ -27,8 +28,7 @@ namespace {
 using namespace stoker;
 
 std::string fnv1a(std::span<const std::uint8_t> bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::uint8_t b : bytes) h = (h ^ b) * 0x100000001b3ull;
+  const std::uint64_t h = fnv1a64(bytes.data(), bytes.size());
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;

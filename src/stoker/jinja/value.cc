@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "stoker/base/hash.h"
 #include "stoker/jinja/detail/objects.h"
 #include "stoker/jinja/detail/pytext.h"
 
@@ -10,12 +11,6 @@ namespace stoker::jinja {
 namespace {
 
 constexpr std::size_t kIndexFrom = 8;  // dicts this small are scanned
-
-std::uint64_t hash_str(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
 
 const std::string kEmpty;
 
@@ -25,7 +20,7 @@ const std::string kEmpty;
 const Value* DictObj::find(std::string_view key) const {
   if (!hash_.empty()) {
     const std::size_t mask = hash_.size() - 1;
-    for (std::size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = fnv1a64(key) & mask;; i = (i + 1) & mask) {
       const std::uint32_t slot = hash_[i];
       if (slot == 0) break;
       const auto& kv = items[slot - 1];
@@ -64,7 +59,7 @@ void DictObj::reindex() {
   hash_.assign(cap, 0);
   for (std::size_t k = 0; k < items.size(); ++k) {
     if (!items[k].first.is_string()) continue;
-    std::size_t i = hash_str(items[k].first.str()) & (cap - 1);
+    std::size_t i = fnv1a64(items[k].first.str()) & (cap - 1);
     while (hash_[i] != 0) i = (i + 1) & (cap - 1);
     hash_[i] = static_cast<std::uint32_t>(k + 1);
   }

@@ -12,6 +12,7 @@
 #include "stoker/dataset/conversation.h"
 #include "stoker/model/model_config.h"
 #include "stoker/text/labels.h"
+#include "stoker/text/qwen_vl.h"
 #include "stoker/text/tokenizer.h"
 
 namespace stoker::model {

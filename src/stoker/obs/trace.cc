@@ -1,5 +1,7 @@
 #include "stoker/obs/trace.h"
 
+#include "stoker/base/json_text.h"
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,22 +64,6 @@ struct CacheEntry {
 constexpr int kCache = 8;
 thread_local CacheEntry t_cache[kCache];
 thread_local int t_cache_next = 0;
-
-void append_escaped(std::string& out, std::string_view s) {
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-}
 
 // Microseconds with three decimals, from integer nanoseconds: exact, so a child's end never
 // rounds past its parent's.
@@ -245,9 +231,9 @@ void Tracer::emit(Out& out) const {
                 static_cast<long long>(options_.max_events), static_cast<long long>(dropped()));
   s += buf;
   s += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid_) +
-       ",\"tid\":0,\"args\":{\"name\":\"";
-  append_escaped(s, process);
-  s += "\"}}";
+       ",\"tid\":0,\"args\":{\"name\":";
+  append_json_string(s, process);
+  s += "}}";
   // A thread that recorded to the tracer more than once (e.g. pushed out of its cache) has
   // several buffers: one track per tid, merged.
   std::map<int, std::pair<std::string, std::vector<Event>>> by_tid;
@@ -264,9 +250,9 @@ void Tracer::emit(Out& out) const {
   const std::string pid = std::to_string(pid_);
   for (auto& [tid, track] : by_tid) {
     s += ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" +
-         std::to_string(tid) + ",\"args\":{\"name\":\"";
-    append_escaped(s, track.first);
-    s += "\"}}";
+         std::to_string(tid) + ",\"args\":{\"name\":";
+    append_json_string(s, track.first);
+    s += "}}";
   }
   for (auto& [tid, track] : by_tid) {
     std::vector<Event>& events = track.second;
@@ -276,16 +262,16 @@ void Tracer::emit(Out& out) const {
     const std::string head = ",\n{\"ph\":\"X\",\"pid\":" + pid + ",\"tid\":" + std::to_string(tid);
     for (const Event& e : events) {
       s += head;
-      s += ",\"name\":\"";
-      append_escaped(s, e.name);
-      s += "\",\"ts\":";
+      s += ",\"name\":";
+      append_json_string(s, e.name);
+      s += ",\"ts\":";
       append_us(s, e.ts - origin_ns_);
       s += ",\"dur\":";
       append_us(s, e.dur);
       if (e.arg != nullptr) {
-        s += ",\"args\":{\"";
-        append_escaped(s, e.arg);
-        s += "\":" + std::to_string(e.value) + "}";
+        s += ",\"args\":{";
+        append_json_string(s, e.arg);
+        s += ":" + std::to_string(e.value) + "}";
       }
       s += "}";
       if (s.size() > (1 << 16)) {
@@ -303,9 +289,9 @@ void Tracer::emit(Out& out) const {
       s += "\",\"cat\":\"stoker\",\"pid\":" + pid + ",\"tid\":0,\"id\":\"0x";
       std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(e.id));
       s += buf;
-      s += "\",\"name\":\"";
-      append_escaped(s, e.name);
-      s += "\",\"ts\":";
+      s += "\",\"name\":";
+      append_json_string(s, e.name);
+      s += ",\"ts\":";
       append_us(s, e.ts - origin_ns_ + (end ? e.dur : 0));
       s += "}";
     }
@@ -318,9 +304,9 @@ void Tracer::emit(Out& out) const {
     return a.id != b.id ? a.id < b.id : a.ts < b.ts;
   });
   for (const Event& e : counters) {
-    s += ",\n{\"ph\":\"C\",\"pid\":" + pid + ",\"tid\":0,\"name\":\"";
-    append_escaped(s, counter_names[e.id]);
-    s += "\",\"ts\":";
+    s += ",\n{\"ph\":\"C\",\"pid\":" + pid + ",\"tid\":0,\"name\":";
+    append_json_string(s, counter_names[e.id]);
+    s += ",\"ts\":";
     append_us(s, e.ts - origin_ns_);
     s += ",\"args\":{\"value\":" + std::to_string(e.value) + "}}";
     if (s.size() > (1 << 16)) {

@@ -1,7 +1,9 @@
-// The engine's last stage: one arena block per batch, every image decoded straight into its
-// pixel rows, then the token tensors — padded rows (fixed batches, token budgets) or one pack
-// row (HF varlen / Megatron THD). Nothing here can fail but the allocation and an image that
-// passed its header check and does not decode (its sample fails; the caller assembles again).
+// The engine's last stage: one arena block per batch, every medium (image, video, ...) produced
+// straight into its rows (decode, resize, normalise, patchify: Medium::produce, pipeline/media.h),
+// then the token tensors — padded rows (fixed batches, token budgets) or one pack row (HF varlen
+// / Megatron THD) — and each medium's metadata (grids, seconds). Nothing here can fail but the
+// allocation and a medium that passed its header check and does not decode (its sample fails;
+// the caller assembles again).
 #include <algorithm>
 #include <map>
 
@@ -12,60 +14,23 @@
 
 namespace stoker::pipeline {
 
-struct BatchAccess {
-  // `tracer` (optional): the arena counter is recorded when the block goes back.
-  static Batch make(const batch::BatchLayout& layout, std::shared_ptr<batch::Arena> arena,
-                    std::shared_ptr<obs::Tracer> tracer, int arena_counter) {
-    Batch b;
-    b.layout_ = layout;
-    b.base_ = arena->base();
-    if (tracer == nullptr) {
-      b.release_ = [arena = std::move(arena)](batch::Block block) { arena->release(block); };
-    } else {
-      b.release_ = [arena = std::move(arena), tracer = std::move(tracer),
-                    arena_counter](batch::Block block) {
-        arena->release(block);
-        tracer->counter(arena_counter, static_cast<std::int64_t>(arena->in_use()));
-      };
-    }
-    return b;
-  }
-};
-
 namespace {
 
-// One image's emit span, and inside it the decode, resize and normalise phases. The fused path
-// interleaves them band by band: the children are their summed times laid end to end (so they
-// nest and add up), not the moments each ran.
-void trace_image(obs::Tracer* trace, std::int64_t t0, std::int64_t t1,
-                 const image::PhaseTimes& p, std::int64_t sample) {
-  trace->span("emit", t0, t1, "sample", sample);
-  std::int64_t at = t0;
-  const std::pair<const char*, std::int64_t> phases[] = {
-      {"decode", p.decode_ns}, {"resize", p.resize_ns}, {"normalise", p.normalise_ns}};
-  for (const auto& [name, ns] : phases) {
-    const std::int64_t end = std::min(t1, at + ns);
-    trace->span(name, at, end);
-    at = end;
-  }
-}
-
-// Decode + resize + normalise + patchify every image of the batch straight into its pixel rows
-// (ImageProcessor::process, the fused streaming path). Work is claimed by index, biggest images
-// first so no thread is left with a large one at the end; helpers that start late find nothing
-// and leave; the caller does whatever is left and waits only for images already claimed.
-struct EmitJob {
-  const image::ImageProcessor* proc = nullptr;
+// The one job loop of emit: every medium of the batch produced straight into its rows. Work is
+// claimed by index, costliest first (videos, then the biggest images) so no thread is left with a
+// large one at the end; helpers that start late find nothing and leave; the caller does whatever
+// is left and waits only for media already claimed.
+struct MediaJob {
+  const MediaEnv* env = nullptr;
   image::PixelDType dtype = image::PixelDType::kFloat32;
-  struct Image {
-    const std::vector<std::uint8_t>* bytes;
-    const image::ImagePlan* plan;
+  struct Entry {
+    const Medium* medium;
     std::uint8_t* dst;
-    std::size_t sample, index;  // in goods, in the sample
+    std::size_t sample, index;  // in goods; among the sample's media of its modality
     std::uint64_t seq, id;      // the sample's sequence number and record id (tracing)
   };
-  std::vector<Image> images;  // biggest first
-  std::vector<std::optional<Error>> errors;  // per entry of `images`
+  std::vector<Entry> entries;                // costliest first
+  std::vector<std::optional<Error>> errors;  // per entry
   StageCounters* counters = nullptr;
   obs::Tracer* tracer = nullptr;
   std::atomic<std::size_t> next{0};
@@ -74,22 +39,17 @@ struct EmitJob {
   std::condition_variable cv;
 
   void work() {
-    thread_local image::ImageScratch scratch;  // per thread: steady state allocates nothing
     for (;;) {
       const std::size_t i = next.fetch_add(1);
-      if (i >= images.size()) return;
-      const Image& img = images[i];
-      obs::Tracer* trace = tracer != nullptr && tracer->keeps(img.seq) ? tracer : nullptr;
-      image::PhaseTimes phases;
-      scratch.phases = trace != nullptr ? &phases : nullptr;
+      if (i >= entries.size()) return;
+      const Entry& e = entries[i];
+      const EmitTrace trace{tracer != nullptr && tracer->keeps(e.seq) ? tracer : nullptr,
+                            static_cast<std::int64_t>(e.id)};
       const std::int64_t t0 = now_ns();
-      Status st = proc->process(*img.bytes, *img.plan, dtype, img.dst, &scratch);
-      const std::int64_t t1 = now_ns();
-      scratch.phases = nullptr;
+      Status st = e.medium->produce(*env, dtype, e.dst, trace);
+      counters->add(kEmit, now_ns() - t0);
       if (!st.ok()) errors[i] = std::move(st).error();
-      counters->add(kEmit, t1 - t0);
-      if (trace != nullptr) trace_image(trace, t0, t1, phases, static_cast<std::int64_t>(img.id));
-      if (done.fetch_add(1) + 1 == images.size()) {
+      if (done.fetch_add(1) + 1 == entries.size()) {
         std::lock_guard lock(mu);
         cv.notify_all();
       }
@@ -101,27 +61,20 @@ batch::DType pixel_dtype(image::PixelDType d) {
   return d == image::PixelDType::kFloat32 ? batch::DType::kFloat32 : batch::DType::kBFloat16;
 }
 
-// The batch's image grids (samples in order, then images in order) and its sample ids.
-void grids_and_ids(const std::vector<Prepared>& goods, std::vector<batch::GridTHW>* grids,
-                   std::vector<std::uint64_t>* ids) {
-  for (const Prepared& p : goods) {
-    for (const image::ImagePlan& plan : p.plans) grids->push_back({plan.grid_t, plan.grid_h, plan.grid_w});
-    ids->push_back(p.item.sample);
-  }
+std::vector<const std::vector<std::unique_ptr<Medium>>*> media_of(const std::vector<Prepared>& goods) {
+  std::vector<const std::vector<std::unique_ptr<Medium>>*> out;
+  out.reserve(goods.size());
+  for (const Prepared& p : goods) out.push_back(&p.media);
+  return out;
 }
 
-// The batch's video grids and second_per_grid_ts, samples in order, then videos in order.
-void write_videos(std::uint8_t* base, const batch::BatchLayout& layout,
-                  const std::vector<Prepared>& goods) {
-  std::vector<batch::GridTHW> grids;
-  std::vector<double> seconds;
-  for (const Prepared& p : goods) {
-    for (const Prepared::Video& v : p.videos) {
-      grids.push_back({v.plan.grid_t, v.plan.grid_h, v.plan.grid_w});
-      seconds.push_back(v.plan.second_per_grid_t);
-    }
-  }
-  batch::write_video_grids(base, layout, grids, seconds);
+// Sample ids and every medium's metadata rows.
+void write_ids_and_meta(std::uint8_t* base, const batch::BatchLayout& layout,
+                        const std::vector<Prepared>& goods) {
+  std::vector<std::uint64_t> ids;
+  for (const Prepared& p : goods) ids.push_back(p.item.sample);
+  batch::write_sample_ids(base, layout, ids);
+  write_media_meta(base, layout, place_media(base, layout, media_of(goods)));
 }
 
 }  // namespace
@@ -129,7 +82,7 @@ void write_videos(std::uint8_t* base, const batch::BatchLayout& layout,
 Result<Batch> Engine::start_batch(const std::vector<Prepared>& goods, std::uint64_t bytes,
                                   const std::function<batch::BatchLayout(batch::Block)>& place,
                                   std::uint64_t epoch, std::stop_token stop,
-                                  std::vector<BrokenImage>* broken) {
+                                  std::vector<BrokenMedium>* broken) {
   const std::int64_t t0 = now_ns();
   Result<batch::Block> block = arena_->allocate(bytes, stop);
   const std::int64_t t1 = now_ns();
@@ -144,179 +97,107 @@ Result<Batch> Engine::start_batch(const std::vector<Prepared>& goods, std::uint6
   layout.epoch = epoch;
   // Handed over as a Batch right away, so that every return gives the block back.
   Batch batch = BatchAccess::make(layout, arena_, ctx_.tracer, ctx_.trace_ids.arena_bytes);
-  process_images(goods, layout, broken);
-  if (broken->empty()) process_videos(goods, layout, broken);
+  process_media(goods, layout, broken);
   return batch;
 }
 
-// Every video of the batch: decoded (only the frames kept), resized, normalised and patchified
-// into pixel_values_videos. Claimed by index, longest first, by this thread and the emit pool's
-// helpers (as images are); a video that fails breaks its sample (the first failing one named).
-struct VideoJob {
-  const Context* ctx = nullptr;
-  video::VideoDType dtype = video::VideoDType::kFloat32;
-  struct Item {
-    const Prepared::Video* video;
-    std::uint8_t* dst;
-    std::size_t sample, index;
-  };
-  std::vector<Item> items;
-  std::vector<std::optional<Error>> errors;
-  StageCounters* counters = nullptr;
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> done{0};
-  std::mutex mu;
-  std::condition_variable cv;
-
-  void work() {
-    for (;;) {
-      const std::size_t i = next.fetch_add(1);
-      if (i >= items.size()) return;
-      const Item& it = items[i];
-      const std::int64_t t0 = now_ns();
-      Status st = process_video(*ctx, *it.video, dtype, it.dst);
-      if (!st.ok()) errors[i] = std::move(st).error();
-      counters->add(kEmit, now_ns() - t0);
-      if (done.fetch_add(1) + 1 == items.size()) {
-        std::lock_guard lock(mu);
-        cv.notify_all();
-      }
-    }
-  }
-};
-
-void Engine::process_videos(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
-                            std::vector<BrokenImage>* broken) {
-  auto job = std::make_shared<VideoJob>();
-  job->ctx = &ctx_;
-  job->dtype = options_.pixel_dtype == image::PixelDType::kFloat32 ? video::VideoDType::kFloat32
-                                                                   : video::VideoDType::kBFloat16;
-  job->counters = &ctx_.counters;
-  std::uint8_t* base = arena_->base();
-  std::int64_t row = 0;
-  for (std::size_t s = 0; s < goods.size(); ++s) {
-    const Prepared& p = goods[s];
-    for (std::size_t v = 0; v < p.videos.size(); ++v) {
-      job->items.push_back({&p.videos[v], batch::video_row_address(base, layout, row), s, v});
-      row += p.videos[v].plan.rows();
-    }
-  }
-  if (job->items.empty()) return;
-  std::stable_sort(job->items.begin(), job->items.end(),
-                   [](const VideoJob::Item& a, const VideoJob::Item& b) {
-                     return a.video->plan.frames.indices.size() > b.video->plan.frames.indices.size();
-                   });
-  job->errors.resize(job->items.size());
-  if (emit_ != nullptr) {
-    int helpers = std::min<int>(static_cast<int>(job->items.size()) - 1, emit_->num_threads());
-    for (int h = 0; h < helpers; ++h) (void)emit_->submit([job] { job->work(); });
-  }
-  job->work();
-  {
-    std::unique_lock lock(job->mu);
-    job->cv.wait(lock, [&] { return job->done.load() == job->items.size(); });
-  }
-  std::map<std::size_t, BrokenImage> failed;
-  for (std::size_t k = 0; k < job->items.size(); ++k) {
-    if (!job->errors[k]) continue;
-    const VideoJob::Item& it = job->items[k];
-    const std::size_t index = goods[it.sample].plans.size() + it.index;
-    auto f = failed.find(it.sample);
-    if (f == failed.end() || index < f->second.image) {
-      failed.insert_or_assign(
-          it.sample, BrokenImage{it.sample, index,
-                                 Error(*job->errors[k]).with_context("video " + std::to_string(it.index))});
-    }
-  }
-  for (auto& [s, b] : failed) broken->push_back(std::move(b));
-}
-
-void Engine::process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
-                            std::vector<BrokenImage>* broken) {
-  auto job = std::make_shared<EmitJob>();
-  job->proc = &*ctx_.processor;
+void Engine::process_media(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
+                           std::vector<BrokenMedium>* broken) {
+  auto job = std::make_shared<MediaJob>();
+  job->env = &ctx_.media;
   job->dtype = options_.pixel_dtype;
   job->counters = &ctx_.counters;
   job->tracer = ctx_.tracer.get();
-  std::uint8_t* base = arena_->base();
-  std::int64_t row = 0;
+  // The first failing medium of each failing sample (images before videos, then by index: the
+  // order they were always checked in).
+  std::map<std::size_t, BrokenMedium> failed;
+  auto fail = [&](std::size_t sample, const Modality& m, std::size_t index, Error e) {
+    auto it = failed.find(sample);
+    const auto key = [](const Modality& mod, std::size_t i) { return std::pair(modality_rank(mod), i); };
+    if (it == failed.end() || key(m, index) < key(*it->second.modality, it->second.index)) {
+      failed.insert_or_assign(sample, BrokenMedium{sample, &m, index, std::move(e)});
+    }
+  };
   // Samples prepared elsewhere: their rows arrive from the network straight into the block.
-  std::vector<const Prepared*> remote;
-  std::vector<std::uint8_t*> remote_dst;
+  std::vector<RemoteLanding> remote;
   std::vector<std::size_t> remote_sample;
-  for (std::size_t s = 0; s < goods.size(); ++s) {
-    const Prepared& p = goods[s];
+  for (const MediumSlot& slot : place_media(arena_->base(), layout, media_of(goods))) {
+    const Prepared& p = goods[slot.sample];
     if (p.remote) {
-      remote.push_back(&p);
-      remote_dst.push_back(batch::pixel_row_address(base, layout, row));
-      remote_sample.push_back(s);
-      row += p.pixel_rows;
+      if (remote_sample.empty() || remote_sample.back() != slot.sample) {
+        remote.push_back({&p, {}});
+        remote_sample.push_back(slot.sample);
+      }
+      remote.back().rows.push_back(slot.rows);
       continue;
     }
-    for (std::size_t i = 0; i < p.plans.size(); ++i) {
-      job->images.push_back({&p.encoded[i], &p.plans[i],
-                             batch::pixel_row_address(base, layout, row), s, i, p.item.seq,
-                             p.item.sample});
-      row += p.plans[i].rows();
+    job->entries.push_back({slot.medium, slot.rows, slot.sample, slot.index, p.item.seq, p.item.sample});
+  }
+  // A remote sample without media still has its (empty) payload accounted for.
+  for (std::size_t s = 0; s < goods.size(); ++s) {
+    if (goods[s].remote && goods[s].media.empty()) {
+      remote.push_back({&goods[s], {}});
+      remote_sample.push_back(s);
     }
   }
-  std::map<std::size_t, BrokenImage> failed;  // the first failing image of each failing sample
   if (!remote.empty()) {
-    std::vector<std::optional<Error>> errors(remote.size());
+    std::vector<std::optional<MediumError>> errors(remote.size());
     const std::int64_t t0 = now_ns();
-    options_.remote->pixels(remote, remote_dst, options_.pixel_dtype, emit_, &errors);
+    options_.remote->pixels(remote, ctx_.media, options_.pixel_dtype, emit_, &errors);
     ctx_.counters.add(kEmit, now_ns() - t0, static_cast<std::int64_t>(remote.size()));
     for (std::size_t k = 0; k < remote.size(); ++k) {
-      if (errors[k]) failed.insert_or_assign(remote_sample[k], BrokenImage{remote_sample[k], 0, *errors[k]});
+      if (!errors[k]) continue;
+      const Prepared& p = *remote[k].sample;
+      const std::size_t m = std::min(errors[k]->medium, p.media.empty() ? 0 : p.media.size() - 1);
+      if (p.media.empty()) {
+        fail(remote_sample[k], *modalities()[0], 0, errors[k]->error);
+        continue;
+      }
+      // Its index among the sample's media of its modality.
+      std::size_t index = 0;
+      for (std::size_t j = 0; j < m; ++j) index += &p.media[j]->modality() == &p.media[m]->modality();
+      fail(remote_sample[k], p.media[m]->modality(), index, errors[k]->error);
     }
   }
-  std::stable_sort(job->images.begin(), job->images.end(),
-                   [](const EmitJob::Image& a, const EmitJob::Image& b) {
-                     return a.plan->rows() > b.plan->rows();
+  std::stable_sort(job->entries.begin(), job->entries.end(),
+                   [](const MediaJob::Entry& a, const MediaJob::Entry& b) {
+                     return a.medium->cost() > b.medium->cost();
                    });
-  job->errors.resize(job->images.size());
-  if (!job->images.empty()) {
+  job->errors.resize(job->entries.size());
+  if (!job->entries.empty()) {
     if (emit_ != nullptr) {
-      int helpers = std::min<int>(static_cast<int>(job->images.size()) - 1, emit_->num_threads());
+      int helpers = std::min<int>(static_cast<int>(job->entries.size()) - 1, emit_->num_threads());
       for (int h = 0; h < helpers; ++h) (void)emit_->submit([job] { job->work(); });
     }
     job->work();
     std::unique_lock lock(job->mu);
-    job->cv.wait(lock, [&] { return job->done.load() == job->images.size(); });
+    job->cv.wait(lock, [&] { return job->done.load() == job->entries.size(); });
   }
-  // The first failing image of each failing sample, samples in order.
-  for (std::size_t k = 0; k < job->images.size(); ++k) {
+  for (std::size_t k = 0; k < job->entries.size(); ++k) {
     if (!job->errors[k]) continue;
-    const EmitJob::Image& img = job->images[k];
-    auto it = failed.find(img.sample);
-    if (it == failed.end() || img.index < it->second.image) {
-      failed.insert_or_assign(img.sample, BrokenImage{img.sample, img.index, *job->errors[k]});
-    }
+    const MediaJob::Entry& e = job->entries[k];
+    fail(e.sample, e.medium->modality(), e.index, *job->errors[k]);
   }
   for (auto& [s, b] : failed) broken->push_back(std::move(b));
 }
 
 Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
-                           std::stop_token stop, std::vector<BrokenImage>* broken,
+                           std::stop_token stop, std::vector<BrokenMedium>* broken,
                            ReadyBatch& out) {
-  const image::ImageProcessor& proc = *ctx_.processor;
   batch::BatchShape shape;
   shape.batch_size = static_cast<std::int64_t>(goods.size());
+  shape.position_rows = options_.sample_rows;
   std::int64_t real = 0;
   for (const Prepared& p : goods) {
     const std::int64_t n = static_cast<std::int64_t>(p.tokens.input_ids.size());
     shape.length = std::max(shape.length, n);
-    shape.images += static_cast<std::int64_t>(p.plans.size());
-    shape.pixel_rows += p.pixel_rows;
-    shape.videos += static_cast<std::int64_t>(p.videos.size());
-    shape.video_rows += p.video_rows;
     real += n;
   }
   if (options_.padding == Padding::kFixed && options_.max_length > 0) {
     shape.length = options_.max_length;
   }
-  shape.pixel_cols = proc.columns();
-  shape.pixel_dtype = pixel_dtype(options_.pixel_dtype);
+  media_tensors(ctx_.media, pixel_dtype(options_.pixel_dtype), media_of(goods), &shape.media_front,
+                &shape.media_back);
   STOKER_ASSIGN_OR_RETURN(
       Batch batch, start_batch(goods, batch::layout_bytes(shape),
                                [&](batch::Block b) { return batch::make_layout(shape, b); },
@@ -331,12 +212,7 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
     batch::collate_row(base, layout, static_cast<std::int64_t>(r),
                        {p.tokens.input_ids, p.tokens.labels, p.positions}, options_.pad_id);
   }
-  std::vector<batch::GridTHW> grids;
-  std::vector<std::uint64_t> ids;
-  grids_and_ids(goods, &grids, &ids);
-  batch::write_grids(base, layout, grids);
-  batch::write_sample_ids(base, layout, ids);
-  write_videos(base, layout, goods);
+  write_ids_and_meta(base, layout, goods);
   const std::int64_t t2 = now_ns();
   ctx_.counters.add(kAssemble, t2 - t1);
   if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);
@@ -346,10 +222,11 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
 }
 
 Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoch,
-                                std::stop_token stop, std::vector<BrokenImage>* broken,
+                                std::stop_token stop, std::vector<BrokenMedium>* broken,
                                 ReadyBatch& out) {
   batch::PackShape shape;
   shape.format = options_.packing.format;
+  shape.sample_rows = options_.sample_rows;
   shape.position_rows = options_.packing.position_rows;
   shape.align = options_.pack_align();
   shape.sequences = static_cast<std::int64_t>(goods.size());
@@ -357,14 +234,10 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
   for (const Prepared& p : goods) {
     const std::int64_t n = static_cast<std::int64_t>(p.tokens.input_ids.size());
     shape.tokens += batch::packed_length(shape.format, shape.align, n);
-    shape.images += static_cast<std::int64_t>(p.plans.size());
-    shape.pixel_rows += p.pixel_rows;
-    shape.videos += static_cast<std::int64_t>(p.videos.size());
-    shape.video_rows += p.video_rows;
     real += n;
   }
-  shape.pixel_cols = ctx_.processor->columns();
-  shape.pixel_dtype = pixel_dtype(options_.pixel_dtype);
+  media_tensors(ctx_.media, pixel_dtype(options_.pixel_dtype), media_of(goods), &shape.media_front,
+                &shape.media_back);
   STOKER_ASSIGN_OR_RETURN(
       Batch batch, start_batch(goods, batch::pack_layout_bytes(shape),
                                [&](batch::Block b) { return batch::make_pack_layout(shape, b); },
@@ -374,11 +247,11 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
   const std::int64_t t1 = now_ns();
   std::vector<batch::SampleRow> rows;
   for (const Prepared& p : goods) rows.push_back({p.tokens.input_ids, p.tokens.labels, p.positions});
-  std::vector<batch::GridTHW> grids;
   std::vector<std::uint64_t> ids;
-  grids_and_ids(goods, &grids, &ids);
-  batch::collate_pack(arena_->base(), batch.layout(), shape, rows, grids, ids, options_.pad_id);
-  write_videos(arena_->base(), batch.layout(), goods);
+  for (const Prepared& p : goods) ids.push_back(p.item.sample);
+  batch::collate_pack(arena_->base(), batch.layout(), shape, rows, ids, options_.pad_id);
+  write_media_meta(arena_->base(), batch.layout(),
+                   place_media(arena_->base(), batch.layout(), media_of(goods)));
   const std::int64_t t2 = now_ns();
   ctx_.counters.add(kAssemble, t2 - t1);
   if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);

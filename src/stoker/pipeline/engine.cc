@@ -187,7 +187,17 @@ void Engine::submit_async(const Item& item) {
 void Engine::submit_remote(const Item& item) {
   options_.remote->submit(this, item, [gate = gate_](Prepared&& p) {
     std::lock_guard lock(gate->mu);
-    if (gate->engine != nullptr) gate->engine->deliver(std::move(p));
+    Engine* e = gate->engine;
+    if (e == nullptr) return;
+    // Positions of the model's rule (the worker ran the same model: the flags agree; a message
+    // that says otherwise fails its sample rather than the collation).
+    const std::size_t want = static_cast<std::size_t>(e->options_.sample_rows) * p.tokens.input_ids.size();
+    if (!p.failure && p.positions.size() != want) {
+      p.failure = sample_failure(e->ctx_, p.item, FailureStage::kRope,
+                                 data_loss("cluster: " + std::to_string(p.positions.size()) +
+                                           " positions for " + std::to_string(want)));
+    }
+    e->deliver(std::move(p));
   });
 }
 
@@ -242,16 +252,11 @@ std::optional<Error> Engine::count_failure(const SampleFailure& f) {
   if (failed_ != std::numeric_limits<std::uint64_t>::max()) ++failed_;  // saturates
   ++failed_here_;
   const ErrorPolicy& policy = options_.errors;
-  std::string last = "last: sample " + std::to_string(f.sample) + " (" + f.file + ":" +
-                     std::to_string(f.line) + ") failed at " + f.stage + ": " + f.reason;
+  const std::string last = "last: " + describe_failure(f);
   // Strict: the sample's own error, so a missing file stays NotFound (FileNotFoundError in
   // Python, README's table), not a generic DataLoss.
   if (policy.strict) {
-    ErrorCode code = ErrorCode::kDataLoss;  // the report carries the code as its name
-    for (int c = 0; c <= static_cast<int>(ErrorCode::kFailedPrecondition); ++c) {
-      if (error_code_name(static_cast<ErrorCode>(c)) == f.code) code = static_cast<ErrorCode>(c);
-    }
-    return Error(code, "strict mode: stopping at the first failed sample; " + last);
+    return Error(f.code, "strict mode: stopping at the first failed sample; " + last);
   }
   if (policy.max_errors >= 0 && failed_ > static_cast<std::uint64_t>(policy.max_errors)) {
     return data_loss("failure budget exceeded: " + std::to_string(failed_) +
@@ -347,7 +352,7 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
       // consuming anything, so a resume measures that window again.
       const SampleFailure& f = *cur.failure;
       out.state_after.reset();
-      out.fatal = f.code == "Cancelled"
+      out.fatal = f.code == ErrorCode::kCancelled
                       ? cancelled("loader stopped")
                       : outage_error(f, "storage unavailable while planning packs; resume from "
                                         "the last saved state");
@@ -375,12 +380,12 @@ Engine::Collect Engine::collect_unit(std::vector<Prepared>& goods, std::uint64_t
     }
     if (!cur.failure &&
         (static_cast<std::int64_t>(cur.tokens.input_ids.size()) != item.planned_tokens ||
-         cur.pixel_rows + cur.video_rows != item.planned_rows)) {
+         cur.rows() != item.planned_rows)) {
       // The record or its media changed between measuring and reading it again.
       cur.failure = sample_failure(
-          ctx_, item, "plan",
+          ctx_, item, FailureStage::kPlan,
           data_loss(std::to_string(cur.tokens.input_ids.size()) + " tokens and " +
-                    std::to_string(cur.pixel_rows + cur.video_rows) + " pixel rows, planned with " +
+                    std::to_string(cur.rows()) + " pixel rows, planned with " +
                     std::to_string(item.planned_tokens) + " and " +
                     std::to_string(item.planned_rows) + ": it changed since it was measured"));
     }
@@ -437,7 +442,7 @@ ReadyBatch Engine::produce(std::stop_token stop) {
       out.fatal = end_of_data_check();
       return finish();
     }
-    std::vector<BrokenImage> broken;
+    std::vector<BrokenMedium> broken;
     const std::int64_t t0 = now_ns();
     Result<Batch> batch = options_.packing.batching == Batching::kPack
                               ? emit_pack(goods, epoch, stop, &broken, out)
@@ -459,12 +464,12 @@ ReadyBatch Engine::produce(std::stop_token stop) {
       out.batch = std::move(batch).value();
       return finish();
     }
-    // An image that passed its header check failed to decode: its sample fails, the batch block
+    // A medium that passed its header check failed to decode: its sample fails, the batch block
     // goes back, and the batch is assembled again through the same path — refilled from the
     // next samples (fixed batches) or without the sample (a unit of the global plan).
     for (auto it = broken.rbegin(); it != broken.rend(); ++it) {
       const Prepared& p = goods[it->sample];
-      SampleFailure f = decode_failure(ctx_, p.item, it->image, it->error);
+      SampleFailure f = decode_failure(ctx_, p.item, *it->modality, it->index, it->error);
       failures.push_back({p.item.seq, f});
       goods.erase(goods.begin() + static_cast<std::ptrdiff_t>(it->sample));
       if (std::optional<Error> fatal = count_failure(f)) {

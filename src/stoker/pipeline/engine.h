@@ -21,9 +21,11 @@
 #include "stoker/batch/arena.h"
 #include "stoker/dataset/order.h"
 #include "stoker/exec/thread_pool.h"
-#include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/batch.h"
+#include "stoker/pipeline/policy.h"
 #include "stoker/pipeline/prepare.h"
 #include "stoker/pipeline/source.h"
+#include "stoker/pipeline/state.h"
 
 namespace stoker::pipeline {
 
@@ -81,7 +83,9 @@ struct EngineOptions : BatchOptions {
   // is computed ahead of next(). Prefetch: keep the window full.
   bool on_demand = false;
   std::uint64_t errors_before = 0;  // failures already reported before a resume
-  std::int64_t pad_id = 151643;
+  // The model's (model/family.h): its pad id and the rows of a sample's positions.
+  std::int64_t pad_id = 0;
+  int sample_rows = 1;
   RemoteSamples* remote = nullptr;  // samples prepared elsewhere (LoaderConfig::remote)
 };
 
@@ -124,31 +128,30 @@ class Engine {
                        std::vector<SeqFailure>& failures, bool& whole, std::stop_token stop);
   bool next_prepared(std::size_t need, ReadyBatch& out, std::stop_token stop, Collect* result);
 
-  // An image of goods[sample] that failed to decode into its batch.
-  struct BrokenImage {
+  // A medium of goods[sample] that failed to produce its rows in its batch: its modality and
+  // its index among the sample's media of that modality ("video 1").
+  struct BrokenMedium {
     std::size_t sample;
-    std::size_t image;
+    const Modality* modality;
+    std::size_t index;
     Error error;
   };
-  // Allocates the batch block and processes every image straight into it; samples whose images
-  // fail go to `broken` (the returned batch is then not to be delivered).
-  void process_videos(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
-                      std::vector<BrokenImage>* broken);
   Result<Batch> emit(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop,
-                     std::vector<BrokenImage>* broken, ReadyBatch& out);
+                     std::vector<BrokenMedium>* broken, ReadyBatch& out);
   // One pack row (kPack) in the HF or Megatron form.
   Result<Batch> emit_pack(std::vector<Prepared>& goods, std::uint64_t epoch, std::stop_token stop,
-                          std::vector<BrokenImage>* broken, ReadyBatch& out);
+                          std::vector<BrokenMedium>* broken, ReadyBatch& out);
   // Allocates a block of `bytes` (waiting for arena space, timed), places place(block) in it,
-  // stamped with this step and `epoch`, and decodes every image of `goods` straight into its
-  // pixel rows; samples whose images fail go to `broken` (the batch is then not to be delivered).
+  // stamped with this step and `epoch`, and produces every medium of `goods` straight into its
+  // rows; samples whose media fail go to `broken` (the batch is then not to be delivered).
   Result<Batch> start_batch(const std::vector<Prepared>& goods, std::uint64_t bytes,
                             const std::function<batch::BatchLayout(batch::Block)>& place,
                             std::uint64_t epoch, std::stop_token stop,
-                            std::vector<BrokenImage>* broken);
-  // Decodes every image of `goods` straight into the pixel rows of `layout` (in sample order).
-  void process_images(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
-                      std::vector<BrokenImage>* broken);
+                            std::vector<BrokenMedium>* broken);
+  // Every medium of `goods` into its rows of `layout` (one job loop on this thread and the emit
+  // helpers; a remote sample's rows through RemoteSamples::pixels).
+  void process_media(const std::vector<Prepared>& goods, const batch::BatchLayout& layout,
+                     std::vector<BrokenMedium>* broken);
 
   const Context& ctx_;
   std::unique_ptr<ItemSource> source_;

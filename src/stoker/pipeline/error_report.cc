@@ -15,9 +15,9 @@ namespace stoker::pipeline {
 std::string failure_json(const SampleFailure& f) {
   // Bounded whatever the data (base/elide.h): a line of the report is at most a few KiB.
   return "{\"sample\": " + std::to_string(f.sample) + ", \"file\": " +
-         json_string(elide_middle(f.file, kMaxReportFileBytes)) +
-         ", \"line\": " + std::to_string(f.line) + ", \"stage\": " + json_string(f.stage) +
-         ", \"code\": " + json_string(f.code) +
+         json_string(elide_middle(f.file, kMaxReportFileBytes)) + ", \"line\": " +
+         std::to_string(f.line) + ", \"stage\": " + json_string(failure_stage_name(f.stage)) +
+         ", \"code\": " + json_string(error_code_name(f.code)) +
          ", \"reason\": " + json_string(elide_middle(f.reason, kMaxReportReasonBytes)) + "}";
 }
 
@@ -71,14 +71,14 @@ void FailureTally::add(const SampleFailure& f) {
   ++by_stage_code_[{f.stage, f.code}];
   std::string pattern = reason_pattern(f.reason);
   for (FailureKind& k : kinds_) {
-    if (k.stage == f.stage && k.code == f.code && k.pattern == pattern) {
+    if (!k.other && k.stage == f.stage && k.code == f.code && k.pattern == pattern) {
       ++k.count;
       return;
     }
   }
   if (kinds_.size() + 1 >= kMaxKinds) {  // the last slot collects everything else
     if (kinds_.size() + 1 == kMaxKinds) {
-      kinds_.push_back({.stage = "", .code = "", .pattern = "(other kinds)", .example = f});
+      kinds_.push_back({.other = true, .pattern = "(other kinds)", .example = f});
     }
     ++kinds_.back().count;
     return;

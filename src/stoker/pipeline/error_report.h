@@ -19,17 +19,9 @@
 #include <vector>
 
 #include "stoker/base/result.h"
+#include "stoker/pipeline/failure.h"
 
 namespace stoker::pipeline {
-
-struct SampleFailure {
-  std::uint64_t sample = 0;
-  std::string file;
-  std::uint64_t line = 0;
-  std::string stage;
-  std::string code;
-  std::string reason;
-};
 
 // One report line; the file name and the reason are elided in the middle past these lengths.
 inline constexpr std::size_t kMaxReportFileBytes = 1024;
@@ -41,8 +33,14 @@ std::string failure_json(const SampleFailure& f);
 std::string reason_pattern(const std::string& reason);
 
 struct FailureKind {
-  std::string stage, code, pattern;
+  bool other = false;  // the slot that counts every kind past kMaxKinds (stage/code unset)
+  FailureStage stage = FailureStage::kRead;
+  ErrorCode code = ErrorCode::kDataLoss;
+  std::string pattern;
   std::int64_t count = 0;
+  // Names for summaries ("" for the `other` slot).
+  std::string_view stage_name() const { return other ? "" : failure_stage_name(stage); }
+  std::string_view code_name() const { return other ? "" : error_code_name(code); }
   SampleFailure example;  // the first failure of this kind
 };
 
@@ -53,7 +51,7 @@ class FailureTally {
   // The `n` most frequent kinds (ties: first seen first); `other` below them.
   std::vector<FailureKind> top(std::size_t n) const;
   std::int64_t total() const { return total_; }
-  using ByStageCode = std::map<std::pair<std::string, std::string>, std::int64_t>;
+  using ByStageCode = std::map<std::pair<FailureStage, ErrorCode>, std::int64_t>;
   const ByStageCode& by_stage_code() const { return by_stage_code_; }
 
  private:
@@ -72,7 +70,6 @@ class ErrorReport {
   // keep_lines < 0: start a new report (truncate).
   Status open(const std::string& path, std::int64_t keep_lines);
   Status write(const std::vector<SampleFailure>& failures);  // flushed
-  bool is_open() const { return file_ != nullptr; }
 
  private:
   std::FILE* file_ = nullptr;

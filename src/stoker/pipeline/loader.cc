@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "stoker/base/clock.h"
+#include "stoker/base/hash.h"
 #include "stoker/base/printable.h"
 #include "stoker/exec/bounded_queue.h"
 #include "stoker/exec/thread_pool.h"
@@ -36,50 +37,11 @@ std::uint32_t plan_id(const LoaderConfig& c) {
       "|" + std::to_string(c.seed) + "|" + std::to_string(c.max_length) + "|" +
       (c.truncate ? "t" : "d") + "|" + c.model +
       (c.small_images == image::SmartResizeRules::kCurrent ? "" : "|refuse-small");
-  std::uint32_t h = 2166136261u;
-  for (unsigned char ch : key) h = (h ^ ch) * 16777619u;
+  const std::uint32_t h = fnv1a32(key);
   return h == 0 ? 1 : h;
 }
 
 }  // namespace
-
-// ---- Batch ----
-
-Batch::Batch(Batch&& o) noexcept
-    : layout_(std::move(o.layout_)), base_(o.base_), repeat_(o.repeat_),
-      release_(std::move(o.release_)) {
-  o.base_ = nullptr;
-  o.release_ = nullptr;
-}
-
-Batch& Batch::operator=(Batch&& o) noexcept {
-  if (this != &o) {
-    release();
-    layout_ = std::move(o.layout_);
-    base_ = o.base_;
-    repeat_ = o.repeat_;
-    release_ = std::move(o.release_);
-    o.base_ = nullptr;
-    o.release_ = nullptr;
-  }
-  return *this;
-}
-
-Batch::~Batch() { release(); }
-
-void Batch::release() {
-  if (release_) {
-    auto fn = std::move(release_);
-    release_ = nullptr;
-    fn(layout_.block);
-  }
-  base_ = nullptr;
-}
-
-std::int64_t Batch::size() const {
-  const batch::TensorView* t = layout_.find("sample_ids");
-  return t == nullptr ? 0 : t->shape[0];
-}
 
 // ---- Loader ----
 
@@ -168,7 +130,8 @@ Status Loader::Impl::start_engine() {
   static_cast<BatchOptions&>(eo) = config;  // what the batches look like: one struct
   eo.errors_before = start_state.errors;
   eo.remote = config.remote.get();
-  if (std::optional<text::TokenId> pad = ctx->tokenizer->token_to_id("<|endoftext|>")) eo.pad_id = *pad;
+  eo.pad_id = ctx->model->pad_id();
+  eo.sample_rows = ctx->model->position_rows();
   std::size_t window = static_cast<std::size_t>(config.window);
   if (window == 0) {
     // Units hold a varying number of samples: the window is sized for ~16 per unit.
@@ -198,7 +161,7 @@ Status Loader::Impl::start_engine() {
   dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
   std::unique_ptr<ItemSource> source;
   if (config.packing.batching == Batching::kFixed) {
-    STOKER_ASSIGN_OR_RETURN(source, Schedule::make(ctx->index->size(), order, rank, config.epochs,
+    STOKER_ASSIGN_OR_RETURN(source, Schedule::make(ctx->records->size(), order, rank, config.epochs,
                                                    start_state));
   } else {
     PackPlanOptions po;
@@ -211,7 +174,7 @@ Status Loader::Impl::start_engine() {
     po.align = config.pack_align();
     po.plan_id = plan_id(config);
     po.measure_in_flight = 2 * config.io_threads;
-    STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, ctx->index->size(), order, rank,
+    STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, ctx->records->size(), order, rank,
                                                        config.epochs, start_state, po, io.get()));
   }
   engine = std::make_unique<Engine>(*ctx, std::move(source), arena, cpu.get(), io.get(),
@@ -274,27 +237,10 @@ Loader::~Loader() = default;
 Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   auto ctx = std::make_unique<Context>();
   ctx->tracer = config.tracer;
-  STOKER_ASSIGN_OR_RETURN(ctx->model, resolved_model(config));
-  STOKER_ASSIGN_OR_RETURN(ctx->template_kind, model::chat_template_kind(ctx->model));
-  // The tokenizer: the one given, else the model's own (its folder; for a preset the Qwen
-  // tokenizer installed with stoker) — the same rule for every front end.
-  std::string tok_dir = config.tokenizer;
-  if (tok_dir.empty()) {
-    STOKER_ASSIGN_OR_RETURN(tok_dir, model::default_tokenizer_dir(ctx->model));
-  }
-  STOKER_ASSIGN_OR_RETURN(ctx->tokenizer, text::Tokenizer::load(tok_dir));
-  STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(ctx->model.image));
-  ctx->processor.emplace(std::move(proc));
-  video::VideoProcessorConfig vcfg;
-  vcfg.patch_size = ctx->model.image.patch_size;
-  vcfg.temporal_patch_size = ctx->model.image.temporal_patch_size;
-  vcfg.merge_size = ctx->model.image.merge_size;
-  vcfg.mean = ctx->model.image.image_mean;
-  vcfg.std = ctx->model.image.image_std;
-  STOKER_ASSIGN_OR_RETURN(video::VideoProcessor vproc, video::VideoProcessor::create(vcfg));
-  ctx->video_processor.emplace(std::move(vproc));
-  ctx->rope = batch::RopeConfig::from_model(ctx->model);
-  ctx->rope.time_mode = config.video_time_index;
+  // The model's family opens it (processors, tokenizer, template, positions with the video
+  // time index chosen, pad id) from the model parsed once for the run (model_config).
+  STOKER_ASSIGN_OR_RETURN(ctx->model, model::open_model(config.model, model_options(config)));
+  ctx->media = {.image = ctx->model->image_processor(), .video = ctx->model->video_processor()};
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;
@@ -307,6 +253,23 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   ctx->max_media_per_record = config.max_media_per_record;
   ctx->io_delay_hook = config.io_delay_hook;
   return ctx;
+}
+
+SourceOptions source_options(const LoaderConfig& config) {
+  SourceOptions o;
+  o.access = {.media_roots = config.media_roots,
+              .trust_media_paths = config.trust_media_paths,
+              .allow_buckets = config.allow_buckets};
+  o.max_object_bytes = config.max_object_bytes;
+  o.max_record_bytes = config.max_record_bytes;
+  o.max_manifest_bytes = config.max_manifest_bytes;
+  o.io_deadline_ms = config.io_deadline_ms;
+  o.io_max_attempts = config.io_max_attempts;
+  o.cache_dir = config.cache_dir;
+  o.manifest_chunk_bytes = config.manifest_chunk_bytes;
+  o.fetch_blocking = config.fetch_blocking;
+  o.imds = config.imds;
+  return o;
 }
 
 namespace {
@@ -443,7 +406,7 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   m.tokens.computed_tokens += rb.computed_tokens;
   m.tokens.sequences += rb.batch->size();
   if (rb.unit) {
-    rb.batch->repeat_ = rb.unit->repeat;
+    BatchAccess::set_repeat(*rb.batch, rb.unit->repeat);
     const StepLoad& l = rb.unit->step;
     ++m.tokens.steps;
     m.tokens.repeats += rb.unit->repeat ? 1 : 0;
@@ -512,60 +475,30 @@ LoaderStats Loader::stats() const {
   return s;
 }
 
-std::string describe_limiter(const LoaderStats& s) {
-  char buf[256];
-  if (s.elapsed_s <= 0) return "nothing measured yet";
-  // After the first batch (the pipeline's fill is not a steady-state limit).
-  const double span = s.elapsed_s - s.first_batch_s;
-  const double wait = span > 0 ? (s.wait_s - s.first_batch_s) / span : s.wait_ratio();
-  if (wait < 0.02) {
-    std::snprintf(buf, sizeof buf,
-                  "the trainer: it waits %.2f%% of its time for data (the loader keeps up)",
-                  100 * std::max(0.0, wait));
-    return buf;
+Result<std::vector<MeasuredRecord>> measure_records(const LoaderConfig& config) {
+  STOKER_RETURN_IF_ERROR(config.validate());
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, make_context(config));
+  const std::uint64_t n = ctx->records->size();
+  std::vector<MeasuredRecord> out(n);
+  STOKER_ASSIGN_OR_RETURN(auto pool, exec::ThreadPool::create({.num_threads = config.threads,
+                                                               .name = "stoker-measure"}));
+  std::atomic<std::uint64_t> next{0};
+  for (int t = 0; t < pool->num_threads(); ++t) {
+    (void)pool->submit([&] {
+      for (std::uint64_t i = next++; i < n; i = next++) {
+        Measured m = measure_sample(*ctx, 0, i, {});
+        MeasuredRecord& r = out[i];
+        r.sample = i;
+        r.tokens = m.failure ? -1 : m.tokens;
+        r.patches = m.failure ? 0 : m.rows;
+        if (m.failure) {
+          r.failure = std::string(failure_stage_name(m.failure->stage)) + ": " + m.failure->reason;
+        }
+      }
+    });
   }
-  // The producer's time: waiting for space, waiting for samples, or assembling batches.
-  const double total = s.arena_wait_s + s.sample_wait_s + s.emit_s;
-  if (total <= 0) return "undetermined (no producer time measured)";
-  if (s.arena_wait_s >= s.sample_wait_s && s.arena_wait_s >= s.emit_s) {
-    std::snprintf(buf, sizeof buf,
-                  "the arena: the producer waited %.2f s (%.0f%% of its time) for space the "
-                  "consumer holds (more arena, or release batches sooner)",
-                  s.arena_wait_s, 100 * s.arena_wait_s / total);
-    return buf;
-  }
-  if (s.emit_s >= s.sample_wait_s) {
-    std::snprintf(buf, sizeof buf,
-                  "emit (CPU): %.0f%% of the producer's time goes to decoding images into the "
-                  "batch (more threads)", 100 * s.emit_s / total);
-    return buf;
-  }
-  // Samples arrive late: the busiest upstream CPU stage, the byte budget, or the I/O itself.
-  const StageStats* busiest = nullptr;
-  double busiest_share = 0;
-  for (const StageStats& st : s.stages) {
-    if (st.name != "read" && st.name != "prepare") continue;
-    const double share = st.busy_s / (std::max(1, st.threads) * s.elapsed_s);
-    if (busiest == nullptr || share > busiest_share) busiest = &st, busiest_share = share;
-  }
-  if (busiest != nullptr && busiest_share > 0.6) {
-    std::snprintf(buf, sizeof buf,
-                  "%s (CPU): the producer waited %.0f%% of its time for samples and %s is %.0f%% "
-                  "busy", busiest->name.c_str(), 100 * s.sample_wait_s / total,
-                  busiest->name.c_str(), 100 * busiest_share);
-    return buf;
-  }
-  if (s.fetch_budget_wait_s > 0.1 * s.elapsed_s) {
-    std::snprintf(buf, sizeof buf,
-                  "the fetch byte budget: I/O threads waited %.2f s for it (raise "
-                  "fetch_bytes_in_flight)", s.fetch_budget_wait_s);
-    return buf;
-  }
-  std::snprintf(buf, sizeof buf,
-                "media I/O: the producer waited %.0f%% of its time for samples while the CPU "
-                "stages were not busy (storage latency or bandwidth)",
-                100 * s.sample_wait_s / total);
-  return buf;
+  pool->shutdown(exec::ShutdownMode::kDrain);
+  return out;
 }
 
 const batch::Arena& Loader::arena() const { return *impl_->arena; }

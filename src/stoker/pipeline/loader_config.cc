@@ -59,16 +59,18 @@ Status LoaderConfig::validate() const {
   return arena.validate();
 }
 
+model::ModelOptions model_options(const LoaderConfig& config) {
+  model::ModelOptions o;
+  o.tokenizer = config.tokenizer;
+  o.apply_exif_orientation = config.apply_exif_orientation;
+  o.small_images = config.small_images;
+  o.video_time_index = config.video_time_index;
+  o.parsed = config.model_config;
+  return o;
+}
+
 Result<model::ModelConfig> resolved_model(const LoaderConfig& config) {
-  model::ModelConfig m;
-  if (config.model_config != nullptr) {
-    m = *config.model_config;
-  } else {
-    STOKER_ASSIGN_OR_RETURN(m, model::load_model(config.model));
-  }
-  m.image.apply_exif_orientation = config.apply_exif_orientation;
-  m.image.resize_rules = config.small_images;
-  return m;
+  return model::load_model(config.model, model_options(config));
 }
 
 }  // namespace stoker::pipeline

@@ -3,8 +3,8 @@
 // range, default, help, environment fallback — and config::build turns flags, keyword arguments,
 // the model folder's stoker.json and the environment into one of these (model folder parsed
 // once: model_config). C++ callers may fill it directly; Loader::create validates it again.
-// BatchOptions — what the batches look like — is shared with the engine (EngineOptions derives
-// from it): one struct, no field copied by hand between the two.
+// BatchOptions (policy.h) — what the batches look like — is shared with the engine
+// (EngineOptions derives from it): one struct, no field copied by hand between the two.
 // Errors: InvalidArgument naming the field ("loader: batch_size must be at least 1").
 #pragma once
 
@@ -17,87 +17,38 @@
 #include "stoker/base/result.h"
 #include "stoker/batch/arena.h"
 #include "stoker/batch/mrope.h"
-#include "stoker/batch/pack_collate.h"
 #include "stoker/dataset/order.h"
 #include "stoker/exec/sched.h"
 #include "stoker/image/processor.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 #include "stoker/obs/trace.h"
+#include "stoker/pipeline/policy.h"
 
 namespace stoker::pipeline {
 
 class RemoteSamples;  // remote.h
 
-// The seed's ladder (DESIGN.md; `stoker bench ladder`): how much of the engine runs ahead.
-enum class Mode {
-  kSerial,      // on demand in next(): one sample after another, on the caller's thread
-  kConcurrent,  // on demand in next(): the batch's samples fetched/transformed in parallel
-  kPrefetch,    // background producers keep `prefetch` batches ready (the default)
-};
-
-enum class Padding { kLongest, kFixed };
-
-// How samples become batches. kFixed: batch_size samples, padded. kPack: whole samples packed
-// into one row of at most max_tokens tokens (best-fit decreasing within a window; the HF varlen
-// or Megatron THD form, batch/pack_collate.h). kTokenBudget: padded batches whose batch size
-// is chosen so that size × longest ≤ max_tokens (for trainers that cannot take varlen).
-// kPack and kTokenBudget plan globally: every rank computes the same plan and takes its share
-// of each step, balanced by vision load (pipeline/README.md "Packing").
-enum class Batching { kFixed, kPack, kTokenBudget };
-
-struct PackingOptions {
-  Batching batching = Batching::kFixed;
-  std::int64_t max_tokens = 0;   // row / batch token budget; 0: max_length
-  int window = 1000;             // samples planned together (a window of the epoch order)
-  batch::PackFormat format = batch::PackFormat::kHF;
-  int position_rows = 4;         // HF form: 4 (text row + mRoPE, transformers >= 4.54) or 3
-  std::int64_t align = 1;        // Megatron form: each sub-sequence padded to a multiple of it
-                                 // (e.g. 2·CP, or lcm(2·CP, CP·TP) with sequence parallelism)
-};
-
-struct ErrorPolicy {
-  bool strict = false;             // stop at the first failed sample
-  std::int64_t max_errors = -1;    // stop when more samples than this failed (-1: no limit)
-  double max_error_rate = 0.10;    // stop when failed/seen exceeds this after min_seen samples
-  std::int64_t min_seen = 100;
-  std::string report_path;         // JSONL error report; empty: none written
-};
-
-// What a batch looks like and when the run stops: the Loader's fields the engine reads too.
-struct BatchOptions {
-  int batch_size = 8;
-  std::int64_t max_length = 8192;
-  Padding padding = Padding::kLongest;
-  image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
-  PackingOptions packing;
-  ErrorPolicy errors;
-
-  // Megatron form: packing.align; the HF form pads nothing (1).
-  std::int64_t pack_align() const {
-    return packing.format == batch::PackFormat::kMegatron ? packing.align : 1;
-  }
-  // The row / batch token budget: max_tokens, else max_length.
-  std::int64_t pack_capacity() const { return packing.max_tokens > 0 ? packing.max_tokens : max_length; }
-};
-
 struct LoaderConfig : BatchOptions {
   std::vector<std::string> data;  // JSONL manifests
-  std::string model = "qwen2.5-vl";  // preset or HF model folder
-  // `model` parsed (config::build does it once per run and every Loader of the run shares it);
-  // null: Loader::create parses `model` itself.
+  std::string model{model::kDefaultModel};  // a preset or a model folder (model/family.h)
+  // `model` parsed (config::build does it once per run and every Loader of the run shares it;
+  // model::Family::load_config: a Qwen-VL family's ModelConfig, null for a family without one);
+  // null: the family reads `model` itself when the Loader opens it.
   std::shared_ptr<const model::ModelConfig> model_config;
-  std::string tokenizer;             // folder with tokenizer.json; empty: the model's (its
-                                     // folder, or for a preset the Qwen tokenizer installed)
+  std::string tokenizer;             // folder with tokenizer.json; empty: the model's own (a
+                                     // folder's files; a preset: the one installed with stoker)
   // Image compatibility (image/processor.h, over the model's): the EXIF orientation applied as
   // transformers' load_image does, or ignored as recipes that open images themselves do
   // (qwen-vl-utils, LLaMA-Factory); images with a side below the factor resized as transformers
   // >= 4.53 does, or refused as <= 4.52 did.
   bool apply_exif_orientation = true;
   image::SmartResizeRules small_images = image::SmartResizeRules::kCurrent;
-  // Qwen2.5-VL video time index (batch/mrope.h): t · second_per_grid_t · tokens_per_second in
-  // float32, then truncated (transformers 4.49, Qwen's fine-tuning code, vLLM), or with
-  // second_per_grid_t cast to an integer first (later 4.5x releases to 4.57, 5.x until
-  // transformers PR 48669); they differ at fractional seconds per grid (README "Video").
+  // Qwen2.5-VL video time index, a choice within the family's position rule (batch/mrope.h
+  // TemporalRule::kSeconds; families without it ignore it): t · second_per_grid_t ·
+  // tokens_per_second in float32, then truncated (transformers 4.49, Qwen's fine-tuning code,
+  // vLLM), or with second_per_grid_t cast to an integer first (later 4.5x releases to 4.57, 5.x
+  // until transformers PR 48669); they differ at fractional seconds per grid (README "Video").
   batch::TimeIndexMode video_time_index = batch::TimeIndexMode::kFloatThenTruncate;
   std::uint64_t seed = 0;
   std::int64_t epochs = 1;          // -1: forever
@@ -176,9 +127,13 @@ struct LoaderConfig : BatchOptions {
   Status validate() const;
 };
 
-// The model the run uses: model_config (or `model` parsed when it is null) with this config's
-// image settings applied (EXIF orientation, small images). The engine's context and a cluster
-// receiver's processor both come from here.
+// What this config chooses about its model (model/family.h): tokenizer, image settings (EXIF
+// orientation, small images), the video time index, and model_config as the parse to share.
+// make_context opens the model with them.
+model::ModelOptions model_options(const LoaderConfig& config);
+// The Qwen-VL model the run uses (model_config, or `model` parsed when it is null) with this
+// config's image settings applied: for tools that read a Qwen-VL model's settings without
+// opening it (`stoker inspect`).
 Result<model::ModelConfig> resolved_model(const LoaderConfig& config);
 
 }  // namespace stoker::pipeline

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
-#include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/state.h"
 
 namespace stoker::pipeline {
 

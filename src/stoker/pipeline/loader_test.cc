@@ -62,23 +62,23 @@ TEST(FailureTallyTest, GroupsByStageCodeAndMaskedReason) {
   EXPECT_EQ(reason_pattern("rate 0.25 of 12."), "rate N of N.");
   EXPECT_EQ(reason_pattern("unterminated \"quote"), "unterminated \"quote");
   FailureTally t;
-  auto f = [](std::uint64_t id, const char* stage, const char* code, std::string reason) {
+  auto f = [](std::uint64_t id, FailureStage stage, ErrorCode code, std::string reason) {
     return SampleFailure{.sample = id, .file = "d.jsonl", .line = id + 1, .stage = stage,
                          .code = code, .reason = std::move(reason)};
   };
-  t.add(f(3, "fetch", "NotFound", "image 0: open /a/3.jpg: No such file or directory"));
-  t.add(f(5, "decode", "DataLoss", "image 0: truncated PNG"));
-  t.add(f(7, "fetch", "NotFound", "image 1: open /a/7.png: No such file or directory"));
-  t.add(f(9, "fetch", "PermissionDenied", "image 0: open /a/9.jpg: No such file or directory"));
+  t.add(f(3, FailureStage::kFetch, ErrorCode::kNotFound, "image 0: open /a/3.jpg: No such file or directory"));
+  t.add(f(5, FailureStage::kDecode, ErrorCode::kDataLoss, "image 0: truncated PNG"));
+  t.add(f(7, FailureStage::kFetch, ErrorCode::kNotFound, "image 1: open /a/7.png: No such file or directory"));
+  t.add(f(9, FailureStage::kFetch, ErrorCode::kPermissionDenied, "image 0: open /a/9.jpg: No such file or directory"));
   std::vector<FailureKind> top = t.top(10);
   ASSERT_EQ(top.size(), 3u);
   EXPECT_EQ(top[0].count, 2);
   EXPECT_EQ(top[0].example.sample, 3u) << "the first of its kind";
-  EXPECT_EQ(top[1].code, "DataLoss") << "ties keep first-seen order";
+  EXPECT_EQ(top[1].code, ErrorCode::kDataLoss) << "ties keep first-seen order";
   EXPECT_EQ(t.top(1).size(), 1u);
   for (int i = 0; i < 200; ++i) {  // 200 distinct kinds ("kind aa", "kind ba", ...)
     const char name[] = {static_cast<char>('a' + i % 26), static_cast<char>('a' + i / 26), 0};
-    t.add(f(i, "parse", "InvalidArgument", std::string("kind ") + name));
+    t.add(f(i, FailureStage::kParse, ErrorCode::kInvalidArgument, std::string("kind ") + name));
   }
   top = t.top(FailureTally::kMaxKinds);
   EXPECT_EQ(top.size(), FailureTally::kMaxKinds) << "bounded";
@@ -147,6 +147,29 @@ TEST(LoaderTest, PresetWithoutTokenizerUsesTheInstalledOne) {
   ASSERT_TRUE(ta != nullptr && tb != nullptr);
   ASSERT_EQ(ta->bytes(), tb->bytes());
   EXPECT_EQ(0, std::memcmp((**a).data(*ta), (**b).data(*tb), ta->bytes()));
+}
+
+// A preset takes the tokenizer installed with stoker (the family's default, the rule of every
+// command); when it is not installed, the error says so and how to fix it.
+TEST(LoaderTest, PresetWithoutInstalledTokenizerIsAClearError) {
+  const std::string empty = ::testing::TempDir() + "stoker-no-data-" + std::to_string(getpid());
+  std::filesystem::create_directories(empty);
+  const char* before = std::getenv("STOKER_DATA_DIR");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("STOKER_DATA_DIR", empty.c_str(), 1);
+  LoaderConfig c;
+  c.data = {"x.jsonl"};
+  auto l = Loader::create(c);
+  if (before != nullptr) {
+    setenv("STOKER_DATA_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("STOKER_DATA_DIR");
+  }
+  std::filesystem::remove_all(empty);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code(), ErrorCode::kNotFound);
+  EXPECT_NE(l.error().to_string().find("tokenizer"), std::string::npos) << l.error().to_string();
+  EXPECT_NE(l.error().to_string().find("--tokenizer"), std::string::npos) << "names the remedy";
 }
 
 TEST(LoaderTest, BatchContentsAreConsistent) {

@@ -10,17 +10,12 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "stoker/base/hash.h"
 #include "stoker/base/sha256.h"
 #include "stoker/io/private_dir.h"
 
 namespace stoker::pipeline {
 namespace {
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
 
 // One file per version of the object: URI + ETag + size.
 std::string copy_name(const std::string& uri, const io::ObjectInfo& version) {
@@ -32,7 +27,7 @@ std::string copy_name(const std::string& uri, const io::ObjectInfo& version) {
   char key[17];
   std::snprintf(key, sizeof key, "%016llx",
                 static_cast<unsigned long long>(
-                    fnv1a(uri + "\n" + version.etag + "\n" + std::to_string(version.size))));
+                    fnv1a64(uri + "\n" + version.etag + "\n" + std::to_string(version.size))));
   return base + "-" + key + ".jsonl";
 }
 

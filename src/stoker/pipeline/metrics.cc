@@ -43,7 +43,9 @@ void add_loader_metrics(obs::MetricText& m, const LoaderStats& s, const obs::Lab
   for (const auto& [key, n] : s.failed_by) {
     m.counter("stoker_samples_failed_by_code_total",
               "Failed samples by the stage that failed them and the error code.",
-              with(labels, {{"stage", key.first}, {"code", key.second}}), d(n));
+              with(labels, {{"stage", std::string(failure_stage_name(key.first))},
+                           {"code", std::string(error_code_name(key.second))}}),
+              d(n));
   }
   m.counter("stoker_producer_wait_seconds_total",
             "Producer time waiting: for arena space (the consumer holds batches) or for the next "

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "stoker/obs/prometheus.h"
-#include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/stats.h"
 
 namespace stoker::pipeline {
 

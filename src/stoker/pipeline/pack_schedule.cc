@@ -24,33 +24,9 @@ Measured measure_sample(const Context& ctx, std::uint64_t epoch, std::uint64_t s
     m.failure = std::move(p.failure);
   } else {
     m.tokens = static_cast<std::int64_t>(p.tokens.input_ids.size());
-    m.rows = p.pixel_rows + p.video_rows;
+    m.rows = p.rows();
   }
   return m;
-}
-
-Result<std::vector<MeasuredRecord>> measure_records(const LoaderConfig& config) {
-  STOKER_RETURN_IF_ERROR(config.validate());
-  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, make_context(config));
-  const std::uint64_t n = ctx->index->size();
-  std::vector<MeasuredRecord> out(n);
-  STOKER_ASSIGN_OR_RETURN(auto pool, exec::ThreadPool::create({.num_threads = config.threads,
-                                                               .name = "stoker-measure"}));
-  std::atomic<std::uint64_t> next{0};
-  for (int t = 0; t < pool->num_threads(); ++t) {
-    (void)pool->submit([&] {
-      for (std::uint64_t i = next++; i < n; i = next++) {
-        Measured m = measure_sample(*ctx, 0, i, {});
-        MeasuredRecord& r = out[i];
-        r.sample = i;
-        r.tokens = m.failure ? -1 : m.tokens;
-        r.patches = m.failure ? 0 : m.rows;
-        if (m.failure) r.failure = m.failure->stage + ": " + m.failure->reason;
-      }
-    });
-  }
-  pool->shutdown(exec::ShutdownMode::kDrain);
-  return out;
 }
 
 struct PackSchedule::Window {
@@ -244,7 +220,7 @@ void PackSchedule::plan(Window& w) {
   for (std::size_t i = 0; i < w.m.size(); ++i) {
     const Measured& m = w.m[i];
     if (m.failure) {
-      if (is_outage(*m.failure) || m.failure->code == "Cancelled") {
+      if (is_outage(*m.failure) || m.failure->code == ErrorCode::kCancelled) {
         if (!w.outage) w.outage = m.failure;
       } else {
         w.failures.push_back(*m.failure);
@@ -265,11 +241,10 @@ void PackSchedule::plan(Window& w) {
                                       .heaviest_first = even});
 }
 
-SampleFailure PackSchedule::measure_failure(const Measured& m,
-                                                           std::int64_t aligned) const {
-  dataset::RecordLocation loc = ctx_->index->location(m.sample);
-  return SampleFailure{m.sample, ctx_->manifest_name(loc.file), loc.line, "tokenize",
-                       "ResourceExhausted",
+SampleFailure PackSchedule::measure_failure(const Measured& m, std::int64_t aligned) const {
+  const dataset::RecordOrigin at = ctx_->records->origin(m.sample);
+  return SampleFailure{m.sample, std::string(at.name), at.line, FailureStage::kTokenize,
+                       ErrorCode::kResourceExhausted,
                        std::to_string(m.tokens) + " tokens, " + std::to_string(aligned) +
                            " once aligned to a multiple of " + std::to_string(options_.align) +
                            ": over max_tokens " + std::to_string(options_.capacity)};

@@ -423,7 +423,7 @@ TEST(PackTest, OutageWhileMeasuringStopsBeforeTheWindowAndResumesExactly) {
   const dataset::RankInfo one;
   auto healthy = make_context(c);
   ASSERT_TRUE(healthy.ok()) << healthy.error().to_string();
-  const std::uint64_t n = (*healthy)->index->size();
+  const std::uint64_t n = (*healthy)->records->size();
   auto ref_s = PackSchedule::make(**healthy, n, order, one, 1, {}, po, nullptr);
   ASSERT_TRUE(ref_s.ok());
   LoaderState end;
@@ -447,7 +447,8 @@ TEST(PackTest, OutageWhileMeasuringStopsBeforeTheWindowAndResumesExactly) {
   std::optional<SampleFailure> outage;
   auto got = units_until_stop(**s, &last, &outage);
   ASSERT_TRUE(outage.has_value());
-  EXPECT_TRUE(is_outage(*outage)) << outage->code << " " << outage->stage;
+  EXPECT_TRUE(is_outage(*outage)) << error_code_name(outage->code) << " "
+                                  << failure_stage_name(outage->stage);
   EXPECT_EQ((*s)->next(true, {}, &first), ItemSource::Next::kEnd);  // nothing after it
   got.front().insert(got.front().begin(), first.sample);
   ASSERT_GE(got.size(), 1u);

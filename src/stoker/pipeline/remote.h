@@ -8,6 +8,7 @@
 // byte. Implementations are thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,12 +23,26 @@ namespace stoker::pipeline {
 
 struct Item;
 struct Prepared;
+struct MediaEnv;
 
-// Pixel rows of a prepared sample that are still on their way (the ticket is the
+// The rows of a prepared sample's media that are still on their way (the ticket is the
 // implementation's; bytes: what arrives for the sample, whatever its wire form).
 struct RemotePixels {
   std::uint64_t ticket = 0;
   std::uint64_t bytes = 0;
+};
+
+// Where a remote sample's media land: rows[j] is where medium j (of sample->media) writes its
+// rows in the batch block.
+struct RemoteLanding {
+  const Prepared* sample = nullptr;
+  std::vector<std::uint8_t*> rows;
+};
+
+// Medium `medium` (of the sample's media) could not be written.
+struct MediumError {
+  std::size_t medium = 0;
+  Error error;
 };
 
 class RemoteSamples {
@@ -38,12 +53,13 @@ class RemoteSamples {
   // exactly once unless abandon(owner) came first.
   virtual void submit(const void* owner, const Item& item,
                       std::function<void(Prepared&&)> done) = 0;
-  // Writes the pixel rows of each sample (those with `remote` set) at dst[i] (its first row in
-  // the batch), in `dtype`; blocks until all are in place. `helpers` (may be null) may run
-  // per-image work. (*errors)[i] set: sample i's pixels could not be written (it fails).
-  virtual void pixels(std::span<const Prepared* const> samples, std::span<std::uint8_t* const> dst,
+  // Writes the rows of every medium of each sample (those with `remote` set) where its landing
+  // says, in `dtype`; blocks until all are in place. `env`: the engine's processors (a medium
+  // shipped as resized uint8 pixels is finished here); `helpers` (may be null) may run
+  // per-medium work. (*errors)[i] set: sample i's rows could not be written (it fails).
+  virtual void pixels(std::span<const RemoteLanding> samples, const MediaEnv& env,
                       image::PixelDType dtype, exec::ThreadPool* helpers,
-                      std::vector<std::optional<Error>>* errors) = 0;
+                      std::vector<std::optional<MediumError>>* errors) = 0;
   // `owner` stops: what it submitted and pixels() did not write yet is dropped (its `done` is
   // not called any more).
   virtual void abandon(const void* owner) = 0;

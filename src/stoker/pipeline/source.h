@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "stoker/base/result.h"
-#include "stoker/pipeline/error_report.h"
-#include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/failure.h"
+#include "stoker/pipeline/state.h"
 
 namespace stoker::pipeline {
 

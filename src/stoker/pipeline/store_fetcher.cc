@@ -1,15 +1,11 @@
 #include "stoker/pipeline/store_fetcher.h"
 
-#include <cctype>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <mutex>
 #include <optional>
-#include <unistd.h>
 
 #include "stoker/base/clock.h"
 #include "stoker/base/redact.h"
+#include "stoker/dataset/manifest_source.h"
 #include "stoker/io/private_dir.h"
 #include "stoker/io/uri.h"
 
@@ -46,8 +42,9 @@ struct PendingSample {
   std::function<void(Fetched&&)> done;
   std::mutex mu;
   std::size_t left = 0;
-  std::optional<std::pair<std::size_t, Error>> error;  // the lowest-numbered image that failed
+  std::optional<std::pair<std::size_t, Error>> error;  // the lowest-numbered fetch that failed
 };
+
 
 }  // namespace
 
@@ -58,34 +55,70 @@ std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> sto
 
 std::string default_cache_dir() { return io::user_cache_dir(); }
 
-SourceOptions source_options(const LoaderConfig& config) {
-  SourceOptions o;
-  o.access = {.media_roots = config.media_roots,
-              .trust_media_paths = config.trust_media_paths,
-              .allow_buckets = config.allow_buckets};
-  o.max_object_bytes = config.max_object_bytes;
-  o.max_record_bytes = config.max_record_bytes;
-  o.max_manifest_bytes = config.max_manifest_bytes;
-  o.io_deadline_ms = config.io_deadline_ms;
-  o.io_max_attempts = config.io_max_attempts;
-  o.cache_dir = config.cache_dir;
-  o.manifest_chunk_bytes = config.manifest_chunk_bytes;
-  o.fetch_blocking = config.fetch_blocking;
-  o.imds = config.imds;
-  return o;
+namespace {
+
+// JSONL manifests (dataset::ManifestSource): remote ones streamed once into the cache, then
+// every file indexed (dataset/manifest.h).
+Result<std::unique_ptr<dataset::RecordSource>> open_jsonl(SourceEnv env) {
+  std::vector<std::string> local;
+  for (const std::string& d : env.specs) {
+    if (!io::is_remote_uri(d)) {
+      local.push_back(d);
+      continue;
+    }
+    STOKER_ASSIGN_OR_RETURN(
+        std::string path,
+        cache_remote_manifest(*env.store, d, env.cache_dir,
+                              {.max_bytes = env.options->max_manifest_bytes,
+                               .chunk_bytes = env.options->manifest_chunk_bytes}));
+    local.push_back(std::move(path));
+  }
+  dataset::ManifestOptions manifest_options;
+  manifest_options.max_record_bytes = static_cast<std::uint64_t>(env.options->max_record_bytes);
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::ManifestIndex> index,
+                          dataset::ManifestIndex::open(local, manifest_options));
+  return std::unique_ptr<dataset::RecordSource>(new dataset::ManifestSource(
+      std::move(index), std::move(env.names), std::move(env.scopes)));
+}
+
+const RecordSourceKind kJsonl = {"jsonl", [](std::string_view) { return true; }, open_jsonl};
+
+std::mutex kinds_mu;
+std::vector<const RecordSourceKind*>& kinds() {
+  static std::vector<const RecordSourceKind*> k = {&kJsonl};
+  return k;
+}
+
+const RecordSourceKind* kind_of(std::string_view spec) {
+  std::lock_guard lock(kinds_mu);
+  const auto& k = kinds();
+  for (auto it = k.rbegin(); it != k.rend(); ++it) {
+    if ((*it)->accepts(spec)) return *it;
+  }
+  return &kJsonl;
+}
+
+}  // namespace
+
+void register_record_source(const RecordSourceKind* kind) {
+  std::lock_guard lock(kinds_mu);
+  kinds().push_back(kind);
 }
 
 Status open_sources(const std::vector<std::string>& data, const SourceOptions& options,
                     Context* ctx) {
-  // Each manifest's trust boundary; the store may read beneath the union of the local ones'
+  // Each spec's trust boundary; the store may read beneath the union of the local ones'
   // roots (each scope still checks its own, the store enforces the union with openat2).
   io::StoreOptions store_options;
   store_options.local.restricted = !options.access.trust_media_paths;
+  std::vector<io::MediaScope> scopes;
   for (const std::string& d : data) {
-    STOKER_ASSIGN_OR_RETURN(io::MediaScope scope, io::MediaScope::make(d, options.access));
+    const RecordSourceKind* kind = kind_of(d);
+    STOKER_ASSIGN_OR_RETURN(io::MediaScope scope, kind->scope != nullptr
+                                                      ? kind->scope(d, options.access)
+                                                      : io::MediaScope::make(d, options.access));
     for (const io::MediaRoot& r : scope.roots()) store_options.local.roots.push_back(r.path);
-    ctx->scopes.push_back(std::move(scope));
-    ctx->manifest_names.push_back(redact_secrets(d));
+    scopes.push_back(std::move(scope));
   }
   // The retry window of every request: a span of time, not an attempt count.
   if (options.io_deadline_ms > 0) {
@@ -96,20 +129,27 @@ Status open_sources(const std::vector<std::string>& data, const SourceOptions& o
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<io::ObjectStore> opened, io::open_store(store_options));
   std::shared_ptr<io::ObjectStore> store = std::move(opened);
   const std::string cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  std::vector<std::string> local;
-  for (const std::string& d : data) {
-    if (!io::is_remote_uri(d)) {
-      local.push_back(d);
-      continue;
+  // Runs of specs of one kind, each opened as one source; several runs are chained.
+  std::vector<std::unique_ptr<dataset::RecordSource>> parts;
+  for (std::size_t i = 0; i < data.size();) {
+    const RecordSourceKind* kind = kind_of(data[i]);
+    SourceEnv env;
+    env.options = &options;
+    env.store = store;
+    env.cache_dir = cache_dir;
+    for (; i < data.size() && kind_of(data[i]) == kind; ++i) {
+      env.specs.push_back(data[i]);
+      env.scopes.push_back(std::move(scopes[i]));
+      env.names.push_back(redact_secrets(data[i]));
     }
-    STOKER_ASSIGN_OR_RETURN(std::string path, cache_remote_manifest(*store, d, cache_dir,
-                                                  {.max_bytes = options.max_manifest_bytes,
-                                                   .chunk_bytes = options.manifest_chunk_bytes}));
-    local.push_back(std::move(path));
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::RecordSource> part, kind->open(std::move(env)));
+    parts.push_back(std::move(part));
   }
-  dataset::ManifestOptions manifest_options;
-  manifest_options.max_record_bytes = static_cast<std::uint64_t>(options.max_record_bytes);
-  STOKER_ASSIGN_OR_RETURN(ctx->index, dataset::ManifestIndex::open(local, manifest_options));
+  if (parts.size() == 1) {
+    ctx->records = std::move(parts[0]);
+  } else {
+    ctx->records = std::make_unique<dataset::ConcatSource>(std::move(parts));
+  }
   // fetch_blocking: one blocking read per I/O pool thread (the A/B baseline).
   ctx->fetcher = make_store_fetcher(std::move(store), options.max_object_bytes,
                                     options.fetch_blocking);
@@ -128,12 +168,12 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
   p->ctx = &ctx;
   p->done = std::move(done);
   p->left = uris.size();
-  fetched.media.resize(uris.size());
+  fetched.bytes.resize(uris.size());
   // Budget first, on this (I/O pool) thread: backpressure waits here, never on the I/O thread.
   Result<SampleLease> lease = SampleLease::acquire(*ctx.budget, uris.size(), stop);
   if (!lease.ok()) {
-    fetched.media.clear();
-    fetched.failure = fetch_failure(ctx, item, 0, lease.error());
+    fetched.bytes.clear();
+    fetched.failure = fetch_failure(ctx, fetched, 0, lease.error());
     p->done(std::move(fetched));
     return;
   }
@@ -149,7 +189,7 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
         std::lock_guard lock(p->mu);
         if (r.ok()) {
           p->fetched.lease.arrived(static_cast<std::int64_t>(r->size()));
-          p->fetched.media[i] = std::move(r).value();
+          p->fetched.bytes[i] = std::move(r).value();
         } else if (!p->error || i < p->error->first) {
           p->error.emplace(i, r.error());
         }
@@ -161,10 +201,9 @@ void read_and_fetch_async(const Context& ctx, const Item& item, std::stop_token 
         trace->async_span("fetch", p->fetched.item.seq, t0, t1);
       }
       if (p->error) {
-        p->fetched.media.clear();
+        p->fetched.bytes.clear();
         p->fetched.lease.reset();  // returns the budget now
-        p->fetched.failure =
-            fetch_failure(*p->ctx, p->fetched.item, p->error->first, p->error->second);
+        p->fetched.failure = fetch_failure(*p->ctx, p->fetched, p->error->first, p->error->second);
       }
       p->done(std::move(p->fetched));
     });

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "stoker/base/result.h"
+#include "stoker/dataset/record_source.h"
 #include "stoker/io/media_access.h"
 #include "stoker/io/object_store.h"
 #include "stoker/pipeline/fetcher.h"
-#include "stoker/pipeline/loader.h"
 #include "stoker/pipeline/manifest_cache.h"
 #include "stoker/pipeline/prepare.h"
 
@@ -54,14 +54,40 @@ struct SourceOptions {
   bool imds = false;
 };
 
-// The source fields of a loader config (also for tools that read datasets, e.g. inspect).
-SourceOptions source_options(const LoaderConfig& config);
+// What a record source kind is opened with: the data specs of one run of that kind (paths or
+// URIs as given), each one's media scope (the trust boundary its media references resolve in)
+// and its name for errors (secrets redacted), the store every read goes through (shared with
+// the fetcher) and the cache folder for local copies of remote files.
+struct SourceEnv {
+  std::vector<std::string> specs;
+  std::vector<io::MediaScope> scopes;
+  std::vector<std::string> names;
+  const SourceOptions* options = nullptr;
+  std::shared_ptr<io::ObjectStore> store;
+  std::string cache_dir;
+};
 
-// Fills ctx->index, ctx->scopes, ctx->manifest_names and ctx->fetcher: one store (io::open_store:
-// AWS credentials chain, local reads restricted to the local manifests' folders and the media
-// roots unless trusted) serves the remote manifests (cached under options.cache_dir) and all
-// media, asynchronously. The retry window: options.io_deadline_ms, else 120 s — retries until
-// then, however many (options.io_max_attempts caps them, for tests). Reads no environment.
+// A kind of record source (dataset/record_source.h) the engine can open: the registry. JSONL
+// manifests are built in and take any spec no other kind accepts; WebDataset shards, Energon
+// folders and mixtures register their own kind (from their own files, before the first Loader
+// is made). Consecutive specs of one kind form one source; runs of different kinds are chained
+// (dataset::ConcatSource), record ids running over the specs in the order given.
+struct RecordSourceKind {
+  std::string_view name;                       // "jsonl", for messages
+  bool (*accepts)(std::string_view spec);      // this kind reads `spec`
+  Result<std::unique_ptr<dataset::RecordSource>> (*open)(SourceEnv env);
+  // The media scope of `spec`'s records — asked before the store is opened, since the store
+  // may read local files only beneath the scopes' roots. Null: io::MediaScope::make(spec).
+  Result<io::MediaScope> (*scope)(std::string_view spec, const io::MediaAccess& access) = nullptr;
+};
+// Later registrations are asked first. Not thread-safe against a concurrent open_sources.
+void register_record_source(const RecordSourceKind* kind);
+
+// Fills ctx->records and ctx->fetcher: one store (io::open_store: AWS credentials chain, local
+// reads restricted to the local specs' folders and the media roots unless trusted) serves the
+// records (remote manifests are cached under options.cache_dir) and all media, asynchronously.
+// The retry window: options.io_deadline_ms, else 120 s — retries until then, however many
+// (options.io_max_attempts caps them, for tests). Reads no environment.
 Status open_sources(const std::vector<std::string>& data, const SourceOptions& options,
                     Context* ctx);
 

@@ -69,19 +69,7 @@ inline LoaderConfig small_config(const std::string& data) {
   return c;
 }
 
-inline std::uint64_t fnv1a(const std::uint8_t* p, std::uint64_t n, std::uint64_t h) {
-  for (std::uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-inline std::uint64_t batch_hash(const Batch& b) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (const batch::TensorView& t : b.layout().tensors) {
-    for (std::int64_t d : t.shape) h = fnv1a(reinterpret_cast<const std::uint8_t*>(&d), 8, h);
-    h = fnv1a(b.data(t), t.bytes(), h);
-  }
-  return h;
-}
+using pipeline::batch_hash;
 
 inline std::vector<std::uint64_t> sample_ids(const Batch& b) {
   const std::uint64_t* p = b.as<std::uint64_t>("sample_ids");

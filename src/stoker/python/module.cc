@@ -208,8 +208,8 @@ class RawLoader {
     py::list failures;
     for (const pipeline::FailureKind& k : kinds) {
       py::dict f, ex;
-      f["stage"] = k.stage;
-      f["code"] = k.code;
+      f["stage"] = std::string(k.stage_name());
+      f["code"] = std::string(k.code_name());
       f["reason"] = k.pattern;
       f["count"] = k.count;
       ex["sample"] = k.example.sample;
@@ -222,7 +222,8 @@ class RawLoader {
     d["failures"] = failures;
     // Samples over max_length (tokenize, ResourceExhausted): skipped, not an error — the Python
     // Loader warns with this count at the end of each epoch.
-    const auto too_long = s.failed_by.find({"tokenize", "ResourceExhausted"});
+    const auto too_long = s.failed_by.find(
+        {pipeline::FailureStage::kTokenize, ErrorCode::kResourceExhausted});
     d["dropped_too_long"] = too_long == s.failed_by.end() ? 0 : too_long->second;
     return d;
   }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "stoker/base/hash.h"
 #include "stoker/batch/arena.h"
 #include "stoker/shm/client.h"
 #include "stoker/shm/server.h"
@@ -32,11 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
+std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) { return fnv1a64(p, n); }
 
 // A private temp folder with a socket path in it.
 struct TempSocket {

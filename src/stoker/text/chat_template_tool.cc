@@ -15,6 +15,7 @@
 #include "stoker/dataset/conversation.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/labels.h"
+#include "stoker/text/qwen_vl.h"
 #include "stoker/text/tokenizer.h"
 
 namespace {

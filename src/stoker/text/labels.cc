@@ -1,4 +1,5 @@
-// Tokenisation of a rendered chat into ids + labels, and the max-length policies.
+// Tokenisation of a rendered chat into ids + labels, and the max-length policies; the
+// placeholder expansion is the family's (PlaceholderExpander).
 #include "stoker/text/labels.h"
 
 #include <algorithm>
@@ -14,29 +15,6 @@ using dataset::Role;
 
 std::string record_name(const std::string& id) {
   return id.empty() ? std::string("record") : "record \"" + id + "\"";
-}
-
-struct SpecialIds {
-  TokenId vision_start = 0, vision_end = 0, image_pad = 0, video_pad = 0;
-};
-
-// A flattened item: text (BPE, joins its neighbours into one run) or a token repeated `count`.
-struct Item {
-  bool is_text = true;
-  std::string text;
-  TokenId id = 0;
-  std::int64_t count = 1;
-  bool supervised = false;
-  int message = -1;
-  int vision = -1;  // index into TokenizedSample::vision for pad runs
-};
-
-std::string seconds_text(double s) {
-  // Python f"{x:.1f}": correctly rounded from the binary double, ties-to-even on the exact
-  // value — what glibc printf does as well.
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "<%.1f seconds>", s);
-  return buf;
 }
 
 int common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
@@ -56,7 +34,7 @@ class RunTokenizer {
   RunTokenizer(const Tokenizer& tok, TokenizedSample* out, std::vector<std::int64_t>* msg_end)
       : tok_(tok), out_(out), msg_end_(msg_end) {}
 
-  void add_text(const Item& it) {
+  void add_text(const Piece& it) {
     if (!pieces_.empty() && pieces_.back().supervised == it.supervised) {
       pieces_.back().text += it.text;
       pieces_.back().message = it.message;
@@ -65,9 +43,9 @@ class RunTokenizer {
     }
   }
 
-  void add_token(const Item& it) {
+  void add_token(const Piece& it) {
     flush();
-    if (it.vision >= 0) out_->vision[it.vision].begin = static_cast<std::int64_t>(out_->input_ids.size());
+    if (it.vision >= 0) out_->vision[static_cast<std::size_t>(it.vision)].begin = static_cast<std::int64_t>(out_->input_ids.size());
     for (std::int64_t k = 0; k < it.count; ++k) {
       out_->input_ids.push_back(it.id);
       out_->labels.push_back(it.supervised ? it.id : kIgnoreIndex);
@@ -142,38 +120,14 @@ class RunTokenizer {
   std::vector<char> flags_;
 };
 
-Result<SpecialIds> special_ids(const Tokenizer& tok) {
-  SpecialIds s;
-  struct {
-    const char* text;
-    TokenId* id;
-  } want[] = {{"<|vision_start|>", &s.vision_start},
-              {"<|vision_end|>", &s.vision_end},
-              {"<|image_pad|>", &s.image_pad},
-              {"<|video_pad|>", &s.video_pad}};
-  for (auto& w : want) {
-    std::optional<TokenId> id = tok.token_to_id(w.text);
-    if (!id) return invalid_argument(std::string("tokenizer has no ") + w.text + " token");
-    *w.id = *id;
-  }
-  return s;
-}
-
-Result<std::int64_t> pad_count(const VisionGrid& g, int merge, std::int64_t groups) {
-  std::int64_t m2 = std::int64_t{merge} * merge;
-  std::int64_t per_group = std::int64_t{g.grid_h} * g.grid_w;
-  if (g.grid_t <= 0 || g.grid_h <= 0 || g.grid_w <= 0 || per_group % m2 != 0) {
-    return invalid_argument("bad vision grid " + std::to_string(g.grid_t) + "x" +
-                            std::to_string(g.grid_h) + "x" + std::to_string(g.grid_w) +
-                            " for merge size " + std::to_string(merge));
-  }
-  return groups * per_group / m2;
-}
-
-// Flattens the segments into items, expanding vision blocks (and Qwen3-VL video timestamps).
-Status flatten(const RenderedChat& chat, const SpecialIds& sid, const Tokenizer& tok,
-               std::span<const VisionGrid> images, std::span<const VisionGrid> videos, int merge,
-               std::vector<Item>* items, TokenizedSample* out) {
+Result<TokenizedSample> tokenize_impl(const RenderedChat& chat, const PlaceholderExpander& expander,
+                                      const Tokenizer& tok, std::span<const VisionGrid> images,
+                                      std::span<const VisionGrid> videos, int num_messages,
+                                      std::vector<std::int64_t>* msg_end) {
+  TokenizedSample out;
+  out.num_images = chat.num_images;
+  out.num_videos = chat.num_videos;
+  out.num_messages = num_messages;
   if (static_cast<int>(images.size()) < chat.num_images ||
       static_cast<int>(videos.size()) < chat.num_videos) {
     return invalid_argument("the chat has " + std::to_string(chat.num_images) + " image(s) and " +
@@ -181,82 +135,11 @@ Status flatten(const RenderedChat& chat, const SpecialIds& sid, const Tokenizer&
                             std::to_string(images.size()) + " and " +
                             std::to_string(videos.size()));
   }
-  const auto& segs = chat.segments;
-  for (std::size_t i = 0; i < segs.size(); ++i) {
-    const Segment& s = segs[i];
-    switch (s.kind) {
-      case Segment::Kind::kText:
-        // A record's text that spells a pad token would tokenise to an extra pad: ids whose
-        // vision runs no longer match the grids (found by the fuzzer: mRoPE then failed on a
-        // delivered sample). HF's processor expands such text as a placeholder and fails on
-        // the count; here the sample is refused, naming why.
-        for (std::string_view pad : {std::string_view("<|image_pad|>"), std::string_view("<|video_pad|>")}) {
-          if (s.text.find(pad) != std::string::npos) {
-            return invalid_argument("message " + std::to_string(s.message_index) + ": its text holds " +
-                                    std::string(pad) + ", the token media expand to; refused (HF's "
-                                    "processor would read it as a placeholder)");
-          }
-        }
-        items->push_back({true, s.text, 0, 1, s.supervised, s.message_index, -1});
-        break;
-      case Segment::Kind::kSpecial: {
-        bool qwen3_video_block = chat.kind == TemplateKind::kQwen3VLInstruct &&
-                                 s.text == "<|vision_start|>" && i + 2 < segs.size() &&
-                                 segs[i + 1].kind == Segment::Kind::kVideo;
-        if (qwen3_video_block) {
-          // "<t seconds><|vision_start|><|video_pad|>×(h·w/m²)<|vision_end|>" per temporal group.
-          const VisionGrid& g = videos[segs[i + 1].media_index];
-          if (static_cast<int>(g.group_seconds.size()) != g.grid_t) {
-            return invalid_argument("Qwen3-VL video " + std::to_string(segs[i + 1].media_index) +
-                                    ": " + std::to_string(g.group_seconds.size()) +
-                                    " timestamps for grid_t " + std::to_string(g.grid_t));
-          }
-          STOKER_ASSIGN_OR_RETURN(std::int64_t per, pad_count(g, merge, 1));
-          for (int k = 0; k < g.grid_t; ++k) {
-            items->push_back({true, seconds_text(g.group_seconds[k]), 0, 1, false, s.message_index, -1});
-            items->push_back({false, {}, sid.vision_start, 1, false, s.message_index, -1});
-            out->vision.push_back({true, segs[i + 1].media_index, k, 0, per});
-            items->push_back({false, {}, sid.video_pad, per, false, s.message_index,
-                              static_cast<int>(out->vision.size()) - 1});
-            items->push_back({false, {}, sid.vision_end, 1, false, s.message_index, -1});
-          }
-          i += 2;  // the video pad and its <|vision_end|>
-          break;
-        }
-        std::optional<TokenId> id = tok.token_to_id(s.text);
-        if (!id) return invalid_argument("tokenizer has no " + s.text + " token");
-        items->push_back({false, {}, *id, 1, s.supervised, s.message_index, -1});
-        break;
-      }
-      case Segment::Kind::kImage:
-      case Segment::Kind::kVideo: {
-        bool video = s.kind == Segment::Kind::kVideo;
-        const VisionGrid& g = video ? videos[s.media_index] : images[s.media_index];
-        STOKER_ASSIGN_OR_RETURN(std::int64_t count, pad_count(g, merge, g.grid_t));
-        out->vision.push_back({video, s.media_index, 0, 0, count});
-        items->push_back({false, {}, video ? sid.video_pad : sid.image_pad, count, false,
-                          s.message_index, static_cast<int>(out->vision.size()) - 1});
-        break;
-      }
-    }
-  }
-  return ok_status();
-}
-
-Result<TokenizedSample> tokenize_impl(const RenderedChat& chat, const Tokenizer& tok,
-                                      std::span<const VisionGrid> images,
-                                      std::span<const VisionGrid> videos, int merge,
-                                      int num_messages, std::vector<std::int64_t>* msg_end) {
-  STOKER_ASSIGN_OR_RETURN(SpecialIds sid, special_ids(tok));
-  TokenizedSample out;
-  out.num_images = chat.num_images;
-  out.num_videos = chat.num_videos;
-  out.num_messages = num_messages;
-  std::vector<Item> items;
-  STOKER_RETURN_IF_ERROR(flatten(chat, sid, tok, images, videos, merge, &items, &out));
+  std::vector<Piece> items;
+  STOKER_RETURN_IF_ERROR(expander.expand(chat, tok, images, videos, &items, &out.vision));
   msg_end->assign(num_messages, -1);
   RunTokenizer run(tok, &out, msg_end);
-  for (const Item& it : items) {
+  for (const Piece& it : items) {
     if (it.is_text) {
       run.add_text(it);
     } else {
@@ -284,17 +167,17 @@ std::int64_t TokenizedSample::supervised_tokens() const {
   return std::count_if(labels.begin(), labels.end(), [](TokenId l) { return l != kIgnoreIndex; });
 }
 
-Result<TokenizedSample> tokenize_chat(const RenderedChat& chat, const Tokenizer& tokenizer,
-                                      std::span<const VisionGrid> images,
-                                      std::span<const VisionGrid> videos, int merge_size) {
+Result<TokenizedSample> tokenize_chat(const RenderedChat& chat, const PlaceholderExpander& expander,
+                                      const Tokenizer& tokenizer, std::span<const VisionGrid> images,
+                                      std::span<const VisionGrid> videos) {
   int messages = 0;
   for (const Segment& s : chat.segments) messages = std::max(messages, s.message_index + 1);
   std::vector<std::int64_t> ends;
-  return tokenize_impl(chat, tokenizer, images, videos, merge_size, messages, &ends);
+  return tokenize_impl(chat, expander, tokenizer, images, videos, messages, &ends);
 }
 
-Result<TokenizedSample> build_sample(const Conversation& conv, TemplateKind kind,
-                                     const ChatTemplateOptions& template_options,
+Result<TokenizedSample> build_sample(const Conversation& conv, const ChatRenderer& renderer,
+                                     const PlaceholderExpander& expander,
                                      const Tokenizer& tokenizer,
                                      std::span<const VisionGrid> images,
                                      std::span<const VisionGrid> videos,
@@ -302,11 +185,10 @@ Result<TokenizedSample> build_sample(const Conversation& conv, TemplateKind kind
   auto named = [&](Error e) { return std::move(e.with_context(record_name(conv.id))); };
   // validate_for_sft names the record itself.
   STOKER_RETURN_IF_ERROR(dataset::validate_for_sft(conv));
-  STOKER_ASSIGN_OR_RETURN(RenderedChat chat, render_chat(conv, kind, template_options));
+  STOKER_ASSIGN_OR_RETURN(RenderedChat chat, renderer.render(conv));
   std::vector<std::int64_t> ends;
   const int n = static_cast<int>(conv.messages.size());
-  Result<TokenizedSample> full = tokenize_impl(chat, tokenizer, images, videos,
-                                               options.merge_size, n, &ends);
+  Result<TokenizedSample> full = tokenize_impl(chat, expander, tokenizer, images, videos, n, &ends);
   if (!full.ok()) return named(std::move(full).error());
   const std::int64_t len = static_cast<std::int64_t>(full->input_ids.size());
   if (options.max_length <= 0 || len <= options.max_length) return full;
@@ -333,10 +215,10 @@ Result<TokenizedSample> build_sample(const Conversation& conv, TemplateKind kind
     Conversation prefix;
     prefix.id = conv.id;
     prefix.messages.assign(conv.messages.begin(), conv.messages.begin() + keep + 1);
-    STOKER_ASSIGN_OR_RETURN(RenderedChat cut, render_chat(prefix, kind, template_options));
+    STOKER_ASSIGN_OR_RETURN(RenderedChat cut, renderer.render(prefix));
     std::vector<std::int64_t> cut_ends;
-    Result<TokenizedSample> out = tokenize_impl(cut, tokenizer, images, videos,
-                                                options.merge_size, keep + 1, &cut_ends);
+    Result<TokenizedSample> out = tokenize_impl(cut, expander, tokenizer, images, videos,
+                                                keep + 1, &cut_ends);
     if (!out.ok()) return named(std::move(out).error());
     if (static_cast<std::int64_t>(out->input_ids.size()) > options.max_length) continue;
     out->truncated = true;

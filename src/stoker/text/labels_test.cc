@@ -1,4 +1,5 @@
 #include "stoker/text/labels.h"
+#include "stoker/text/qwen_vl.h"
 
 #include <gtest/gtest.h>
 

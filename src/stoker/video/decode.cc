@@ -529,10 +529,4 @@ Status VideoReader::decode(std::span<const std::int64_t> positions, const Sink& 
   return {};
 }
 
-Status VideoReader::decode_all(const Sink& sink, DecodeStats* stats) {
-  std::vector<std::int64_t> all(impl_->info.pts.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
-  return decode(all, sink, stats);
-}
-
 }  // namespace stoker::video

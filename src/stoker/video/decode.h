@@ -78,10 +78,6 @@ class VideoReader {
   Status decode(std::span<const std::int64_t> positions, const Sink& sink,
                 DecodeStats* stats = nullptr);
 
-  // Decodes every frame in stream order (pts ascending) without the seek planner — the
-  // reference path for tests (same conversion); sink(k, frame) with k = frame position.
-  Status decode_all(const Sink& sink, DecodeStats* stats = nullptr);
-
   struct Impl;
 
  private:

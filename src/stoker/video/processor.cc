@@ -111,12 +111,18 @@ Status VideoProcessor::read_frames(VideoReader& reader, const VideoPlan& plan, V
                                    DecodeStats* stats) const {
   out->width = plan.frames.width;
   out->height = plan.frames.height;
-  const std::size_t frame_bytes = static_cast<std::size_t>(out->width) * out->height * 3;
-  out->pixels.resize(frame_bytes * plan.stream_positions.size());
+  out->pixels.resize(static_cast<std::size_t>(out->width) * out->height * 3 *
+                     plan.stream_positions.size());
+  return read_frames(reader, plan, out->pixels.data(), stats);
+}
+
+Status VideoProcessor::read_frames(VideoReader& reader, const VideoPlan& plan, std::uint8_t* out,
+                                   DecodeStats* stats) const {
+  const int w = plan.frames.width, h = plan.frames.height;
+  const std::size_t frame_bytes = static_cast<std::size_t>(w) * h * 3;
   ResizeScratch scratch;
   return reader.decode(plan.stream_positions, [&](std::size_t k, const RgbFrame& f) -> Status {
-    resize_bicubic_torch(f.data, f.width, f.height, f.stride, out->width, out->height,
-                         out->pixels.data() + k * frame_bytes, &scratch);
+    resize_bicubic_torch(f.data, f.width, f.height, f.stride, w, h, out + k * frame_bytes, &scratch);
     return {};
   }, stats);
 }
@@ -160,13 +166,20 @@ void VideoProcessor::patchify_group(const std::uint8_t* const* frames, const Vid
 
 void VideoProcessor::patchify(const VideoFrames& frames, const VideoPlan& plan, VideoDType dtype,
                               void* out) const {
+  patchify(frames.pixels.data(), frames.count(), plan, dtype, out);
+}
+
+void VideoProcessor::patchify(const std::uint8_t* frames, std::int64_t count,
+                              const VideoPlan& plan, VideoDType dtype, void* out) const {
   const int tps = config_.temporal_patch_size;
-  const std::int64_t T = frames.count();
+  const std::size_t frame_bytes =
+      static_cast<std::size_t>(plan.frames.width) * plan.frames.height * 3;
   std::vector<const std::uint8_t*> group(static_cast<std::size_t>(tps));
   for (int gt = 0; gt < plan.grid_t; ++gt) {
     for (int tp = 0; tp < tps; ++tp) {
       // Frames past the end repeat the last one (temporal padding).
-      group[static_cast<std::size_t>(tp)] = frames.frame(std::min<std::int64_t>(std::int64_t{gt} * tps + tp, T - 1));
+      const std::int64_t t = std::min<std::int64_t>(std::int64_t{gt} * tps + tp, count - 1);
+      group[static_cast<std::size_t>(tp)] = frames + static_cast<std::size_t>(t) * frame_bytes;
     }
     patchify_group(group.data(), plan, gt, dtype, out);
   }

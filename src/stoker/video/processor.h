@@ -73,9 +73,16 @@ class VideoProcessor {
   // Decodes and resizes the planned frames (memory: the resized frames only).
   Status read_frames(VideoReader& reader, const VideoPlan& plan, VideoFrames* out,
                      DecodeStats* stats = nullptr) const;
+  // The same into caller memory: stream_positions.size() frames of plan.frames.width ×
+  // height × 3 bytes (the uint8 wire's form of a video).
+  Status read_frames(VideoReader& reader, const VideoPlan& plan, std::uint8_t* out,
+                     DecodeStats* stats = nullptr) const;
   // Normalise + patchify resized frames into plan.rows() × columns() elements of `dtype`.
   void patchify(const VideoFrames& frames, const VideoPlan& plan, VideoDType dtype,
                 void* out) const;
+  // The same for `count` resized frames held at `frames` (plan.frames.width × height × 3 each).
+  void patchify(const std::uint8_t* frames, std::int64_t count, const VideoPlan& plan,
+                VideoDType dtype, void* out) const;
   // The rows of temporal group `gt` from its temporal_patch_size resized frames (`frames[tp]`,
   // plan.frames.width × height × 3), at `out` + gt · (grid_h·grid_w) rows.
   void patchify_group(const std::uint8_t* const* frames, const VideoPlan& plan, int gt,

@@ -1,0 +1,48 @@
+#include "stoker/dataset/record_source.h"
+
+#include <algorithm>
+
+namespace stoker::dataset {
+
+ConcatSource::ConcatSource(std::vector<std::unique_ptr<RecordSource>> parts)
+    : parts_(std::move(parts)) {
+  for (const auto& p : parts_) {
+    first_.push_back(total_);
+    total_ += p->size();
+  }
+}
+
+std::pair<const RecordSource*, std::uint64_t> ConcatSource::find(std::uint64_t id) const {
+  STOKER_CHECK(id < total_, "record id out of range");
+  // The last part whose first id is <= id: never an empty one (it shares its first id with
+  // the part after it, which holds id).
+  const std::size_t i =
+      static_cast<std::size_t>(std::upper_bound(first_.begin(), first_.end(), id) - first_.begin()) - 1;
+  return {parts_[i].get(), id - first_[i]};
+}
+
+Status ConcatSource::read(std::uint64_t id, std::string& out) const {
+  auto [part, local] = find(id);
+  return part->read(local, out);
+}
+
+RecordOrigin ConcatSource::origin(std::uint64_t id) const {
+  auto [part, local] = find(id);
+  return part->origin(local);
+}
+
+const MediaResolver& ConcatSource::media(std::uint64_t id) const {
+  auto [part, local] = find(id);
+  return part->media(local);
+}
+
+std::vector<std::string> ConcatSource::warnings() const {
+  std::vector<std::string> out;
+  for (const auto& p : parts_) {
+    std::vector<std::string> w = p->warnings();
+    out.insert(out.end(), w.begin(), w.end());
+  }
+  return out;
+}
+
+}  // namespace stoker::dataset

@@ -1,0 +1,120 @@
+// The Qwen-VL families behind the family seam (family.h): Qwen2-VL, Qwen2.5-VL and Qwen3-VL,
+// one registry entry each. A model is its ModelConfig (presets, HF folders: model_config.h), its
+// tokenizer, the image and video processors from the folder's preprocessor settings, the chat
+// template chat_template_kind() chooses (native: text/chat_template.h) with the Qwen placeholder
+// expansion (text/qwen_vl.h), 3-D mRoPE positions (batch/mrope.h with the family's rule) and
+// <|endoftext|> as the pad id.
+#include <memory>
+
+#include "stoker/batch/mrope.h"
+#include "stoker/model/family.h"
+#include "stoker/model/model_config.h"
+#include "stoker/text/qwen_vl.h"
+#include "stoker/video/processor.h"
+
+namespace stoker::model {
+namespace {
+
+class QwenVLModel final : public Model {
+ public:
+  QwenVLModel(ModelConfig config, std::unique_ptr<text::Tokenizer> tokenizer,
+              image::ImageProcessor image, video::VideoProcessor video, text::TemplateKind kind,
+              batch::TimeIndexMode time_mode)
+      : config_(std::move(config)),
+        tokenizer_(std::move(tokenizer)),
+        image_(std::move(image)),
+        video_(std::move(video)),
+        renderer_(kind),
+        expander_(config_.image.merge_size),
+        rope_(rope_config(config_, time_mode)),
+        pad_(model::pad_id(*tokenizer_)) {}
+
+  std::string_view family() const override { return family_name(config_.family); }
+  const image::ImageProcessor* image_processor() const override { return &image_; }
+  const video::VideoProcessor* video_processor() const override { return &video_; }
+  const text::Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const text::ChatRenderer& renderer() const override { return renderer_; }
+  const text::PlaceholderExpander& expander() const override { return expander_; }
+  int position_rows() const override { return 3; }
+  Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& sample,
+                                              const SampleMedia& media) const override {
+    STOKER_ASSIGN_OR_RETURN(batch::RopeIndex rope,
+                            batch::get_rope_index(sample, media.images, media.videos, rope_,
+                                                  media.video_seconds));
+    return std::move(rope.positions);
+  }
+  std::int64_t pad_id() const override { return pad_; }
+
+ private:
+  ModelConfig config_;
+  std::unique_ptr<text::Tokenizer> tokenizer_;
+  image::ImageProcessor image_;
+  video::VideoProcessor video_;
+  text::NativeRenderer renderer_;
+  text::QwenVisionExpander expander_;
+  batch::RopeConfig rope_;
+  std::int64_t pad_;
+};
+
+class QwenVLFamily final : public Family {
+ public:
+  explicit QwenVLFamily(ModelFamily variant) : variant_(variant) {}
+  std::string_view name() const override { return family_name(variant_); }
+  bool claims(const std::string& spec) const override { return detect_family(spec) == variant_; }
+
+  Result<std::unique_ptr<Model>> open(const std::string& spec,
+                                      const ModelOptions& options) const override {
+    // The spec parsed once for the run (load_config, shared), else read here; the image
+    // settings applied.
+    STOKER_ASSIGN_OR_RETURN(ModelConfig m, load_model(spec, options));
+    STOKER_ASSIGN_OR_RETURN(text::TemplateKind kind, chat_template_kind(m));
+    std::string tok_dir = options.tokenizer;
+    if (tok_dir.empty()) {
+      STOKER_ASSIGN_OR_RETURN(tok_dir, model::default_tokenizer_dir(m));
+    }
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer, text::Tokenizer::load(tok_dir));
+    STOKER_ASSIGN_OR_RETURN(image::ImageProcessor image, image::ImageProcessor::create(m.image));
+    video::VideoProcessorConfig vcfg;
+    vcfg.patch_size = m.image.patch_size;
+    vcfg.temporal_patch_size = m.image.temporal_patch_size;
+    vcfg.merge_size = m.image.merge_size;
+    vcfg.mean = m.image.image_mean;
+    vcfg.std = m.image.image_std;
+    STOKER_ASSIGN_OR_RETURN(video::VideoProcessor video, video::VideoProcessor::create(vcfg));
+    return std::unique_ptr<Model>(new QwenVLModel(std::move(m), std::move(tokenizer),
+                                                  std::move(image), std::move(video), kind,
+                                                  options.video_time_index));
+  }
+
+  Result<std::shared_ptr<const ModelConfig>> load_config(const std::string& spec) const override {
+    STOKER_ASSIGN_OR_RETURN(ModelConfig m, load_model(spec));
+    return std::shared_ptr<const ModelConfig>(std::make_shared<const ModelConfig>(std::move(m)));
+  }
+
+  Result<std::string> default_tokenizer_dir(const std::string& spec) const override {
+    STOKER_ASSIGN_OR_RETURN(ModelConfig m, load_model(spec));
+    return model::default_tokenizer_dir(m);
+  }
+
+  std::vector<std::string> presets() const override {
+    switch (variant_) {
+      case ModelFamily::kQwen2VL: return {"qwen2-vl"};
+      case ModelFamily::kQwen25VL: return {"qwen2.5-vl"};
+      case ModelFamily::kQwen3VL: return {"qwen3-vl"};
+    }
+    return {};
+  }
+
+ private:
+  ModelFamily variant_;
+};
+
+}  // namespace
+
+std::vector<const Family*> qwen_vl_families() {
+  static const QwenVLFamily k2(ModelFamily::kQwen2VL), k25(ModelFamily::kQwen25VL),
+      k3(ModelFamily::kQwen3VL);
+  return {&k2, &k25, &k3};
+}
+
+}  // namespace stoker::model

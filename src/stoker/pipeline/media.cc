@@ -1,0 +1,147 @@
+#include "stoker/pipeline/media.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace stoker::pipeline {
+
+// Built-in kinds (media_image.cc, media_video.cc).
+const MediaKind& image_kind();
+const MediaKind& video_file_kind();
+const MediaKind& frame_list_kind();
+
+namespace {
+
+struct Registry {
+  std::vector<const MediaKind*> kinds;
+  std::vector<const Modality*> modalities;
+  void add(const MediaKind* k) {
+    kinds.push_back(k);
+    const Modality* m = &k->modality();
+    if (std::find(modalities.begin(), modalities.end(), m) == modalities.end()) {
+      modalities.push_back(m);
+    }
+  }
+};
+
+Registry& registry() {
+  static Registry r = [] {
+    Registry reg;
+    reg.add(&image_kind());
+    reg.add(&video_file_kind());
+    reg.add(&frame_list_kind());
+    return reg;
+  }();
+  return r;
+}
+
+std::int64_t tensor_row_bytes(const batch::TensorView& t) {
+  std::int64_t n = batch::dtype_size(t.dtype);
+  for (std::size_t d = 1; d < t.shape.size(); ++d) n *= t.shape[d];
+  return n;
+}
+
+}  // namespace
+
+const Modality& Medium::modality() const { return kind().modality(); }
+
+void register_media_kind(const MediaKind* kind) { registry().add(kind); }
+
+const MediaKind* kind_for(const dataset::Part& part) {
+  const auto& k = registry().kinds;
+  for (auto it = k.rbegin(); it != k.rend(); ++it) {
+    if ((*it)->takes(part)) return *it;
+  }
+  return nullptr;
+}
+
+std::uint8_t kind_id(const MediaKind& kind) {
+  const auto& k = registry().kinds;
+  const auto it = std::find(k.begin(), k.end(), &kind);
+  STOKER_CHECK(it != k.end(), "media kind not registered");
+  return static_cast<std::uint8_t>(it - k.begin());
+}
+
+const MediaKind* kind_by_id(std::uint8_t id) {
+  const auto& k = registry().kinds;
+  return id < k.size() ? k[id] : nullptr;
+}
+
+std::span<const Modality* const> modalities() { return registry().modalities; }
+
+int modality_rank(const Modality& m) {
+  const auto& all = registry().modalities;
+  return static_cast<int>(std::find(all.begin(), all.end(), &m) - all.begin());
+}
+
+std::string medium_name(const Modality& m, std::size_t index) {
+  return std::string(m.name) + " " + std::to_string(index);
+}
+
+void media_tensors(const MediaEnv& env, batch::DType dtype,
+                   std::span<const std::vector<std::unique_ptr<Medium>>* const> samples,
+                   std::vector<batch::TensorView>* front, std::vector<batch::TensorView>* back) {
+  for (const Modality* m : modalities()) {
+    std::int64_t count = 0, rows = 0;
+    for (const auto* media : samples) {
+      for (const auto& medium : *media) {
+        if (&medium->modality() != m) continue;
+        ++count;
+        rows += medium->rows();
+      }
+    }
+    if (count == 0 && !m->always) continue;
+    std::vector<batch::TensorView>* out = m->always ? front : back;
+    out->push_back({std::string(m->rows_tensor), dtype, {rows, m->columns(env)}, 0});
+    for (const MetaTensor& t : m->meta) {
+      std::vector<std::int64_t> shape = {count};
+      if (t.width > 0) shape.push_back(t.width);
+      out->push_back({std::string(t.name), t.dtype, std::move(shape), 0});
+    }
+  }
+}
+
+std::vector<MediumSlot> place_media(std::uint8_t* base, const batch::BatchLayout& layout,
+                                    std::span<const std::vector<std::unique_ptr<Medium>>* const> samples) {
+  const auto all = modalities();
+  std::vector<std::int64_t> row(all.size(), 0);
+  std::vector<const batch::TensorView*> tensor(all.size(), nullptr);
+  std::vector<MediumSlot> slots;
+  for (std::size_t s = 0; s < samples.size(); ++s) {
+    std::vector<std::size_t> index(all.size(), 0);
+    for (const auto& medium : *samples[s]) {
+      const std::size_t m = static_cast<std::size_t>(modality_rank(medium->modality()));
+      if (tensor[m] == nullptr) {
+        tensor[m] = layout.find(std::string(all[m]->rows_tensor));
+        STOKER_CHECK(tensor[m] != nullptr, "media: the layout has no " + std::string(all[m]->rows_tensor));
+      }
+      const batch::TensorView& t = *tensor[m];
+      STOKER_CHECK(row[m] + medium->rows() <= t.shape[0], "media: rows past the layout's");
+      slots.push_back({medium.get(), s, index[m]++,
+                       base + t.offset + static_cast<std::uint64_t>(row[m] * tensor_row_bytes(t))});
+      row[m] += medium->rows();
+    }
+  }
+  return slots;
+}
+
+void write_media_meta(std::uint8_t* base, const batch::BatchLayout& layout,
+                      std::span<const MediumSlot> slots) {
+  const auto all = modalities();
+  std::vector<std::int64_t> count(all.size(), 0);
+  std::vector<std::uint8_t*> meta;
+  for (const MediumSlot& slot : slots) {
+    const Modality& mod = slot.medium->modality();
+    const std::size_t m = static_cast<std::size_t>(modality_rank(mod));
+    meta.clear();
+    for (const MetaTensor& mt : mod.meta) {
+      const batch::TensorView* t = layout.find(std::string(mt.name));
+      STOKER_CHECK(t != nullptr && count[m] < t->shape[0], "media: meta rows past the layout's");
+      meta.push_back(base + t->offset + static_cast<std::uint64_t>(count[m] * tensor_row_bytes(*t)));
+    }
+    slot.medium->write_meta(meta);
+    ++count[m];
+  }
+}
+
+}  // namespace stoker::pipeline

@@ -1,0 +1,28 @@
+// LoaderState: where a rank's stream stands, resumable by position, not payload: a restart from
+// it delivers exactly the samples not yet delivered. Packing / token budgets: position is the
+// first sample of a planning window and `packs` the units of that window the job consumed; `plan`
+// identifies the plan's options (a resume with other options is refused). Text: "stoker-state v1
+// epoch=E position=P errors=K[ packs=C plan=XXXXXXXX]" (loader_state.cc; untrusted on parse, fuzzed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "stoker/base/result.h"
+
+namespace stoker::pipeline {
+
+struct LoaderState {
+  std::uint64_t epoch = 0;
+  std::uint64_t position = 0;     // samples of this epoch's global order consumed by all ranks
+                                  // (failed samples count as consumed: they are never retried)
+  std::uint64_t errors = 0;       // error-log cursor: failed samples reported so far (lines of
+                                  // the error report; a resumed run keeps that many lines)
+  std::uint64_t packs = 0;        // packing: units of the window at `position` consumed
+  std::uint32_t plan = 0;         // packing: plan id (0: not a packing state)
+  std::string serialize() const;  // a few bytes, text
+  static Result<LoaderState> parse(std::string_view text);
+};
+
+}  // namespace stoker::pipeline
