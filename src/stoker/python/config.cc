@@ -29,7 +29,7 @@ constexpr std::int64_t kMaxRecordBytes = std::int64_t{4} << 30;  // LoaderConfig
 const char* const kKnown[] = {
     "data", "model", "tokenizer", "batch_size", "max_length", "padding", "pixel_dtype", "seed",
     "epochs", "rank", "world_size", "local_rank", "local_world_size", "mode", "threads",
-    "prefetch", "io_threads", "window", "fetch_bytes_in_flight", "arena_bytes", "arena_shared",
+    "prefetch", "io_threads", "window", "fetch_bytes_in_flight", "arena_bytes", "arena_mb", "arena_shared",
     "worker_sched", "strict", "max_errors", "max_error_rate", "min_seen", "error_report",
     "media_root", "trust_media_paths", "allow_buckets", "max_object_bytes", "max_record_bytes",
     "io_deadline_ms", "imds", "packing", "token_budget", "max_tokens", "pack_format",
@@ -230,6 +230,10 @@ pipeline::LoaderConfig make_config(const py::dict& kw) {
   if (has("fetch_bytes_in_flight")) c.fetch_bytes_in_flight = i64("fetch_bytes_in_flight", 1, kI64);
   if (has("arena_bytes")) {
     c.arena.bytes = static_cast<std::size_t>(i64("arena_bytes", 4096, kMaxArenaBytes));
+  }
+  // arena_mb: the cap in MiB, as the CLI's --arena-mb; wins over arena_bytes.
+  if (has("arena_mb")) {
+    c.arena.bytes = static_cast<std::size_t>(i64("arena_mb", 1, kMaxArenaBytes >> 20)) << 20;
   }
   if (has("arena_shared")) c.arena.shared = yes("arena_shared");
   if (has("strict")) c.errors.strict = yes("strict");

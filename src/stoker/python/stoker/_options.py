@@ -194,6 +194,7 @@ LOADER_OPTIONS: Dict[str, Checker] = {
     "window": int_in(0, I32),
     "fetch_bytes_in_flight": int_in(1, I64),
     "arena_bytes": int_in(4096, 2**62),
+    "arena_mb": int_in(1, 2**42),
     "arena_shared": boolean,
     "worker_sched": choice("batch", "idle", "normal"),
     "strict": boolean,
