@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "stoker/cli/args.h"
 #include "stoker/cli/commands.h"
@@ -41,6 +42,9 @@ cluster options (every rank must get the same flags; only --role may differ):
                        normalises, bit-identical) | encoded (media bytes; the receiver decodes)
   --threads N          CPU threads of every rank (default: all cores)
   --receiver-threads N CPU threads of the receivers (default: --threads)
+  --receiver-prepare N threads on which a receiver with workers prepares samples too, with the
+                       CPU receiving leaves (SCHED_IDLE; default: --receiver-threads; 0: it only
+                       receives)
   --sample-window N    samples a receiver's Loader keeps requested ahead (default
                        2*B*(prefetch+1)): the bound of pixels in flight per Loader; without
                        --serve, --window N says the same
@@ -87,6 +91,12 @@ int cluster(int argc, char** argv, const Args& args) {
   Result<int> receiver_threads =
       args.get_int<int>("receiver-threads", config->threads, 0, std::numeric_limits<int>::max());
   if (!receiver_threads.ok()) return report("cluster", receiver_threads.error());
+  const int default_prepare =
+      *receiver_threads > 0 ? *receiver_threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Result<int> receiver_prepare = args.get_int<int>("receiver-prepare", default_prepare, 0,
+                                                   std::numeric_limits<int>::max());
+  if (!receiver_prepare.ok()) return report("cluster", receiver_prepare.error());
   // The samples a receiver requests ahead: --sample-window; without --serve also --window (the
   // first interface's name; with --serve, --window is stoker serve's batch window).
   if (args.has("sample-window") && args.has("window") && !args.has("serve")) {
@@ -136,7 +146,11 @@ int cluster(int argc, char** argv, const Args& args) {
         m.image.resize_rules = c.small_images;
         STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(m.image));
         processor.emplace(std::move(proc));
-        remote = std::make_shared<cluster::Receiver>(job.workers, *wire, &*processor);
+        // The receiver prepares samples too, on the CPU receiving leaves (receiver.h).
+        std::optional<cluster::LocalLane> lane;
+        if (*receiver_prepare > 0) lane = cluster::LocalLane{.config = c, .threads = *receiver_prepare};
+        STOKER_ASSIGN_OR_RETURN(remote, cluster::Receiver::create(job.workers, *wire, &*processor,
+                                                                  std::move(lane)));
       }
       c.remote = remote;
       return ok_status();
@@ -166,13 +180,18 @@ int cluster(int argc, char** argv, const Args& args) {
       if (rc != 0) abort_job(job, internal_error("the receiver's loop failed (its error is above)"));
     }
     std::uint64_t sent = 0, received = 0, answered = 0;
+    cluster::ReceiverStats rs;
     if (remote) {
       remote->drain();  // every answer in, every worker told to stop
       sent = remote->bytes_sent();
-      received = remote->stats().message_bytes;
-      answered = remote->stats().samples;
+      rs = remote->stats();
+      received = rs.message_bytes;
+      answered = rs.samples + rs.local_samples;
     }
     mine = cluster::own_report(job);
+    mine.progress_cpu_s = rs.progress_cpu_s;
+    mine.local_samples = rs.local_samples;
+    mine.local_bytes = rs.local_bytes;
     mine.bytes_sent = sent;
     mine.bytes_received = received;
     mine.samples = serve ? answered : static_cast<std::uint64_t>(stats.samples);
@@ -189,6 +208,7 @@ int cluster(int argc, char** argv, const Args& args) {
     mine.failed = w->failed;
     mine.bytes_sent = w->bytes_sent;
     mine.bytes_received = w->bytes_received;
+    mine.progress_cpu_s = w->progress_cpu_s;
   }
   std::vector<cluster::RankReport> all = cluster::gather_reports(job, mine);
   int rc = 0;
@@ -212,7 +232,8 @@ int cluster(int argc, char** argv, const Args& args) {
 int run_cluster(int argc, char** argv) {
   std::set<std::string> values = run_value_flags(), switches = run_switch_flags();
   for (const std::string& f : serve_value_flags()) values.insert(f);
-  values.insert({"receivers", "role", "wire", "receiver-threads", "sample-window", "summary-json"});
+  values.insert({"receivers", "role", "wire", "receiver-threads", "receiver-prepare",
+                 "sample-window", "summary-json"});
   switches.insert("serve");
   auto args = Args::parse(argc, argv, values, switches, loader_repeat_flags());
   if (!args.ok()) return report("cluster", args.error());

@@ -1,6 +1,7 @@
 // Receiver: the RemoteSamples of a receiver rank (pipeline/remote.h). Each item the engine
-// submits becomes a request to the worker with the fewest unanswered requests; the worker's
-// result becomes the engine's Prepared sample; at emit, the sample's pixel payload is received
+// submits becomes a request to the lane expected to answer first — a worker, or the receiver's
+// own lane — at (unanswered + 1) × the lane's measured interval between answers; the answer
+// becomes the engine's Prepared sample; at emit, the sample's pixel payload is received
 // straight into the batch's rows (float wire) or into a staging buffer and normalised +
 // patchified into them (uint8 wire, on the emit helpers). In flight: the engine's window of
 // samples, nothing more (credit-based: a request is a credit; the arena's backpressure stops
@@ -8,6 +9,12 @@
 // holds them is assembled (MPI's rendezvous for large messages), so the worker holds at most
 // the window's pixels. abandon(engine) (a stopped engine) drains what it requested into scratch;
 // drain() waits until nothing is outstanding, then tells every worker to stop.
+// The receiver prepares samples too (`local`): a lane of its own that runs a worker's code
+// (make_answer) on threads of the Loader's scheduling class (SCHED_BATCH by default, as its
+// pools have with no workers: receiving, which wakes and sleeps, preempts them), its payloads
+// copied (float) or normalised (uint8) into the block at emit as a worker's would be — so which
+// lane made a sample never changes a byte. It holds at most one request per thread plus one (a
+// request it holds waits for its CPU, and delivery is in order).
 #pragma once
 
 #include <condition_variable>
@@ -15,10 +22,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "stoker/cluster/comm.h"
 #include "stoker/cluster/wire.h"
+#include "stoker/pipeline/loader.h"
 #include "stoker/pipeline/remote.h"
 
 namespace stoker::cluster {
@@ -27,11 +36,25 @@ struct ReceiverStats {
   std::uint64_t samples = 0;         // results received (good or failed)
   std::uint64_t payload_bytes = 0;   // pixel payloads received (incl. drained ones)
   std::uint64_t message_bytes = 0;   // every message received (results + payloads)
+  std::uint64_t local_samples = 0;   // prepared by the receiver itself
+  std::uint64_t local_bytes = 0;     // what those would have cost on the wire (result + payload)
+  double local_busy_s = 0;           // the local lane's threads, summed
+  double progress_cpu_s = 0;         // the comm thread's CPU (MPI progress)
+};
+
+// The receiver's own lane: its Loader config (for the same context a worker makes) and threads.
+struct LocalLane {
+  pipeline::LoaderConfig config;
+  int threads = 1;
 };
 
 class Receiver final : public pipeline::RemoteSamples {
  public:
-  // `processor` must outlive the receiver (used on the uint8 wire).
+  // `processor` must outlive the receiver (used on the uint8 wire). `local`: the receiver
+  // prepares samples too (nullopt: it only receives).
+  static Result<std::shared_ptr<Receiver>> create(std::vector<int> workers, Wire wire,
+                                                  const image::ImageProcessor* processor,
+                                                  std::optional<LocalLane> local);
   Receiver(std::vector<int> workers, Wire wire, const image::ImageProcessor* processor);
   ~Receiver() override;
 
@@ -49,15 +72,29 @@ class Receiver final : public pipeline::RemoteSamples {
   std::uint64_t bytes_sent() const { return comm_->bytes_sent(); }
 
  private:
+  static constexpr int kLocal = -1;  // the local lane's "rank"
   struct Pending {
     const void* owner = nullptr;
     pipeline::Item item;
     std::function<void(pipeline::Prepared&&)> done;
-    int worker = 0;
+    int worker = 0;  // a world rank, or kLocal
     bool answered = false, abandoned = false;
     std::uint64_t payload = 0;
+    std::shared_ptr<BufferPool::Buffer> local_payload;  // kLocal: the pixels, until emit
   };
+  // A lane's measured pace: the interval between its answers while it had work (EWMA).
+  struct Lane {
+    int unanswered = 0;
+    double interval_s = 0;  // 0: not measured yet
+    std::int64_t since_ns = 0;  // the last answer, or when it got work while idle
+  };
+  struct Local;
+  int pick_lane();  // mu_ held
+  void answered(int lane);  // mu_ held
   void on_result(int source, std::vector<std::uint8_t>&& bytes);
+  void on_local(std::uint64_t ticket, std::vector<std::uint8_t>&& header,
+                std::shared_ptr<BufferPool::Buffer> payload);
+  void run_local(std::uint64_t ticket, const pipeline::Item& item);
   void discard_payload(int worker, std::uint64_t ticket, std::uint64_t bytes);  // mu_ held
   void finished_one();  // a ticket is gone; mu_ held
 
@@ -67,11 +104,13 @@ class Receiver final : public pipeline::RemoteSamples {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::uint64_t, Pending> pending_;
-  std::map<int, int> unanswered_;  // per worker
+  std::map<int, Lane> lanes_;  // per worker rank, and kLocal
+  int local_threads_ = 0;      // 0: no local lane
   std::uint64_t next_ticket_ = 1;
   std::size_t next_worker_ = 0;
   ReceiverStats stats_;
   BufferPool staging_;  // uint8 payloads before normalisation, drained payloads
+  std::unique_ptr<Local> local_;  // before comm_: destroyed after it
   std::unique_ptr<Comm> comm_;  // last: its thread calls on_result
 };
 

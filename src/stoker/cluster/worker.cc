@@ -55,6 +55,22 @@ Buffer make_payload(const pipeline::Context& ctx, pipeline::Prepared& p, Wire wi
 
 }  // namespace
 
+Answer make_answer(const pipeline::Context& ctx, pipeline::Prepared&& p, std::uint64_t ticket,
+                   Wire wire, image::PixelDType dtype, BufferPool& pool) {
+  Buffer payload;
+  if (!p.failure && wire != Wire::kEncoded) payload = make_payload(ctx, p, wire, dtype, pool);
+  if (payload && payload->size == 0) {  // a sample without images
+    pool.put(std::move(payload));
+    payload = nullptr;
+  }
+  if (wire != Wire::kEncoded || p.failure) p.encoded.clear();
+  Answer a;
+  a.result = SampleResult{.ticket = ticket, .prepared = std::move(p),
+                          .payload_bytes = payload ? payload->size : 0};
+  a.payload = std::move(payload);
+  return a;
+}
+
 Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, int receivers) {
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::Context> ctx, pipeline::make_context(config));
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<exec::ThreadPool> cpu,
@@ -77,17 +93,10 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
 
   auto finish = [&](int receiver, std::uint64_t ticket, pipeline::Prepared&& p) {
     const std::int64_t t0 = now_ns();
-    Buffer payload;
-    if (!p.failure && wire != Wire::kEncoded) payload = make_payload(*ctx, p, wire, dtype, pool);
-    if (payload && payload->size == 0) {  // a sample without images
-      pool.put(std::move(payload));
-      payload = nullptr;
-    }
-    if (wire != Wire::kEncoded || p.failure) p.encoded.clear();
-    SampleResult r{.ticket = ticket, .prepared = std::move(p),
-                   .payload_bytes = payload ? payload->size : 0};
-    const bool bad = r.prepared.failure.has_value();
-    std::vector<std::uint8_t> header = encode(r);
+    Answer a = make_answer(*ctx, std::move(p), ticket, wire, dtype, pool);
+    Buffer payload = std::move(a.payload);
+    const bool bad = a.result.prepared.failure.has_value();
+    std::vector<std::uint8_t> header = encode(a.result);
     busy_ns.fetch_add(now_ns() - t0);
     ++samples;
     if (bad) ++failed;
@@ -156,6 +165,7 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
   s.bytes_sent = comm.bytes_sent();
   s.bytes_received = comm.bytes_received();
   s.busy_s = busy_ns.load() * 1e-9;
+  s.progress_cpu_s = comm.progress_cpu_s();
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "stoker/base/result.h"
+#include "stoker/cluster/comm.h"
 #include "stoker/cluster/wire.h"
 #include "stoker/pipeline/loader.h"
 
@@ -19,7 +20,19 @@ struct WorkerStats {
   std::uint64_t samples = 0, failed = 0;
   std::uint64_t bytes_sent = 0, bytes_received = 0;
   double busy_s = 0;  // prepare + pixels, summed over threads
+  double progress_cpu_s = 0;  // the comm thread's CPU (MPI progress)
 };
+
+// One request's answer as a worker makes it from the prepared sample: its images in the wire's
+// form (the payload; null when there is none: a failed sample, no images, the encoded wire) and
+// the result. A decode failure fails the sample as the receiver's emit would. Also what a
+// receiver runs for the samples it prepares itself (receiver.h), so the bytes are the same.
+struct Answer {
+  SampleResult result;
+  std::shared_ptr<BufferPool::Buffer> payload;
+};
+Answer make_answer(const pipeline::Context& ctx, pipeline::Prepared&& p, std::uint64_t ticket,
+                   Wire wire, image::PixelDType dtype, BufferPool& pool);
 
 // `receivers`: how many stops end the loop.
 Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, int receivers);
