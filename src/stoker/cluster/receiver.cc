@@ -61,8 +61,12 @@ Receiver::Receiver(std::vector<int> workers, Wire wire, const image::ImageProces
 }
 
 Receiver::~Receiver() {
+  if (local_) {  // its tasks finish (and call on_local) while local_ is still there
+    local_->io->shutdown(exec::ShutdownMode::kDrain);
+    local_->cpu->shutdown(exec::ShutdownMode::kDrain);
+  }
   comm_->stop();
-  local_.reset();  // its pools drained: nothing calls on_local after this
+  local_.reset();
 }
 
 // The lane expected to answer a new request first: (unanswered + 1) × its interval between
