@@ -15,6 +15,7 @@
 // Errors: ResourceExhausted, Cancelled (stop requested while waiting), Internal (mmap/memfd).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -91,6 +92,8 @@ class Arena {
   void warm_loop(std::stop_token stop);
   // Makes [0, end) resident (the caller's thread); false if the kernel refused.
   bool populate_to(std::uint64_t end);
+  bool populate_chunk(std::uint64_t from, std::uint64_t to);
+  std::atomic<bool> huge_{false};  // huge pages still asked for (see populate_chunk)
   struct State;
   std::unique_ptr<State> state_;
   std::uint8_t* map_ = nullptr;  // the mapping as mmap returned it (base_ may be aligned within)
