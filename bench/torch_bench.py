@@ -378,6 +378,8 @@ def report(res, args, n):
         print(f"stoker {name} / DataLoader: samples/s {row[1] / dl[1]:.2f}x, CPU per sample "
               f"{row[2] / dl[2]:.2f}x, peak RSS {row[3] / dl[3]:.2f}x, peak PSS "
               f"{row[4] / dl[4]:.2f}x, time to first batch {row[5] / dl[5]:.2f}x")
+    print(f"CPU per sample: stoker {rows[0][2]:.1f} ms, served {rows[1][2]:.1f} ms, DataLoader "
+          f"{dl[2]:.1f} ms ({rows[0][2] / dl[2]:.2f}x)")
     problems, compared = compare(res, n)
     epochs = args.warmup + args.passes
     if problems:
@@ -390,8 +392,6 @@ def report(res, args, n):
     print(f"outputs compared: {compared} samples (stoker and served vs DataLoader, {epochs} "
           f"epochs: rows, grid, CRC-32 of every row in warm-up epochs and every "
           f"{TIMED_ROW_STRIDE}th row in timed ones), identical")
-    print(f"CPU per sample: stoker {rows[0][2]:.1f} ms, served {rows[1][2]:.1f} ms, DataLoader "
-          f"{dl[2]:.1f} ms ({rows[0][2] / dl[2]:.2f}x)")
     print(f"ratio: {rows[0][1] / dl[1]:.2f}")
 
 
