@@ -7,7 +7,9 @@ receivers (each equal to `stoker run --rank r --world-size 2`), and with videos 
 frame-list videos and a record holding an image and a video — on each wire, spread and packed,
 and with packing (issue 21: the wire used to drop a prepared sample's videos). The reference is the local
 engine, whose pixels the parity tests check against the HF processor; so uint8 equal here means
-the receiver's normalise + patchify is bit-identical. Also: the summary's wire bytes per sample
+the receiver's normalise + patchify is bit-identical — also for the samples (images and videos)
+the receiver prepares on its own lane (default) mixed with the workers'. Also: the summary's wire
+bytes per sample
 (uint8 at least 4x below float; encoded below uint8), a receiver alone (no workers), and flag
 mismatches between ranks refused naming the rank.
 
@@ -86,9 +88,12 @@ def reference(dataset, tmp_path_factory):
     return outputs(work)
 
 
-# (workers, mapping, wire): 1, 2 and 4 workers, each spread and packed, the wires rotated.
+# (workers, mapping, wire): 1, 2 and 4 workers, each spread and packed, the wires rotated. The
+# receiver prepares samples on its own lane too (the default), except in the packed 4-worker
+# layout (--receiver-prepare 0: it only receives).
 LAYOUTS = [(1, "node", "float"), (1, "slot", "uint8"), (2, "node", "uint8"),
            (2, "slot", "encoded"), (4, "node", "encoded"), (4, "slot", "float")]
+ONLY_RECEIVES = (4, "slot", "float")
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +102,11 @@ def layouts(dataset, tmp_path_factory):
     runs = {}
     for workers, map_by, wire in LAYOUTS:
         work = tmp_path_factory.mktemp(f"k{workers}{map_by}{wire}")
+        extra = ["--wire", wire]
+        if (workers, map_by, wire) == ONLY_RECEIVES:
+            extra += ["--receiver-prepare", "0"]
         runs[(workers, map_by, wire)] = cluster(str(dataset / "data.jsonl"), work, 1 + workers,
-                                                map_by, ["--wire", wire])
+                                                map_by, extra)
     return runs
 
 
@@ -111,14 +119,24 @@ def test_layouts_deliver_the_local_bytes(layouts, reference, workers, map_by, wi
     ranks = summary["ranks"]
     assert [r["role"] for r in ranks] == ["receiver"] + ["worker"] * workers
     assert all(r["cpu_s"] > 0 and r["host"] for r in ranks)
-    # Every worker answered requests; together they sent what the receiver received.
+    # Every worker answered requests; with the receiver's own lane they made every sample;
+    # together the workers sent what the receiver received.
     assert all(r["samples"] > 0 for r in ranks[1:])
-    assert sum(r["samples"] for r in ranks[1:]) >= summary["samples"]
+    local = summary["local_samples"]
+    if (workers, map_by, wire) == ONLY_RECEIVES:
+        assert local == 0
+    else:  # the first requests go to every lane before any is measured
+        assert local > 0 and ranks[0]["local_samples"] == local
+    assert sum(r["samples"] for r in ranks[1:]) + local >= summary["samples"]
+    assert "prepared on its own lane" in out and "MPI progress thread" in out
+    assert all(0 < r["progress_cpu_s"] < r["wall_s"] for r in ranks)
     assert sum(r["bytes_sent"] for r in ranks[1:]) == ranks[0]["bytes_received"]
     assert "stoker cluster: receiver 0 of 1:" in out and f"K={workers} wire={wire}" in out
 
 
 def test_wire_bytes_per_sample(layouts):
+    # Samples the receiver prepared itself count at what they would have cost on the wire, so
+    # the figure describes the wire whatever share each lane took.
     per = {}
     for (workers, map_by, wire), (_, summary, _) in layouts.items():
         per.setdefault(wire, summary["wire_bytes_per_sample"])
@@ -261,6 +279,8 @@ def test_videos_on_every_wire(video_dataset, video_reference, tmp_path, wire, ma
                                ["--wire", wire, *VIDEO_COMMON])
     assert outputs(work) == video_reference
     assert all(r["samples"] > 0 for r in summary["ranks"][1:])
+    # The receiver's own lane made some of them too, round-tripped through the wire's encoding.
+    assert summary["local_samples"] > 0
 
 
 @pytest.mark.parametrize("wire", ["float", "uint8", "encoded"])
@@ -268,9 +288,10 @@ def test_videos_with_packing(video_dataset, tmp_path, wire):
     pack = [*VIDEO_COMMON, "--packing", "--max-tokens", "16384", "--pack-window", "8"]
     ref = outputs(stoker_run(str(video_dataset / "data.jsonl"), tmp_path / "ref", pack))
     assert ref[0]
-    work, _, _ = cluster(str(video_dataset / "data.jsonl"), tmp_path / "c", 3,
-                         "slot" if wire == "uint8" else "node", ["--wire", wire, *pack])
+    work, summary, _ = cluster(str(video_dataset / "data.jsonl"), tmp_path / "c", 3,
+                               "slot" if wire == "uint8" else "node", ["--wire", wire, *pack])
     assert outputs(work) == ref
+    assert summary["local_samples"] > 0
 
 
 # A trainer rank of --serve: iterates its shard through stoker.Loader(connect=...) (or, as the

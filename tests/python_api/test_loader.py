@@ -258,6 +258,34 @@ def test_stats(stoker, dataset):
     assert all("busy_s" in v and "utilisation" in v for v in s["stages"].values())
 
 
+def test_arena_is_sized_to_the_run(stoker, dataset):
+    """The arena's cap (arena_bytes, 1 GiB by default) is address space; memory follows the
+    batches: the plan is (prefetch + 2) x the largest batch + slack (half the largest, at least
+    2 MiB), 2 MiB-rounded, and no more than that is resident — not the cap, as when the whole
+    arena was written at create."""
+    mib2 = 2 << 20
+
+    def up(n, unit):
+        return -(-n // unit) * unit
+
+    loader = stoker.Loader(dataset, batch_size=4, threads=2, prefetch=2)
+    lo = hi = 0
+    for b in loader:
+        sizes = [t.numel() * t.element_size() for t in b.values()]
+        # a block: every tensor at a 64-byte aligned offset, the block 4 KiB-rounded
+        lo = max(lo, up(sum(sizes), 4096))
+        hi = max(hi, up(sum(up(n, 64) for n in sizes) + 64, 4096))
+    s, a = loader.stats(), loader.arena_info()
+
+    def plan(largest):
+        return min(1 << 30, up(4 * largest + max(mib2, up(largest // 2, mib2)), mib2))
+
+    assert s["arena_capacity_bytes"] == a["capacity"] == 1 << 30
+    assert plan(lo) <= s["arena_planned_bytes"] == a["planned"] <= plan(hi)
+    assert "planned" in s["arena_plan"] and "prefetch 2" in s["arena_plan"], s["arena_plan"]
+    assert 0 < a["resident"] <= a["planned"] < 256 << 20  # the cap is 1024
+
+
 def test_unconsumed_capsules_free_their_tensors(stoker, dataset):
     # A capsule nobody wrapped (e.g. an exception between next() and from_dlpack) frees its
     # tensor in the capsule destructor; a consumed one ("used_dltensor") is left to torch.

@@ -93,6 +93,10 @@ BAD = [
     ("sample_window", 2**31 - 1, "sample_window must be an int in [0, 65536]"),
     ("prefetch", 2**31 - 1, "prefetch must be an int in [1, 1024]"),
     ("arena_bytes", 2**46, f"arena_bytes must be an int in [4096, {MEMORY}]"),
+    # arena_mb: the same option in MiB (as --arena-mb), its range the same one in MiB
+    ("arena_mb", 0, f"arena_mb must be None or an int in [1, {MEMORY >> 20}] (this machine's"),
+    ("arena_mb", MEMORY, f"arena_mb must be None or an int in [1, {MEMORY >> 20}]"),
+    ("arena_mb", 64.0, "arena_mb must be None or an int in [1, "),
 ]
 
 
@@ -139,6 +143,16 @@ def test_new_options_are_accepted_and_leave_a_local_run_unchanged(stoker, datase
     assert got == want
 
 
+def test_arena_mb_is_arena_bytes_in_mib(stoker, dataset):
+    # One option, two spellings (issue 22): arena_mb=N is arena_bytes=N MiB, as --arena-mb N.
+    by_mib = stoker.Loader(dataset, batch_size=4, threads=2, arena_mb=48)
+    by_bytes = stoker.Loader(dataset, batch_size=4, threads=2, arena_bytes=48 << 20)
+    assert by_mib.arena_info()["capacity"] == by_bytes.arena_info()["capacity"] == 48 << 20
+    assert ids(by_mib) == ids(by_bytes)
+    with pytest.raises(stoker.InvalidArgumentError, match="same option"):
+        stoker.Loader(dataset, arena_mb=48, arena_bytes=48 << 20)
+
+
 def test_numbers_that_are_ints_or_floats_by_value(stoker, dataset):
     np = pytest.importorskip("numpy")
     # numpy ints are ints (numbers.Integral); an int is a fine float; a torch dtype a dtype.
@@ -181,6 +195,12 @@ def test_cpp_checks_again_before_narrowing(stoker, dataset):
          "prefetch must be an int in [1, 16] (one ready batch per 64 KiB of the 1 MiB arena, "
          "arena_bytes), got 17"),
         ({"trace_sample": 2}, "trace_sample needs trace=FILE"),
+        ({"arena_mb": 0}, f"arena_mb must be an int in [1, {MEMORY >> 20}]"),
+        ({"arena_mb": True}, "arena_mb must be an int in [1, "),
+        ({"arena_mb": 64, "arena_bytes": 64 << 20},
+         "arena_mb and arena_bytes are the same option (MiB / bytes): give one"),
+        ({"arena_mb": 1, "prefetch": 17},
+         "prefetch must be an int in [1, 16] (one ready batch per 64 KiB of the 1 MiB arena"),
     ]
     for extra, message in cases:
         with pytest.raises(stoker.InvalidArgumentError) as e:

@@ -4,11 +4,14 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -31,6 +34,7 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 #endif
 constexpr std::uint64_t kPrefaultChunk = std::uint64_t{8} << 20;  // per madvise call
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+constexpr double kDearHugeMsPerMb = 0.6;  // see populate_chunk
 
 }  // namespace
 
@@ -40,22 +44,26 @@ struct Arena::State {
   std::map<std::uint64_t, std::uint64_t> free;  // offset → size, disjoint, never adjacent
   std::uint64_t in_use = 0;
   std::uint64_t peak = 0;
-  // Prefault: the end of the highest block handed out, the largest block, how far the
-  // background thread has populated, and the thread (joined before the mapping goes).
-  std::uint64_t prefault_ahead = 0;
-  std::uint64_t high_water = 0, largest = 0, populated = 0;
+  // Warming: the plan, the end of the highest block handed out, how far [0, populated) is
+  // resident, and the thread (joined before the mapping goes). populated only grows; whoever
+  // populates does it outside the lock (MADV_POPULATE_WRITE is idempotent and keeps contents,
+  // so the thread and allocate() may overlap; neither waits for the other).
+  bool warm = false;
+  std::string depth_why;
+  ArenaPlan plan;
+  std::uint64_t high_water = 0, populated = 0;
+  std::int64_t populate_ns = 0;  // allocate()'s own populating
   std::condition_variable_any want_more;
-  std::mutex prefaulter_mu;  // stop_prefault() and the destructor
-  std::jthread prefaulter;
+  std::mutex warmer_mu;  // stop_prefault() and the destructor
+  std::jthread warmer;
 
-  std::uint64_t prefault_target(std::uint64_t capacity) const {
-    return std::min(capacity, high_water + std::max(prefault_ahead, largest));
-  }
+  std::uint64_t warm_target() const { return plan.warm_to(high_water); }
 };
 
 Status ArenaOptions::validate() const {
   if (bytes < kAlign) return invalid_argument("arena: bytes must be at least 4096");
   if (name.empty()) return invalid_argument("arena: empty name");
+  if (depth < 1) return invalid_argument("arena: depth must be at least 1");
   return ok_status();
 }
 
@@ -69,17 +77,20 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
   if (options.shared) {
     fd = memfd_create(options.name.c_str(), MFD_CLOEXEC);
     if (fd < 0) return internal_error(errno_text("arena: memfd_create"));
+    // Sparse: the file takes memory only for the pages written.
     if (ftruncate(fd, static_cast<off_t>(capacity)) != 0) {
       Error e = internal_error(errno_text("arena: ftruncate"));
       close(fd);
       return e;
     }
-    map = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    map = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
     base = static_cast<std::uint8_t*>(map);
   } else {
-    // 2 MiB more, so the arena can start on a huge-page boundary.
+    // 2 MiB more, so the arena can start on a huge-page boundary. Address space only: no swap
+    // is reserved for the cap (MAP_NORESERVE), pages are committed as they are touched.
     if (options.huge_pages) map_bytes += kHugePage;
-    map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map != MAP_FAILED) {
       const auto addr = reinterpret_cast<std::uintptr_t>(map);
       base = reinterpret_cast<std::uint8_t*>(options.huge_pages ? (addr + kHugePage - 1) & ~(kHugePage - 1)
@@ -92,57 +103,90 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
     return e;
   }
   if (options.huge_pages) (void)madvise(base, capacity, MADV_HUGEPAGE);  // advice: may be refused
-  return std::unique_ptr<Arena>(new Arena(static_cast<std::uint8_t*>(map), map_bytes, base,
-                                          capacity, fd, options.prefault_ahead,
-                                          options.warm_bytes));
+  return std::unique_ptr<Arena>(
+      new Arena(static_cast<std::uint8_t*>(map), map_bytes, base, capacity, fd, options));
 }
 
 Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
-             std::uint64_t capacity, int fd, std::uint64_t prefault_ahead,
-             std::uint64_t warm_bytes)
+             std::uint64_t capacity, int fd, const ArenaOptions& options)
     : state_(std::make_unique<State>()), map_(map), map_bytes_(map_bytes), base_(base),
       capacity_(capacity), fd_(fd) {
   state_->free.emplace(0, capacity);
-  state_->prefault_ahead = prefault_ahead;
-  // The warm pool: fresh pages hold zeros, so writing zeros changes nothing but makes them
-  // resident and writable without a fault (see ArenaOptions::warm_bytes).
-  const std::uint64_t warm = std::min<std::uint64_t>(round_up(warm_bytes), capacity);
-  std::memset(base_, 0, warm);
-  state_->populated = warm;
-  if (prefault_ahead > 0) {
-    state_->prefaulter = std::jthread([this](std::stop_token stop) { prefault_loop(stop); });
-    pthread_setname_np(state_->prefaulter.native_handle(), "stoker-arena");
+  huge_.store(options.huge_pages);
+  state_->plan.cap = capacity;
+  state_->plan.depth = options.depth;
+  state_->depth_why = options.depth_why;
+  // Warming needs MADV_POPULATE_WRITE (Linux 5.14): probe it on the first page.
+  state_->warm = options.warm && madvise(base_, kAlign, MADV_POPULATE_WRITE) == 0;
+  if (state_->warm) {
+    state_->warmer = std::jthread([this](std::stop_token stop) { warm_loop(stop); });
+    pthread_setname_np(state_->warmer.native_handle(), "stoker-arena");
   }
 }
 
-// Populates [populated, target) in chunks, outside the lock; MADV_POPULATE_WRITE faults pages in
-// as a write would but leaves their contents alone, so live blocks in that range are safe. Stops
-// for good if the kernel refuses (before 5.14: EINVAL) — pages are then touched by their writers.
-void Arena::prefault_loop(std::stop_token stop) {
+bool Arena::populate_to(std::uint64_t end) {
+  std::uint64_t from = 0;
+  {
+    std::lock_guard lock(state_->mu);
+    from = state_->populated;
+  }
+  while (from < end) {
+    const std::uint64_t to = std::min(end, from + kPrefaultChunk);
+    if (!populate_chunk(from, to)) return false;
+    std::lock_guard lock(state_->mu);
+    state_->populated = std::max(state_->populated, to);
+    from = state_->populated;
+  }
+  return true;
+}
+
+// Huge pages are cheap to populate when the kernel has free 2 MiB blocks (0.12-0.14 ms per MB
+// measured here) and dear when it must reclaim or compact to assemble them (1-2.7 ms per MB on
+// this VM while other processes churn the page cache), where 4 KiB pages cost a steady ~0.3. A
+// chunk that costs more than kDearHugeMsPerMb switches the rest of the arena to 4 KiB pages
+// (MADV_NOHUGEPAGE): resident huge pages stay; the cold start stays bounded.
+bool Arena::populate_chunk(std::uint64_t from, std::uint64_t to) {
+  const bool huge = huge_.load(std::memory_order_relaxed);
+  timespec t0{}, t1{};
+  if (huge) ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  if (madvise(base_ + from, to - from, MADV_POPULATE_WRITE) != 0) return false;
+  if (huge) {
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    const double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
+    const double mb = static_cast<double>(to - from) / (1 << 20);
+    if (ms > kDearHugeMsPerMb * mb && huge_.exchange(false)) {
+      (void)madvise(base_ + to, capacity_ - to, MADV_NOHUGEPAGE);
+    }
+  }
+  return true;
+}
+
+// Populates towards the plan's warm target in chunks, outside the lock. Stops for good if the
+// kernel refuses (e.g. out of memory): blocks are then populated when handed out, or faulted in.
+void Arena::warm_loop(std::stop_token stop) {
   (void)exec::set_current_thread_sched(exec::SchedClass::kIdle);  // spare CPU only
   State& st = *state_;
   for (;;) {
     std::uint64_t from = 0, to = 0;
     {
       std::unique_lock lock(st.mu);
-      if (!st.want_more.wait(lock, stop,
-                             [&] { return st.populated < st.prefault_target(capacity_); })) {
+      if (!st.want_more.wait(lock, stop, [&] { return st.populated < st.warm_target(); })) {
         return;
       }
       from = st.populated;
-      to = std::min(st.prefault_target(capacity_), from + kPrefaultChunk);
+      to = std::min(st.warm_target(), from + kPrefaultChunk);
     }
-    if (madvise(base_ + from, to - from, MADV_POPULATE_WRITE) != 0) return;
+    if (!populate_chunk(from, to)) return;
     std::lock_guard lock(st.mu);
-    st.populated = to;
+    st.populated = std::max(st.populated, to);
   }
 }
 
 void Arena::stop_prefault() {
-  std::lock_guard lock(state_->prefaulter_mu);
-  if (state_->prefaulter.joinable()) {
-    state_->prefaulter.request_stop();  // wakes the wait; a chunk in progress finishes first
-    state_->prefaulter.join();
+  std::lock_guard lock(state_->warmer_mu);
+  if (state_->warmer.joinable()) {
+    state_->warmer.request_stop();  // wakes the wait; a chunk in progress finishes first
+    state_->warmer.join();
   }
 }
 
@@ -150,6 +194,31 @@ Arena::~Arena() {
   stop_prefault();
   munmap(map_, map_bytes_);
   if (fd_ >= 0) close(fd_);
+}
+
+void Arena::plan(std::uint64_t bytes) {
+  std::lock_guard lock(state_->mu);
+  if (state_->plan.add(std::min<std::uint64_t>(bytes, capacity_)) && state_->warm) {
+    state_->want_more.notify_all();
+  }
+}
+
+ArenaPlan Arena::plan_snapshot() const {
+  std::lock_guard lock(state_->mu);
+  return state_->plan;
+}
+
+std::string Arena::describe() const {
+  std::lock_guard lock(state_->mu);
+  const State& st = *state_;
+  char tail[128];
+  if (st.warm) {
+    std::snprintf(tail, sizeof tail, "; %.1f MiB made resident before use",
+                  static_cast<double>(st.populated) / (1 << 20));
+  } else {
+    std::snprintf(tail, sizeof tail, "; pages touched by their first writer (no warming)");
+  }
+  return st.plan.describe(st.depth_why) + tail;
 }
 
 Result<Block> Arena::allocate(std::uint64_t bytes, std::stop_token stop) {
@@ -176,10 +245,21 @@ Result<Block> Arena::allocate(std::uint64_t bytes, std::stop_token stop) {
   }
   state_->in_use += size;
   if (state_->in_use > state_->peak) state_->peak = state_->in_use;
-  if (block.offset + size > state_->high_water || size > state_->largest) {
-    state_->high_water = std::max(state_->high_water, block.offset + size);
-    state_->largest = std::max(state_->largest, size);
-    if (state_->prefault_ahead > 0) state_->want_more.notify_all();
+  State& st = *state_;
+  const bool grew = st.plan.add(size);  // a caller that did not plan() it
+  if (block.offset + size > st.high_water || grew) {
+    st.high_water = std::max(st.high_water, block.offset + size);
+    if (st.warm) st.want_more.notify_all();
+  }
+  // The block's pages resident before anyone writes into it (see ArenaOptions::warm).
+  if (st.warm && st.populated < block.offset + size) {
+    lock.unlock();
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)populate_to(block.offset + size);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - t0).count();
+    lock.lock();
+    st.populate_ns += ns;
   }
   return block;
 }
@@ -220,7 +300,12 @@ std::uint64_t Arena::in_use() const {
 
 std::uint64_t Arena::prefaulted() const {
   std::lock_guard lock(state_->mu);
-  return state_->populated;
+  return state_->warm ? state_->populated : 0;
+}
+
+double Arena::populate_s() const {
+  std::lock_guard lock(state_->mu);
+  return static_cast<double>(state_->populate_ns) * 1e-9;
 }
 
 std::uint64_t Arena::resident_bytes() const {

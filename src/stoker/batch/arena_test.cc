@@ -133,57 +133,90 @@ bool wait_for(const std::function<bool()>& ok) {
   return ok();
 }
 
-// The prefault thread makes the pages ahead of the highest block resident — never beyond the
-// target (RSS stays bounded) — follows the high-water mark as blocks are handed out, and never
-// changes the contents of a live block it runs over.
-TEST(ArenaPrefaultTest, KeepsPagesAheadResidentWithoutTouchingContents) {
-  constexpr std::uint64_t kMiB = 1 << 20;
-  auto a = Arena::create({.bytes = 256 * kMiB, .shared = true, .name = "prefault-test",
-                          .prefault_ahead = 16 * kMiB});
-  ASSERT_TRUE(a.ok());
-  ASSERT_TRUE(wait_for([&] { return (*a)->prefaulted() >= 16 * kMiB; }));
-  EXPECT_EQ((*a)->prefaulted(), 16 * kMiB);  // nothing beyond the target
-  EXPECT_EQ(resident_bytes(**a, 0, 16 * kMiB), 16 * kMiB);
-  EXPECT_EQ(resident_bytes(**a, 64 * kMiB, 128 * kMiB), 0u);
+constexpr std::uint64_t kMiB = 1 << 20;
 
-  // A 40 MiB block written with a pattern before the thread reaches most of it; the target
-  // becomes high water (40 MiB) + max(16, 40) MiB = 80 MiB.
-  auto b = (*a)->allocate(40 * kMiB);
+// A warm arena holds no memory at create; a block is resident when allocate() returns (before
+// its writer touches it); the warming thread then makes one largest block ahead resident, and
+// nothing beyond it (RSS follows the run, not the cap).
+TEST(ArenaWarmTest, BlocksResidentWhenHandedOutAndOneAheadNoMore) {
+  auto a = Arena::create({.bytes = 256 * kMiB, .shared = true, .name = "warm-test", .warm = true});
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_LE(resident_bytes(**a, 0, 256 * kMiB), 2 * kMiB);  // at most the probe's page
+  auto b = (*a)->allocate(10 * kMiB);
   ASSERT_TRUE(b.ok());
-  std::uint8_t* p = (*a)->base() + b->offset;
-  for (std::uint64_t i = 0; i < b->size; i += 4096) p[i] = static_cast<std::uint8_t>(i >> 12);
-  ASSERT_TRUE(wait_for([&] { return (*a)->prefaulted() >= 80 * kMiB; }));
-  EXPECT_EQ((*a)->prefaulted(), 80 * kMiB);
-  EXPECT_EQ(resident_bytes(**a, 0, 80 * kMiB), 80 * kMiB);
-  for (std::uint64_t i = 0; i < b->size; i += 4096) {
-    ASSERT_EQ(p[i], static_cast<std::uint8_t>(i >> 12)) << "offset " << i;
-  }
+  EXPECT_EQ(resident_bytes(**a, b->offset, b->offset + b->size), 10 * kMiB);
+  // High water 10 MiB + one largest block (10 MiB) ahead; the plan (2 x 10 + slack 6) is 26.
+  ASSERT_TRUE(wait_for([&] { return (*a)->prefaulted() >= 20 * kMiB; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ((*a)->prefaulted(), 20 * kMiB);
+  EXPECT_EQ(resident_bytes(**a, 0, 20 * kMiB), 20 * kMiB);
+  EXPECT_EQ(resident_bytes(**a, 22 * kMiB, 256 * kMiB), 0u);
   (*a)->release(*b);
 }
 
-// The warm pool is resident when create() returns — no background thread, no waiting — and
-// nothing beyond it; the first batches then meet no fresh page.
-TEST(ArenaPrefaultTest, WarmPoolIsResidentWhenCreateReturns) {
-  constexpr std::uint64_t kMiB = 1 << 20;
-  auto a = Arena::create({.bytes = 64 * kMiB, .shared = true, .name = "warm-test",
-                          .warm_bytes = 24 * kMiB});
+// plan() announces a larger batch before its block exists: the warming thread goes ahead by the
+// new largest size (bounded by the plan), and never changes a live block's contents.
+TEST(ArenaWarmTest, PlanGrowsTheWarmedRegionWithoutTouchingContents) {
+  auto a = Arena::create({.bytes = 512 * kMiB, .shared = true, .name = "warm-plan", .warm = true,
+                          .depth = 3});
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ(resident_bytes(**a, 0, 24 * kMiB), 24 * kMiB);
-  EXPECT_EQ(resident_bytes(**a, 24 * kMiB, 64 * kMiB), 0u);
-  EXPECT_EQ((*a)->prefaulted(), 24 * kMiB);
-  // First fit recycles the warm pages: a released block's pages are handed out again.
-  auto b = (*a)->allocate(10 * kMiB);
+  auto b = (*a)->allocate(8 * kMiB);
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->offset, 0u);
+  std::uint8_t* p = (*a)->base() + b->offset;
+  for (std::uint64_t i = 0; i < b->size; i += 4096) p[i] = static_cast<std::uint8_t>(1 + (i >> 12));
+  (*a)->plan(40 * kMiB);
+  // 3 x 40 + 20 slack = 140 MiB planned; warmed to high water 8 + 40 = 48 MiB.
+  EXPECT_EQ((*a)->planned_bytes(), 140 * kMiB);
+  ASSERT_TRUE(wait_for([&] { return (*a)->prefaulted() >= 48 * kMiB; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ((*a)->prefaulted(), 48 * kMiB);
+  for (std::uint64_t i = 0; i < b->size; i += 4096) {
+    ASSERT_EQ(p[i], static_cast<std::uint8_t>(1 + (i >> 12))) << "offset " << i;
+  }
+  const std::string why = (*a)->describe();
+  EXPECT_NE(why.find("planned 140.0 MiB: 3 batches"), std::string::npos) << why;
+  EXPECT_NE(why.find("largest 40.0 MiB + 20.0 MiB slack"), std::string::npos) << why;
+  EXPECT_NE(why.find("cap 512 MiB"), std::string::npos) << why;
   (*a)->release(*b);
-  auto c = (*a)->allocate(12 * kMiB);
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->offset, 0u);
-  (*a)->release(*c);
+}
+
+// Where a largest block no longer fits above the high water, nothing more is warmed; a block
+// that lands there anyway is made resident when handed out.
+TEST(ArenaWarmTest, NoWarmingWhereTheNextBlockCannotFit) {
+  auto a = Arena::create({.bytes = 48 * kMiB, .shared = true, .name = "warm-cap", .warm = true,
+                          .depth = 6});
+  ASSERT_TRUE(a.ok());
+  auto b1 = (*a)->allocate(20 * kMiB), b2 = (*a)->allocate(20 * kMiB);
+  ASSERT_TRUE(b1.ok() && b2.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ((*a)->prefaulted(), 40 * kMiB);  // 40 + 20 > 48: the top 8 MiB are not warmed
+  EXPECT_EQ(resident_bytes(**a, 40 * kMiB, 48 * kMiB), 0u);
+  auto b3 = (*a)->allocate(6 * kMiB);
+  ASSERT_TRUE(b3.ok());
+  EXPECT_EQ(resident_bytes(**a, b3->offset, b3->offset + b3->size), 6 * kMiB);
+  EXPECT_NE((*a)->describe().find("capped"), std::string::npos) << (*a)->describe();
+  for (auto& b : {*b1, *b2, *b3}) (*a)->release(b);
+}
+
+// After stop_prefault() the thread is gone: a larger plan warms nothing ahead, though blocks
+// are still resident when handed out.
+TEST(ArenaWarmTest, StoppedWarmingOnlyPopulatesBlocksHandedOut) {
+  auto a = Arena::create({.bytes = 256 * kMiB, .shared = true, .name = "warm-stop", .warm = true});
+  ASSERT_TRUE(a.ok());
+  (*a)->stop_prefault();
+  (*a)->plan(64 * kMiB);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_LE(resident_bytes(**a, 0, 256 * kMiB), 2 * kMiB);
+  auto b = (*a)->allocate(4 * kMiB);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(resident_bytes(**a, 0, 4 * kMiB), 4 * kMiB);
+  EXPECT_EQ(resident_bytes(**a, 6 * kMiB, 256 * kMiB), 0u);
+  (*a)->release(*b);
 }
 
 // An in-process arena asks for huge pages on a 2 MiB boundary; a shared one keeps its memfd.
-TEST(ArenaPrefaultTest, InProcessArenaIsHugePageAligned) {
+TEST(ArenaWarmTest, InProcessArenaIsHugePageAligned) {
   auto a = Arena::create({.bytes = 8 << 20, .shared = false, .name = "huge"});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>((*a)->base()) % (2u << 20), 0u);
@@ -195,12 +228,15 @@ TEST(ArenaPrefaultTest, InProcessArenaIsHugePageAligned) {
   (*a)->release(*b);
 }
 
-TEST(ArenaPrefaultTest, OffByDefault) {
-  auto a = Arena::create({.bytes = 8 << 20, .shared = true, .name = "no-prefault"});
+TEST(ArenaWarmTest, OffByDefault) {
+  auto a = Arena::create({.bytes = 8 << 20, .shared = true, .name = "no-warm"});
   ASSERT_TRUE(a.ok());
+  auto b = (*a)->allocate(4 << 20);
+  ASSERT_TRUE(b.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ((*a)->prefaulted(), 0u);
-  EXPECT_EQ(resident_bytes(**a, 0, 8 << 20), 0u);
+  EXPECT_EQ(resident_bytes(**a, 0, 8 << 20), 0u);  // touched by the writer only
+  (*a)->release(*b);
 }
 
 }  // namespace

@@ -318,14 +318,17 @@ Result<std::string> find_manifest(const LadderOptions& o, std::string& temp_dir)
 }
 
 void print_table(const std::vector<ModeResult>& results, int cores, int fill_steps) {
-  std::printf("\n%-11s %7s %8s %10s %13s %10s %10s %6s %7s %9s\n", "mode", "wait%", "w/ fill",
-              "samples/s", "first batch", "next p50", "next p99", "CPU%", "runq", "peak RSS");
+  std::printf("\n%-11s %7s %8s %10s %11s %13s %10s %10s %6s %7s %9s\n", "mode", "wait%",
+              "w/ fill", "samples/s", "CPU ms/smp", "first batch", "next p50", "next p99", "CPU%",
+              "runq", "peak RSS");
   for (const ModeResult& r : results) {
     Summary s = summarize(r, fill_steps);
     double cpu = r.wall_s > 0 ? 100 * r.cpu_s / r.wall_s / cores : 0;
-    std::printf("%-11s %6.2f%% %7.2f%% %10.1f %10.0f ms %7.2f ms %7.2f ms %5.0f%% %7.2f %6.0f MB",
-                r.name.c_str(), s.wait_pct, s.wait_all_pct, s.samples_per_s, r.first_batch_ms, s.p50, s.p99, cpu,
-                r.wall_s > 0 ? r.runq_s / r.wall_s : 0.0, r.rss_mb);
+    const double per_sample = r.stats.samples > 0 ? 1e3 * r.cpu_s / r.stats.samples : 0;
+    std::printf("%-11s %6.2f%% %7.2f%% %10.1f %11.2f %10.0f ms %7.2f ms %7.2f ms %5.0f%% %7.2f %6.0f MB",
+                r.name.c_str(), s.wait_pct, s.wait_all_pct, s.samples_per_s, per_sample,
+                r.first_batch_ms, s.p50, s.p99, cpu, r.wall_s > 0 ? r.runq_s / r.wall_s : 0.0,
+                r.rss_mb);
     if (r.consumer_rss_mb >= 0) {
       std::printf("  (consumer %.0f MB, %.0f B/batch on the socket", r.consumer_rss_mb,
                   r.rows.empty() ? 0.0 : static_cast<double>(r.socket_bytes) / r.rows.size());
@@ -338,7 +341,8 @@ void print_table(const std::vector<ModeResult>& results, int cores, int fill_ste
   }
   std::printf("wait%% = time blocked in next() / total in the steady state: steps after the "
               "first %d (the first batch, then the %d steps in which a %d-batch ring fills), "
-              "cut from every mode; w/ fill = the same over every step after the first; "
+              "cut from every mode; w/ fill = the same over every step after the first; CPU "
+              "ms/smp = this process's CPU over the mode per delivered sample; "
               "first batch = loader creation -> first batch in the trainer; CPU%% = "
               "producer process CPU time / wall / %d cores; runq = its threads' time runnable "
               "but without a CPU, per second (>0.1: the cores are oversubscribed)\n",

@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <thread>
 
 namespace stoker::bench {
@@ -220,6 +222,36 @@ Status Server::wait_for_port(int port, const std::string& what) const {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return unavailable(what + " did not listen on port " + std::to_string(port) + ": " + log_tail());
+}
+
+}  // namespace stoker::bench
+
+namespace stoker::bench {
+
+std::map<pid_t, double> group_cpu_s(pid_t pgid) {
+  std::map<pid_t, double> out;
+  if (pgid <= 0) return out;
+  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string text;
+    if (!std::getline(f, text)) continue;
+    const std::size_t close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    // Fields after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
+    // cmajflt utime stime.
+    std::string state;
+    long long ppid = 0, pgrp = 0, skip = 0, utime = 0, stime = 0;
+    rest >> state >> ppid >> pgrp;
+    if (!rest || pgrp != pgid) continue;
+    for (int i = 0; i < 8; ++i) rest >> skip;
+    rest >> utime >> stime;
+    if (rest) out[static_cast<pid_t>(std::stoll(name))] = static_cast<double>(utime + stime) / tick;
+  }
+  return out;
 }
 
 }  // namespace stoker::bench

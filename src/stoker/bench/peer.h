@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ bool have_program(const std::string& name);
 // The last line of `text` that starts with '{' (a peer's JSON result among its other output).
 std::string last_json_line(const std::string& text);
 
+// CPU seconds (user + system) so far of every live process in process group `pgid`, by pid
+// (/proc/PID/stat): a server's own processes, for its CPU use during a timed run.
+std::map<pid_t, double> group_cpu_s(pid_t pgid);
+
 // A helper server: argv run in its own process group with stdout+stderr to `log`.
 class Server {
  public:
@@ -52,6 +57,7 @@ class Server {
   std::string log_tail() const;  // the last 600 bytes of its log
   // Waits until 127.0.0.1:port accepts connections (20 s), or the server has exited.
   Status wait_for_port(int port, const std::string& what) const;
+  pid_t group() const { return pid_; }  // its process group (every process it started)
 
  private:
   pid_t pid_ = -1;

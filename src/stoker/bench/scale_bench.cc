@@ -267,9 +267,14 @@ struct Spec {
   std::string rate = "none";  // worker hosts' NIC
   double step_ms = 0;
   int batches = 8;
+  // The GPU host's receiver also prepares samples (its own lane, cluster/receiver.h): on in the
+  // trainer series (what users run); off where the worker hosts' scaling and NICs are measured
+  // (the lane would blur how much K worker hosts make).
+  bool lane = false;
   std::string name() const {
     if (layout == Layout::kAlone) return "alone";
-    return std::string(layout_name(layout)) + " K=" + std::to_string(workers) + " " + wire;
+    return std::string(layout_name(layout)) + " K=" + std::to_string(workers) + " " + wire +
+           (lane ? "+lane" : "");
   }
 };
 
@@ -290,6 +295,8 @@ struct Result1 {
   double wait_receiver = 0;  // the receiver's own: blocked in next() after the first batch
   bool hashed = false;
   std::int64_t samples = 0;
+  double gpu_progress = 0;     // the GPU host's MPI progress thread: cores (CPU / wall)
+  double lane_share = 0;       // samples the GPU host prepared itself / samples sent to it
   std::vector<HostUse> hosts;
   std::vector<std::string> hashes;
 };
@@ -377,6 +384,7 @@ Result<Result1> run_config(Context& c, const Spec& s) {
       "--sample-window", std::to_string(window), "--summary-json", summary, "--state-file", state,
       "--quiet"};
   argv.insert(argv.end(), args.begin(), args.end());
+  if (!s.lane && s.workers > 0) argv.insert(argv.end(), {"--receiver-prepare", "0"});
   if (hashed) argv.insert(argv.end(), {"--batch-hashes", hashes});
   if (!c.model.empty()) argv.insert(argv.end(), {"--model", c.model});
   if (!c.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", c.tokenizer});
@@ -425,10 +433,18 @@ Result<Result1> run_config(Context& c, const Spec& s) {
     r.wait_receiver = r.wait;
     r.elapsed_s = j.at("elapsed_s").get<double>();
     r.samples = j.at("samples").get<std::int64_t>();
+    double local = 0;
     for (const json& rank : j.at("ranks")) {
-      if (rank.value("role", "") == "receiver") received += rank.value("bytes_received", 0.0);
-      else worker_samples += rank.value("samples", 0.0);
+      if (rank.value("role", "") == "receiver") {
+        received += rank.value("bytes_received", 0.0);
+        local += rank.value("local_samples", 0.0);
+        const double wall = rank.value("wall_s", 0.0);
+        if (wall > 0) r.gpu_progress = rank.value("progress_cpu_s", 0.0) / wall;
+      } else {
+        worker_samples += rank.value("samples", 0.0);
+      }
     }
+    r.lane_share = local + worker_samples > 0 ? local / (local + worker_samples) : 0;
   } catch (const json::exception& e) {
     return data_loss(s.name() + ": bad summary JSON " + summary + ": " + e.what());
   }
@@ -505,8 +521,9 @@ Result<Result1> run_config(Context& c, const Spec& s) {
   }
   if (s.workers > 0) r.worker_tx_bps /= s.workers;
   std::printf("%6.1f samples/s, wait %5.1f%%, %7.0f B/sample (job %.1f s, steady: %d batches "
-              "in %.1f s)\n",
-              r.sps, 100 * r.wait, r.wire_per_sample, wall_s, r.steady_batches, r.steady_s);
+              "in %.1f s; GPU host: MPI progress %.3f cores, own lane %.0f%% of the samples)\n",
+              r.sps, 100 * r.wait, r.wire_per_sample, wall_s, r.steady_batches, r.steady_s,
+              r.gpu_progress, 100 * r.lane_share);
   return r;
 }
 
@@ -514,7 +531,8 @@ Result<Result1> run_config(Context& c, const Spec& s) {
 void print_tables(const std::vector<Result1>& rs, double sps1) {
   Table t({{"configuration", 22, true}, {"group", 8, true}, {"NIC", 9}, {"step ms", 8},
            {"samples/s", 10}, {"x K=1", 6}, {"wait%", 7}, {"wire B/sample", 14},
-           {"GPU host CPU", 13}, {"workers CPU", 12}, {"worker NIC MB/s", 16}});
+           {"GPU host CPU", 13}, {"MPI prog", 8}, {"lane", 5}, {"workers CPU", 12},
+           {"worker NIC MB/s", 16}});
   std::printf("\n");
   t.header(stdout);
   for (const Result1& r : rs) {
@@ -533,14 +551,18 @@ void print_tables(const std::vector<Result1>& rs, double sps1) {
            sps1 > 0 ? format("%.2f", r.sps / sps1) : "-", format("%.2f", 100 * r.wait),
            r.spec.workers ? format("%.0f", r.wire_per_sample) : "-",
            gpu ? format("%.2f/%s", gpu->cores, fmt_share(gpu->share).c_str()) : "-",
+           r.spec.workers ? format("%.3f", r.gpu_progress) : "-",
+           r.spec.workers ? format("%.0f%%", 100 * r.lane_share) : "-",
            r.spec.workers ? format("%.2f/%g", wcores, wshare) : "-",
            r.spec.workers ? (wrate > 0 ? format("%.1f (%.0f%%)", wtx, 100 * wtx / wrate)
                                        : format("%.1f", wtx))
                           : "-"});
   }
   std::printf("samples/s after the first batch; wait%% = the trainer's time blocked / total after "
-              "the first batch; CPU = cores used (cgroup usage / wall) / the host's share; NIC = "
-              "bytes the worker hosts sent (their veths) per second, %% of the shaped rate\n");
+              "the first batch; CPU = cores used (cgroup usage / wall) / the host's share; MPI "
+              "prog = the GPU host's MPI progress thread, cores over the whole job; lane = the "
+              "share of the samples the GPU host prepared itself (+lane runs); NIC = bytes the "
+              "worker hosts sent (their veths) per second, %% of the shaped rate\n");
   std::printf("\nper host:\n");
   Table h({{"configuration", 22, true}, {"host", 12, true}, {"role", 7, true}, {"share", 6},
            {"CPU cores", 10}, {"CPU %share", 11}, {"tx MB/s", 8}, {"rx MB/s", 8}, {"rate MB/s", 10},
@@ -749,13 +771,15 @@ Result<Outcome> run(const ScaleOptions& in) {
       o.step_ms > 0 ? o.step_ms : 1000.0 * o.batch_size / (0.75 * scaling[kmax]);
   std::printf("\ntrainer series (step %.0f ms = %.1f samples/s of demand):\n", step_ms,
               1000.0 * o.batch_size / step_ms);
-  std::map<int, double> waits;
-  for (int k = 0; k <= (o.quick ? 0 : kmax); ++k) {
+  std::map<int, double> waits, trainer_sps, progress;
+  for (int k = 0; k <= (o.quick ? 1 : kmax); ++k) {
     Spec s{.group = "trainer", .workers = k, .layout = k ? Layout::kSpread : Layout::kAlone,
-           .step_ms = step_ms};
+           .step_ms = step_ms, .lane = true};
     s.batches = batches_for(c, std::min(sps1 * std::max(1, k), 1000.0 * o.batch_size / step_ms));
     STOKER_ASSIGN_OR_RETURN(const Result1* r, add(s));
     waits[k] = r->wait;
+    trainer_sps[k] = r->sps;
+    progress[k] = r->gpu_progress;
   }
 
   // The reference: a single-process `stoker run` on this machine (no bed), as many batches as
@@ -818,6 +842,15 @@ Result<Outcome> run(const ScaleOptions& in) {
   }
   if (enough >= 0) std::printf(" -> %d worker host(s) bring it to <= 2%%\n", enough);
   else std::printf(" -> no tested K brings it to <= 2%%\n");
+  if (trainer_sps.count(1) && trainer_sps[0] > 0) {
+    std::printf("trainer series samples/s: GPU host alone %.1f, K=1 worker host %.1f (x%.2f; "
+                "target >= 1.7: the GPU host prepares too)\n",
+                trainer_sps[0], trainer_sps[1], trainer_sps[1] / trainer_sps[0]);
+  }
+  std::printf("GPU host MPI progress thread (cores over the job; its share is %.2f):", c.gpu_share);
+  for (const Result1& r : results)
+    if (r.spec.workers > 0) std::printf(" %s %.3f;", r.spec.name().c_str(), r.gpu_progress);
+  std::printf("\n");
   const double spread_pack = nic["packed float"] > 0 ? nic["spread float"] / nic["packed float"] : 0;
   const double u8_float = nic["packed float"] > 0 ? nic["packed uint8"] / nic["packed float"] : 0;
   std::printf("NIC-bound (K=%d, %s): spread/pack float %.2f (target >= 1.4), uint8/float packed "

@@ -4,9 +4,12 @@
 // receiver prepares them itself. Placement is mpirun's (--map-by node | slot); the bytes never
 // depend on it. Rank 0 prints every rank's CPU time and bytes and the job's samples/s, trainer
 // wait ratio and wire bytes per sample (--summary-json for the bench).
+#include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "stoker/base/hash.h"
 #include "stoker/cli/commands.h"
@@ -60,6 +63,11 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
   if (!wire.ok()) return report("cluster", wire.error());
   const pipeline::LoaderConfig* config = &settings.loader;
   const int receiver_threads = cs.receiver_threads >= 0 ? cs.receiver_threads : config->threads;
+  // The threads on which a receiver with workers prepares samples too (0: it only receives).
+  const int receiver_prepare =
+      cs.receiver_prepare >= 0 ? cs.receiver_prepare
+      : receiver_threads > 0   ? receiver_threads
+                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int window = config->window;  // --sample-window
   const bool serve = cs.serve;
   const std::string role = cs.role;
@@ -79,8 +87,16 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
       // the workers prepare its first window twice.
       c.prefetch_on_create = false;
       if (job.workers.empty()) return ok_status();
-      // The uint8 wire's finishing (normalise + patchify) uses each engine's own processors.
-      if (!remote) remote = std::make_shared<cluster::Receiver>(job.workers, *wire);
+      if (!remote) {
+        // The uint8 wire's finishing (normalise + patchify) uses each engine's own processors.
+        // The receiver prepares samples too, on the CPU receiving leaves (receiver.h).
+        std::optional<cluster::LocalLane> lane;
+        if (receiver_prepare > 0) {
+          lane = cluster::LocalLane{.config = c, .threads = receiver_prepare};
+        }
+        STOKER_ASSIGN_OR_RETURN(remote,
+                                cluster::Receiver::create(job.workers, *wire, std::move(lane)));
+      }
       c.remote = remote;
       return ok_status();
     };
@@ -109,13 +125,18 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
       if (rc != 0) abort_job(job, internal_error("the receiver's loop failed (its error is above)"));
     }
     std::uint64_t sent = 0, received = 0, answered = 0;
+    cluster::ReceiverStats rs;
     if (remote) {
       remote->drain();  // every answer in, every worker told to stop
       sent = remote->bytes_sent();
-      received = remote->stats().message_bytes;
-      answered = remote->stats().samples;
+      rs = remote->stats();
+      received = rs.message_bytes;
+      answered = rs.samples + rs.local_samples;
     }
     mine = cluster::own_report(job);
+    mine.progress_cpu_s = rs.progress_cpu_s;
+    mine.local_samples = rs.local_samples;
+    mine.local_bytes = rs.local_bytes;
     mine.bytes_sent = sent;
     mine.bytes_received = received;
     mine.samples = serve ? answered : static_cast<std::uint64_t>(stats.samples);
@@ -132,6 +153,7 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
     mine.failed = w->failed;
     mine.bytes_sent = w->bytes_sent;
     mine.bytes_received = w->bytes_received;
+    mine.progress_cpu_s = w->progress_cpu_s;
   }
   std::vector<cluster::RankReport> all = cluster::gather_reports(job, mine);
   int rc = 0;

@@ -292,16 +292,15 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
               "waiting for arena space; I/O threads waited %.2f s for fetch budget\n",
               s.sample_wait_s, s.emit_s, s.arena_wait_s, s.fetch_budget_wait_s);
   std::printf("  limiter: %s\n", pipeline::describe_limiter(s).c_str());
-  std::printf("  arena peak %.1f MiB of %.0f MiB (producer waited %.2f s for space); fetch bytes "
-              "in flight peak %.1f MiB\n",
-              mib(s.arena_peak_bytes), mib(loader.arena().capacity()), s.arena_wait_s,
+  std::printf("  arena: %s; peak in use %.1f MiB (producer waited %.2f s for space); fetch "
+              "bytes in flight peak %.1f MiB\n",
+              s.arena_plan.c_str(), mib(s.arena_peak_bytes), s.arena_wait_s,
               mib(s.fetch_peak_bytes));
   const MemoryKib m = memory_kib();
   std::printf("  peak RSS %.1f MiB (VmHWM, as /usr/bin/time reports it); RSS now %.1f MiB = "
               "%.1f anonymous + %.1f shared memory + %.1f files; the batch arena is %.1f MiB of "
-              "it, resident by design: its pages are written at start (warm pool) and ahead of use "
-              "so no batch pays first-touch page faults, and kept, since blocks are reused, never "
-              "handed back (--arena-mb sizes it)\n",
+              "it: the pages the run's batches used, made resident before use (so no batch pays "
+              "first-touch page faults) and kept, since blocks are reused\n",
               m.hwm / 1024.0, m.rss / 1024.0, m.anon / 1024.0, m.shmem / 1024.0, m.file / 1024.0,
               mib(loader.arena().resident_bytes()));
   print_tokens(s, c);

@@ -2,9 +2,10 @@
 // operations — send a buffer, receive into caller memory — and get a callback when MPI has
 // completed them; messages nobody asked for (requests, results, stops: `probe_tags`) are
 // matched from any source and handed to `handler` whole. All point-to-point, non-blocking
-// (Isend / Irecv / Improbe + Mrecv); the thread polls, sleeping up to 1 ms when idle. Counts
-// the bytes of every message sent and received. Thread-safe; callbacks run on the comm thread
-// and must not block (they may queue more operations).
+// (Isend / Irecv / Improbe + Mrecv); the thread polls with an adaptive wait (see loop()): a
+// queued operation wakes it at once, and it costs a small share of a core, which it measures
+// (progress_cpu_s). Counts the bytes of every message sent and received. Thread-safe; callbacks
+// run on the comm thread and must not block (they may queue more operations).
 #pragma once
 
 #include <atomic>
@@ -54,6 +55,8 @@ class Comm {
 
   std::uint64_t bytes_sent() const { return sent_.load(); }
   std::uint64_t bytes_received() const { return received_.load(); }
+  // CPU seconds the comm thread has used (MPI progress, probes, callbacks).
+  double progress_cpu_s() const;
 
  private:
   struct Op {
@@ -73,6 +76,7 @@ class Comm {
   std::deque<Op> queue_;
   bool stopping_ = false;
   std::atomic<std::uint64_t> sent_{0}, received_{0};
+  std::atomic<std::int64_t> cpu_ns_{-1};  // the thread's CPU when it ended (-1: running)
   std::thread thread_;
 };
 

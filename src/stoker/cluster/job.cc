@@ -33,6 +33,8 @@ std::string Job::describe() const {
 
 namespace {
 
+double g_start_wtime = 0;  // MPI_Wtime() right after MPI_Init
+
 std::string host_name() {
   if (const char* h = std::getenv("PMIX_HOSTNAME"); h != nullptr && *h) return h;
   char buf[256] = {};
@@ -52,6 +54,7 @@ struct Hello {
 Job start_job(int receivers, const std::string& role, std::uint64_t fingerprint) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  g_start_wtime = MPI_Wtime();
   Job job;
   MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &job.size);
@@ -114,6 +117,7 @@ RankReport own_report(const Job& job) {
   ::getrusage(RUSAGE_SELF, &ru);
   r.user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
   r.sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+  r.wall_s = MPI_Wtime() - g_start_wtime;
   return r;
 }
 
@@ -123,7 +127,8 @@ struct PackedReport {
   char host[64];
   double user_s, sys_s;
   std::uint64_t bytes_sent, bytes_received, samples, batches, failed;
-  double elapsed_s, wait_s, first_batch_s;
+  double elapsed_s, wait_s, first_batch_s, wall_s, progress_cpu_s;
+  std::uint64_t local_samples, local_bytes;
 };
 }  // namespace
 
@@ -142,6 +147,10 @@ std::vector<RankReport> gather_reports(const Job& job, const RankReport& m) {
   p.elapsed_s = m.elapsed_s;
   p.wait_s = m.wait_s;
   p.first_batch_s = m.first_batch_s;
+  p.wall_s = m.wall_s;
+  p.progress_cpu_s = m.progress_cpu_s;
+  p.local_samples = m.local_samples;
+  p.local_bytes = m.local_bytes;
   std::vector<PackedReport> all(job.rank == 0 ? static_cast<std::size_t>(job.size) : 0);
   MPI_Gather(&p, sizeof p, MPI_BYTE, all.data(), sizeof p, MPI_BYTE, 0, MPI_COMM_WORLD);
   std::vector<RankReport> out;
@@ -160,6 +169,10 @@ std::vector<RankReport> gather_reports(const Job& job, const RankReport& m) {
     r.elapsed_s = q.elapsed_s;
     r.wait_s = q.wait_s;
     r.first_batch_s = q.first_batch_s;
+    r.wall_s = q.wall_s;
+    r.progress_cpu_s = q.progress_cpu_s;
+    r.local_samples = q.local_samples;
+    r.local_bytes = q.local_bytes;
     out.push_back(std::move(r));
   }
   return out;
@@ -167,7 +180,7 @@ std::vector<RankReport> gather_reports(const Job& job, const RankReport& m) {
 
 Status write_summary(const Summary& s, const std::vector<RankReport>& ranks,
                      const std::string& json_path) {
-  std::uint64_t samples = 0, batches = 0, wire_bytes = 0;
+  std::uint64_t samples = 0, batches = 0, wire_bytes = 0, local_samples = 0, local_bytes = 0;
   double elapsed = 0, wait_sum = 0, steady_sum = 0, wait_max = 0;
   int receivers = 0;
   nlohmann::json rows = nlohmann::json::array();
@@ -175,18 +188,29 @@ Status write_summary(const Summary& s, const std::vector<RankReport>& ranks,
     nlohmann::json j = {{"rank", r.rank}, {"role", r.receiver ? "receiver" : "worker"},
                         {"host", r.host}, {"cpu_s", r.user_s + r.sys_s}, {"user_s", r.user_s},
                         {"sys_s", r.sys_s}, {"bytes_sent", r.bytes_sent},
-                        {"bytes_received", r.bytes_received}, {"samples", r.samples}};
-    std::printf("stoker cluster: rank %d %s host %s: cpu %.2f s (user %.2f sys %.2f), sent %llu B, "
-                "received %llu B, samples %llu\n",
+                        {"bytes_received", r.bytes_received}, {"samples", r.samples},
+                        {"wall_s", r.wall_s}, {"progress_cpu_s", r.progress_cpu_s}};
+    const double progress_share = r.wall_s > 0 ? r.progress_cpu_s / r.wall_s : 0;
+    std::printf("stoker cluster: rank %d %s host %s: cpu %.2f s (user %.2f sys %.2f; MPI progress "
+                "thread %.2f s = %.1f%% of a core over %.1f s), sent %llu B, received %llu B, "
+                "samples %llu",
                 r.rank, r.receiver ? "receiver" : "worker", r.host.c_str(), r.user_s + r.sys_s,
-                r.user_s, r.sys_s, static_cast<unsigned long long>(r.bytes_sent),
+                r.user_s, r.sys_s, r.progress_cpu_s, 100 * progress_share, r.wall_s,
+                static_cast<unsigned long long>(r.bytes_sent),
                 static_cast<unsigned long long>(r.bytes_received),
                 static_cast<unsigned long long>(r.samples));
+    if (r.receiver) {
+      std::printf(" (%llu prepared on its own lane)", static_cast<unsigned long long>(r.local_samples));
+    }
+    std::printf("\n");
     if (r.receiver) {
       ++receivers;
       samples += r.samples;
       batches += r.batches;
       wire_bytes += r.bytes_received;
+      local_samples += r.local_samples;
+      local_bytes += r.local_bytes;
+      j["local_samples"] = r.local_samples;
       elapsed = std::max(elapsed, r.elapsed_s);
       const double w = r.elapsed_s > 0 ? r.wait_s / r.elapsed_s : 0;
       const double steady = r.elapsed_s - r.first_batch_s > 0
@@ -203,10 +227,14 @@ Status write_summary(const Summary& s, const std::vector<RankReport>& ranks,
   }
   const double sps = elapsed > 0 ? samples / elapsed : 0;
   const double wait = receivers > 0 ? wait_sum / receivers : 0;
-  const double per_sample = samples > 0 ? static_cast<double>(wire_bytes) / samples : 0;
+  // The wire's bytes per sample: samples a receiver prepared itself count at what they would
+  // have cost (the same for every layout and lane split).
+  const double per_sample =
+      samples > 0 ? static_cast<double>(wire_bytes + local_bytes) / samples : 0;
   std::printf("stoker cluster: R=%d K=%d wire=%s: %.1f samples/s, trainer wait %.2f%%, wire %.0f "
-              "B/sample\n",
-              s.receivers, s.workers, s.wire.c_str(), sps, 100 * wait, per_sample);
+              "B/sample; receivers prepared %llu of the samples themselves\n",
+              s.receivers, s.workers, s.wire.c_str(), sps, 100 * wait, per_sample,
+              static_cast<unsigned long long>(local_samples));
   std::fflush(stdout);
   if (json_path.empty()) return ok_status();
   nlohmann::json j = {{"receivers", s.receivers},
@@ -223,6 +251,8 @@ Status write_summary(const Summary& s, const std::vector<RankReport>& ranks,
                       {"wait_ratio_max", wait_max},
                       {"wire_bytes", wire_bytes},
                       {"wire_bytes_per_sample", per_sample},
+                      {"local_samples", local_samples},
+                      {"local_bytes", local_bytes},
                       {"ranks", rows}};
   return write_text_file(json_path, j.dump(1) + "\n");
 }

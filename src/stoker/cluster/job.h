@@ -39,6 +39,11 @@ struct RankReport {
   std::uint64_t bytes_sent = 0, bytes_received = 0;
   std::uint64_t samples = 0, batches = 0, failed = 0;
   double elapsed_s = 0, wait_s = 0, first_batch_s = 0;  // receivers: the trainer's
+  double wall_s = 0;          // since MPI was initialised
+  double progress_cpu_s = 0;  // the comm thread's CPU (MPI progress)
+  // Receivers: samples prepared on the receiver's own lane, and what they would have cost on
+  // the wire (so bytes per sample describe the wire, whichever lane made a sample).
+  std::uint64_t local_samples = 0, local_bytes = 0;
 };
 RankReport own_report(const Job& job);  // rank, role, host, CPU times
 // Rank 0 gets every rank's report, in rank order; the others get an empty vector.

@@ -46,6 +46,17 @@ std::vector<Buffer> make_payloads(const pipeline::Context& ctx, pipeline::Prepar
 
 }  // namespace
 
+Answer make_answer(const pipeline::Context& ctx, pipeline::Prepared&& p, std::uint64_t ticket,
+                   Wire wire, image::PixelDType dtype, BufferPool& pool) {
+  Answer a;
+  a.payloads = make_payloads(ctx, p, wire, dtype, pool);
+  SampleResult r{.ticket = ticket, .prepared = std::move(p), .payloads = {}};
+  for (const Buffer& b : a.payloads) r.payloads.push_back(b->size);
+  a.failed = r.prepared.failure.has_value();
+  a.header = encode(r, wire == Wire::kEncoded && !a.failed);
+  return a;
+}
+
 Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, int receivers) {
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::Context> ctx, pipeline::make_context(config));
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<exec::ThreadPool> cpu,
@@ -68,14 +79,12 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
 
   auto finish = [&](int receiver, std::uint64_t ticket, pipeline::Prepared&& p) {
     const std::int64_t t0 = now_ns();
-    std::vector<Buffer> payloads = make_payloads(*ctx, p, wire, dtype, pool);
-    SampleResult r{.ticket = ticket, .prepared = std::move(p), .payloads = {}};
-    for (const Buffer& b : payloads) r.payloads.push_back(b->size);
-    const bool bad = r.prepared.failure.has_value();
-    std::vector<std::uint8_t> header = encode(r, wire == Wire::kEncoded && !bad);
+    Answer a = make_answer(*ctx, std::move(p), ticket, wire, dtype, pool);
+    std::vector<Buffer> payloads = std::move(a.payloads);
+    std::vector<std::uint8_t> header = std::move(a.header);
     busy_ns.fetch_add(now_ns() - t0);
     ++samples;
-    if (bad) ++failed;
+    if (a.failed) ++failed;
     // The header first: the receiver learns of the payloads before it posts their receives;
     // then one message per medium, in media order (same tag: MPI keeps their order).
     comm_ptr.load()->send(receiver, kTagResult, std::move(header));
@@ -145,6 +154,7 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
   s.bytes_sent = comm.bytes_sent();
   s.bytes_received = comm.bytes_received();
   s.busy_s = busy_ns.load() * 1e-9;
+  s.progress_cpu_s = comm.progress_cpu_s();
   return s;
 }
 

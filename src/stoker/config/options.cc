@@ -153,10 +153,13 @@ const OptionSpec kOptions[] = {
      .set = SET(s.loader.fetch_bytes_in_flight = v.i)},
     {.name = "arena_bytes", .flag = "arena-mb", .kind = Kind::kBytes, .commands = kL,
      .group = "threads and memory",
-     .help = "batch memory per rank (CLI: --arena-mb in MiB); its size bounds prefetch",
+     .help = "batch memory cap per rank (CLI: --arena-mb in MiB; Python also arena_mb, in MiB): "
+             "address space reserved, the memory bound; the run uses (prefetch + 2) x its "
+             "largest batch + slack of it; the cap bounds prefetch",
      .def = "1G", .def_serve = "512M", .lo = 4096, .hi = kI64, .hi_for = memory,
      .hi_rule = "the memory",
-     .cli_unit = kMiB, .set = SET(s.loader.arena.bytes = static_cast<std::size_t>(v.i))},
+     .cli_unit = kMiB, .unit_name = "arena_mb",
+     .set = SET(s.loader.arena.bytes = static_cast<std::size_t>(v.i))},
     {.name = "arena_shared", .kind = Kind::kBool, .commands = kPyLoader,
      .group = "threads and memory",
      .help = "a memfd arena another process may map (serving sets it itself)", .def = "false",
@@ -407,6 +410,13 @@ const OptionSpec kOptions[] = {
      .help = "CPU threads of the receivers (default: --threads)", .lo = 0, .hi = 1024,
      .hi_for = cpu_threads, .hi_rule = "4 x cores, at least 64",
      .set = SET(s.cluster.receiver_threads = static_cast<int>(v.i))},
+    {.name = "receiver_prepare", .flag = "receiver-prepare", .kind = Kind::kInt,
+     .commands = kCluster, .group = "cluster",
+     .help = "threads on which a receiver with workers prepares samples too, in the loader's "
+             "scheduling class, with the CPU receiving leaves (default: --receiver-threads; 0: it "
+             "only receives)",
+     .lo = 0, .hi = 1024, .hi_for = cpu_threads, .hi_rule = "4 x cores, at least 64",
+     .set = SET(s.cluster.receiver_prepare = static_cast<int>(v.i))},
     {.name = "serve", .flag = "serve", .kind = Kind::kBool, .commands = kCluster,
      .group = "cluster",
      .help = "receivers run the node server (trainer ranks attach with "

@@ -235,6 +235,9 @@ TEST(OptionSchemaTest, TheTablesListEveryOption) {
   const std::string md = markdown_table();
   for (const OptionSpec& o : options()) {
     EXPECT_NE(md.find("| `" + std::string(o.name) + "` |"), std::string::npos) << o.name;
+    if (!o.unit_name.empty()) {  // the unit keyword (arena_mb) beside its option's flag
+      EXPECT_NE(md.find("Python also `" + std::string(o.unit_name) + "`"), std::string::npos);
+    }
   }
 }
 

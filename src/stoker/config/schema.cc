@@ -58,6 +58,13 @@ const OptionSpec* find_option(std::string_view name, Command command) {
   return nullptr;
 }
 
+const OptionSpec* find_unit_option(std::string_view name, Command command) {
+  for (const OptionSpec& o : options()) {
+    if (!o.unit_name.empty() && o.unit_name == name && o.takes(command)) return &o;
+  }
+  return nullptr;
+}
+
 const OptionSpec* find_flag(std::string_view flag, Command command) {
   for (const OptionSpec& o : options()) {
     if (!o.positional && !o.flag.empty() && o.flag == flag && o.takes(command)) return &o;

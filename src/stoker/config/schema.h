@@ -102,6 +102,9 @@ struct OptionSpec {
   bool nullable = false;        // Python: None accepted (= unset: the default)
   std::string_view switch_sets = {};  // CLI: the flag is a switch setting this choice (--bf16)
   std::int64_t cli_unit = 1;     // CLI: the value counts units of this many bytes (--arena-mb)
+  // Python: the same option under a second keyword counting cli_unit units, as the CLI flag does
+  // (arena_mb for arena_bytes); its range is the option's, in those units. Giving both is refused.
+  std::string_view unit_name = {};
   std::string_view env = {};          // environment fallback, read when the settings are built
   bool model_folder = false;     // the model folder's stoker.json may set it
   bool positional = false;       // CLI: the command's positional arguments
@@ -118,6 +121,8 @@ std::span<const OptionSpec> options();
 // By Python name / CLI flag among the options `command` takes; null when there is none.
 const OptionSpec* find_option(std::string_view name, Command command);
 const OptionSpec* find_flag(std::string_view flag, Command command);
+// By the unit keyword (OptionSpec::unit_name) among the options `command` takes; null: none.
+const OptionSpec* find_unit_option(std::string_view name, Command command);
 
 // How a front end names an option in messages: "--batch-size" or "batch_size".
 enum class Frontend { kCli, kPython };

@@ -46,6 +46,7 @@ struct ClusterSettings {
   std::string role;              // "", "receiver", "worker"
   std::string wire = "float";
   int receiver_threads = -1;     // -1: the threads option
+  int receiver_prepare = -1;     // -1: receiver_threads (0: a receiver with workers only receives)
   bool serve = false;
   std::string summary_json;
 };

@@ -171,6 +171,7 @@ std::string markdown_table() {
     std::string also;
     if (!o.env.empty()) also = "`$" + std::string(o.env) + "`";
     if (o.model_folder) also += (also.empty() ? "" : ", ") + std::string("stoker.json");
+    if (!o.unit_name.empty()) flag += "; Python also `" + std::string(o.unit_name) + "` (MiB)";
     out += "| `" + std::string(o.name) + "` | " + cell(flag) + " | " + type + " | " +
            cell(range) + " | " + cell(def) + " | " + commands_text(o.commands) + " | " + also +
            " | " + cell(std::string(o.help)) + " |\n";

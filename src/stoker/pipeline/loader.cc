@@ -41,6 +41,19 @@ std::uint32_t plan_id(const LoaderConfig& c) {
   return h == 0 ? 1 : h;
 }
 
+// The arena's plan depth: batches alive at once (batch/arena_plan.h).
+batch::ArenaOptions arena_options(const LoaderConfig& c) {
+  batch::ArenaOptions a = c.arena;
+  if (c.mode == Mode::kPrefetch) {
+    a.depth = c.prefetch + 2;
+    a.depth_why = "prefetch " + std::to_string(c.prefetch) + " + the one assembled + the one in use";
+  } else {
+    a.depth = 2;
+    a.depth_why = "the one assembled + the one in use";
+  }
+  return a;
+}
+
 }  // namespace
 
 // ---- Loader ----
@@ -301,7 +314,8 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
     impl->owns_trace = true;
   }
   if (impl->ctx->tracer != nullptr) trace_counters(*impl->ctx, impl->rank);
-  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena, batch::Arena::create(config.arena));
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<batch::Arena> arena,
+                          batch::Arena::create(arena_options(config)));
   impl->arena = std::move(arena);
   if (config.mode == Mode::kPrefetch && config.prefetch_on_create) {
     // A failure here (e.g. an empty dataset) is left for the first next() to report, as
@@ -445,9 +459,11 @@ LoaderStats Loader::stats() const {
     s.elapsed_s = m.started ? (now_ns() - m.first_call_ns) * 1e-9 : 0;
     s.first_batch_s = m.first_batch_ns < 0 ? 0 : m.first_batch_ns * 1e-9;
     if (m.engine) {
-      s.arena_wait_s = m.engine->arena_wait_s();
+      // allocate() populating a block (batch/arena.h) is assembly work, not a wait for space.
+      const double populate = std::min(m.arena->populate_s(), m.engine->arena_wait_s());
+      s.arena_wait_s = m.engine->arena_wait_s() - populate;
       s.sample_wait_s = m.engine->sample_wait_s();
-      s.emit_s = m.engine->emit_s();
+      s.emit_s = m.engine->emit_s() + populate;
       const QueueDepths d = m.engine->depths();
       s.samples_in_flight = d.in_flight;
       s.prepared_waiting = d.prepared;
@@ -469,6 +485,8 @@ LoaderStats Loader::stats() const {
   s.arena_peak_bytes = m.arena->peak_in_use();
   s.arena_in_use_bytes = m.arena->in_use();
   s.arena_capacity_bytes = m.arena->capacity();
+  s.arena_planned_bytes = m.arena->planned_bytes();
+  s.arena_plan = m.arena->describe();
   s.fetch_in_flight_bytes = m.ctx->budget->in_flight();
   s.fetch_peak_bytes = static_cast<std::uint64_t>(m.ctx->budget->peak());
   s.fetch_budget_wait_s = m.ctx->budget->wait_s();

@@ -97,16 +97,15 @@ struct LoaderConfig : BatchOptions {
   // producer); the caller's thread is never changed. Batch: a waking loader thread does not
   // preempt the trainer's thread, so next() is not left waiting for a core (exec/sched.h).
   exec::SchedClass worker_sched = exec::SchedClass::kBatch;
-  // Batch memory (batch/arena.h): its size is the loader's memory budget for batches. In-process
-  // by default: anonymous memory with transparent huge pages (first touches ~7x cheaper than
-  // 4 KiB pages on this project's VMs); `shared` (a memfd) when another process maps the batches
-  // — `stoker serve`, the zero-copy bench mode. The warm pool: the arena (up to 1 GiB) is written
-  // at create, on the caller's thread (~0.1-0.3 s per GiB with huge pages here), so the first
-  // epoch's batches meet no fresh page — the arena is resident from the start; beyond 1 GiB a
-  // spare-CPU thread keeps 256 MB (or the largest batch) past the highest block resident.
-  batch::ArenaOptions arena = {.shared = false,
-                               .prefault_ahead = std::size_t{256} << 20,
-                               .warm_bytes = std::size_t{1} << 30};
+  // Batch memory (batch/arena.h). `arena.bytes` is the cap (`--arena-mb`): address space
+  // reserved, the memory bound where backpressure starts; memory is used only for what the run
+  // touches. In-process by default: anonymous memory with transparent huge pages; `shared` (a
+  // memfd) when another process maps the batches — `stoker serve`, the zero-copy bench mode.
+  // Warm: every block is resident before the producer writes into it and a spare-CPU thread
+  // makes the pages ahead resident, as far as the plan says: (prefetch + 2) × the largest batch
+  // planned so far + slack (Loader::create sets the depth); stats().arena_plan says how big
+  // and why.
+  batch::ArenaOptions arena = {.shared = false, .warm = true};
   // Over max_length: keep the longest prefix of whole turns that ends with an assistant turn
   // (text::Overflow::kTruncateTurns) instead of dropping the sample.
   bool truncate = false;

@@ -58,7 +58,11 @@ void add_loader_metrics(obs::MetricText& m, const LoaderStats& s, const obs::Lab
   m.gauge("stoker_arena_bytes_in_use", "Arena bytes held by batches now.", labels,
           d(s.arena_in_use_bytes));
   m.gauge("stoker_arena_bytes_peak", "Arena bytes in use, peak.", labels, d(s.arena_peak_bytes));
-  m.gauge("stoker_arena_bytes_capacity", "Arena size.", labels, d(s.arena_capacity_bytes));
+  m.gauge("stoker_arena_bytes_capacity", "Arena cap (address space; the memory bound).", labels,
+          d(s.arena_capacity_bytes));
+  m.gauge("stoker_arena_bytes_planned",
+          "Arena size the run plans to use: (prefetch + 2) x the largest batch + slack, capped.",
+          labels, d(s.arena_planned_bytes));
   m.gauge("stoker_fetch_bytes_in_flight", "Encoded media bytes fetched or being fetched and not "
           "yet prepared (the fetch byte budget's use).", labels, d(s.fetch_in_flight_bytes));
   m.gauge("stoker_fetch_bytes_in_flight_peak", "Fetch bytes in flight, peak.", labels,

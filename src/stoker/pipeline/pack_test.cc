@@ -32,8 +32,6 @@ LoaderConfig pack_config(const std::string& data, Batching how = Batching::kPack
   c.max_length = 2048;  // the unpacked reference drops what packing drops
   c.packing.window = 16;
   c.arena.bytes = std::size_t{64} << 20;
-  c.arena.warm_bytes = 0;  // many short-lived loaders: no 256 MB warm-up each
-  c.arena.prefault_ahead = 0;
   return c;
 }
 

@@ -45,6 +45,9 @@ struct LoaderStats {
   // ring, samples in flight (submitted, not yet taken in order) and those prepared and waiting
   // in the reorder buffer.
   std::uint64_t arena_in_use_bytes = 0, arena_capacity_bytes = 0;
+  // The arena's planned size (batch/arena_plan.h; ≤ the capacity, the cap) and why, in words.
+  std::uint64_t arena_planned_bytes = 0;
+  std::string arena_plan;
   std::int64_t fetch_in_flight_bytes = 0;
   std::int64_t ready_batches = 0, samples_in_flight = 0, prepared_waiting = 0;
   // Failed samples by (stage, error code), as reported; and how long each next() blocked.

@@ -39,6 +39,21 @@ std::string int_range(const OptionSpec& o, const config::Machine& m) {
   return r;
 }
 
+// The option's unit keyword (OptionSpec::unit_name: arena_mb) as the option's Value: an int in
+// the option's range counted in its units, as the CLI flag counts them.
+config::Value convert_units(const OptionSpec& o, py::handle v, const config::Machine& m) {
+  const std::string key(o.unit_name);
+  const std::string want = "an int in " + config::range_text(o, m, o.cli_unit);
+  if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) bad(key, want, v);
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  const std::int64_t lo = (o.lo + o.cli_unit - 1) / o.cli_unit;
+  if (overflow != 0 || x < lo || x > o.upper(m).value / o.cli_unit) bad(key, want, v);
+  config::Value out;
+  out.i = x * o.cli_unit;
+  return out;
+}
+
 // One keyword's value as the option's Value: its type first, then its range or choices.
 config::Value convert(const OptionSpec& o, py::handle v, const config::Machine& m) {
   const std::string key(o.name);
@@ -168,6 +183,16 @@ config::Settings settings_from_keywords(const py::dict& kw, config::Command comm
     if (!PyUnicode_Check(item.first.ptr())) bad("an option name", "a str", item.first);
     const std::string key = item.first.cast<std::string>();
     const OptionSpec* o = config::find_option(key, command);
+    if (const OptionSpec* u = o == nullptr ? config::find_unit_option(key, command) : nullptr) {
+      // The option in its units (arena_mb): one option with two spellings, so not both.
+      if (kw.contains(std::string(u->name))) {
+        raise(invalid_argument(std::string(who) + ": " + key + " and " + std::string(u->name) +
+                               " are the same option (MiB / bytes): give one"));
+      }
+      if (item.second.is_none()) continue;
+      check(b.set(*u, convert_units(*u, item.second, b.machine())));
+      continue;
+    }
     if (o == nullptr || o->set == nullptr) {
       raise(invalid_argument(std::string(who) + ": unknown option '" + key + "'"));
     }
@@ -225,6 +250,19 @@ py::list option_schema() {
     d["env"] = std::string(o.env);
     d["model_folder"] = o.model_folder;
     out.append(d);
+    if (!o.unit_name.empty()) {  // the same option in its units (arena_mb), its range in them
+      py::dict u = d.attr("copy")();
+      u["name"] = std::string(o.unit_name);
+      u["kind"] = "int";
+      u["help"] = "the same option as " + std::string(o.name) + ", in MiB (as --" +
+                  std::string(o.flag) + "); give one of the two";
+      u["default"] = py::none();
+      u["default_serve"] = py::none();
+      u["lo"] = py::int_((o.lo + o.cli_unit - 1) / o.cli_unit);
+      u["hi"] = py::int_(hi.value / o.cli_unit);
+      u["nullable"] = true;
+      out.append(u);
+    }
   }
   return out;
 }

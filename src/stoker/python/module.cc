@@ -174,6 +174,10 @@ class RawLoader {
     d["fetch_budget_wait_s"] = s.fetch_budget_wait_s;
     d["limiter"] = pipeline::describe_limiter(s);
     d["arena_peak_bytes"] = s.arena_peak_bytes;
+    // The arena's size: its cap (arena_bytes / arena_mb), what the run plans to use, and why.
+    d["arena_capacity_bytes"] = s.arena_capacity_bytes;
+    d["arena_planned_bytes"] = s.arena_planned_bytes;
+    d["arena_plan"] = s.arena_plan;
     d["fetch_peak_bytes"] = s.fetch_peak_bytes;
     // Real vs computed tokens (packing efficiency), and with packing / token budgets the
     // data-parallel balance of the delivered steps (Σ max / Σ mean over steps).
@@ -235,6 +239,8 @@ class RawLoader {
     d["capacity"] = a.capacity();
     d["in_use"] = a.in_use();
     d["peak_in_use"] = a.peak_in_use();
+    d["planned"] = a.planned_bytes();
+    d["resident"] = a.resident_bytes();
     d["fd"] = a.fd();
     return d;
   }

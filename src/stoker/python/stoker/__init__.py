@@ -242,6 +242,8 @@ class Loader:
             trust_media_paths=trust_media_paths, max_object_bytes=max_object_bytes,
             max_record_bytes=max_record_bytes, io_deadline_ms=io_deadline_ms, imds=imds,
             packing=packing, max_tokens=max_tokens, pack_format=pack_format)
+        if "arena_mb" in advanced and arena_bytes == 1 << 30:
+            del options["arena_bytes"]  # the cap given in MiB instead (one option, two spellings)
         if media_root is not None:
             options["media_root"] = media_root
         if allow_buckets is not None:
