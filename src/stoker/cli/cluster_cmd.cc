@@ -64,10 +64,10 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
   const pipeline::LoaderConfig* config = &settings.loader;
   const int receiver_threads = cs.receiver_threads >= 0 ? cs.receiver_threads : config->threads;
   // The threads on which a receiver with workers prepares samples too (0: it only receives).
-  const int receiver_prepare =
-      cs.receiver_prepare >= 0 ? cs.receiver_prepare
-      : receiver_threads > 0   ? receiver_threads
-                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int all_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int receiver_prepare = cs.receiver_prepare >= 0 ? cs.receiver_prepare
+                               : receiver_threads > 0   ? receiver_threads
+                                                        : all_cores;
   const int window = config->window;  // --sample-window
   const bool serve = cs.serve;
   const std::string role = cs.role;
