@@ -44,7 +44,7 @@ Result<std::shared_ptr<Receiver>> Receiver::create(std::vector<int> workers, Wir
     STOKER_ASSIGN_OR_RETURN(l->cpu, exec::ThreadPool::create({.num_threads = local->threads,
                                                               .name = "stoker-lcpu",
                                                               .sched = sched}));
-    l->dtype = local->config.pixel_dtype;
+    l->dtype = local->config.rows_dtype();
     std::lock_guard lock(r->mu_);
     r->local_ = std::move(l);
     r->local_threads_ = local->threads;
@@ -367,7 +367,8 @@ void Receiver::pixels(std::span<const pipeline::RemoteLanding> samples,
       if (i >= finishing->size()) return;
       const Landing& l = *(*finishing)[i];
       const pipeline::RemoteLanding& s = samples[l.sample];
-      s.sample->media[l.medium]->finish(env, l.staged->data.get(), dtype, s.rows[l.medium]);
+      const pipeline::Medium& m = *s.sample->media[l.medium];
+      m.finish(env, l.staged->data.get(), pipeline::rows_dtype(m.modality(), dtype), s.rows[l.medium]);
       if (job->done.fetch_add(1) + 1 == finishing->size()) {
         std::lock_guard lock(job->mu);
         job->cv.notify_all();

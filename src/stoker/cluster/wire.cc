@@ -170,10 +170,8 @@ std::uint64_t payload_bytes(const pipeline::Medium& m, Wire wire, const pipeline
   switch (wire) {
     case Wire::kEncoded: return 0;
     case Wire::kUint8: return m.resized_bytes();
-    case Wire::kFloat:
-      return static_cast<std::uint64_t>(m.rows()) *
-             static_cast<std::uint64_t>(m.modality().columns(env)) *
-             (dtype == image::PixelDType::kFloat32 ? 4 : 2);
+    case Wire::kFloat:  // the batch's rows: finished, or uint8 ones for the device (finish)
+      return static_cast<std::uint64_t>(m.rows()) * pipeline::row_bytes(m.modality(), env, dtype);
   }
   return 0;
 }

@@ -20,8 +20,10 @@ namespace stoker::cluster {
 
 // What a worker ships per sample (`--wire`).
 enum class Wire {
-  kFloat,    // finished pixel rows (the pixel dtype: float32 or bf16), straight into the block
-  kUint8,    // resized uint8 RGB; the receiver normalises + patchifies (bit-identical)
+  kFloat,    // the batch's rows (the pixel dtype: float32 or bf16; with --finish device the
+             // uint8 rows), straight into the block
+  kUint8,    // resized uint8 RGB; the receiver normalises + patchifies (bit-identical); with
+             // --finish device it only patchifies the bytes (no arithmetic: the device finishes)
   kEncoded,  // the compressed media bytes; the receiver decodes, resizes, normalises
 };
 Result<Wire> parse_wire(std::string_view s);

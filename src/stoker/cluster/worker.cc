@@ -28,7 +28,8 @@ std::vector<Buffer> make_payloads(const pipeline::Context& ctx, pipeline::Prepar
   std::vector<std::size_t> index(pipeline::modalities().size(), 0);
   for (const auto& m : p.media) {
     Buffer buf = pool.get(payload_bytes(*m, wire, ctx.media, dtype));
-    Status st = wire == Wire::kFloat ? m->produce(ctx.media, dtype, buf->data.get(), {})
+    Status st = wire == Wire::kFloat
+                    ? m->produce(ctx.media, pipeline::rows_dtype(m->modality(), dtype), buf->data.get(), {})
                                      : m->resize(ctx.media, buf->data.get());
     const std::size_t rank = static_cast<std::size_t>(pipeline::modality_rank(m->modality()));
     if (!st.ok()) {
@@ -67,7 +68,7 @@ Result<WorkerStats> run_worker(const pipeline::LoaderConfig& config, Wire wire, 
                           exec::ThreadPool::create({.num_threads = config.io_threads,
                                                     .name = "stoker-io",
                                                     .sched = config.worker_sched}));
-  const image::PixelDType dtype = config.pixel_dtype;
+  const image::PixelDType dtype = config.rows_dtype();  // kUInt8: the device finishes
   std::mutex mu;
   std::condition_variable cv;
   int stops = 0;

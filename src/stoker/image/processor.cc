@@ -101,6 +101,25 @@ void patchify(const RgbRows& img, int patch, int tps, int merge, int grid_w, int
   emit_fence();
 }
 
+// kUInt8 rows: each patch's P runs of 3·P bytes, copied in output order (row r as above, its
+// bytes [py][px][c]). Plain stores: the rows are an eighth of float32's and go to the device next.
+void patchify_u8(const RgbRows& img, int P, int merge, int grid_w, int hb_begin, int hb_end,
+                 std::uint8_t* out) {
+  const size_t run = 3 * static_cast<size_t>(P);
+  std::uint8_t* row = out + static_cast<size_t>(hb_begin) * (grid_w / merge) * merge * merge * P * run;
+  for (int hb = hb_begin; hb < hb_end; ++hb) {
+    for (int wb = 0; wb < grid_w / merge; ++wb) {
+      for (int mh = 0; mh < merge; ++mh) {
+        for (int mw = 0; mw < merge; ++mw) {
+          const int y0 = (hb * merge + mh) * P;
+          const size_t x0 = static_cast<size_t>((wb * merge + mw) * P) * 3;
+          for (int py = 0; py < P; ++py, row += run) std::memcpy(row, img.row(y0 + py) + x0, run);
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void patchify_any(const RgbRows& img, int patch, int tps, int merge, int grid_w, int hb_begin,
                   int hb_end, const detail::NormalizeParams& norm, T* out) {
@@ -180,6 +199,32 @@ Result<ImageProcessor> ImageProcessor::create(const ImageProcessorConfig& config
 
 std::int64_t ImageProcessor::columns() const {
   return std::int64_t{3} * config_.temporal_patch_size * config_.patch_size * config_.patch_size;
+}
+
+std::int64_t ImageProcessor::columns(PixelDType dtype) const {
+  return dtype == PixelDType::kUInt8 ? std::int64_t{3} * config_.patch_size * config_.patch_size
+                                     : columns();
+}
+
+void ImageProcessor::value_table(PixelDType dtype, void* out) const {
+  STOKER_CHECK(dtype != PixelDType::kUInt8, "value_table: a float dtype");
+  // Every byte value in each channel, through the kernel normalize_patchify uses (with its slack).
+  std::vector<std::uint8_t> rgb(3 * (256 + detail::kNormalizePad), 0);
+  for (int x = 0; x < 256; ++x) rgb[3 * x] = rgb[3 * x + 1] = rgb[3 * x + 2] = static_cast<std::uint8_t>(x);
+  constexpr size_t kStride = 256 + detail::kNormalizePad;
+  if (dtype == PixelDType::kFloat32) {
+    std::vector<float> v(3 * kStride);
+    float* const planes[3] = {v.data(), v.data() + kStride, v.data() + 2 * kStride};
+    detail::normalize_rgb_f32(rgb.data(), 256, norm_, planes);
+    for (int c = 0; c < 3; ++c) std::memcpy(static_cast<float*>(out) + 256 * c, planes[c], 256 * 4);
+  } else {
+    std::vector<std::uint16_t> v(3 * kStride);
+    std::uint16_t* const planes[3] = {v.data(), v.data() + kStride, v.data() + 2 * kStride};
+    detail::normalize_rgb_bf16(rgb.data(), 256, norm_, planes);
+    for (int c = 0; c < 3; ++c) {
+      std::memcpy(static_cast<std::uint16_t*>(out) + 256 * c, planes[c], 256 * 2);
+    }
+  }
 }
 
 Result<ImagePlan> ImageProcessor::plan(const ImageHeader& header) const {
@@ -374,7 +419,9 @@ void ImageProcessor::normalize_patchify(const std::uint8_t* rgb, const ImagePlan
 void ImageProcessor::write_bands(const RgbRows& img, const ImagePlan& plan, PixelDType dtype,
                                  int hb_begin, int hb_end, void* out) const {
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
-  if (dtype == PixelDType::kFloat32) {
+  if (dtype == PixelDType::kUInt8) {
+    patchify_u8(img, P, m, plan.grid_w, hb_begin, hb_end, static_cast<std::uint8_t*>(out));
+  } else if (dtype == PixelDType::kFloat32) {
     patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_, static_cast<float*>(out));
   } else {
     patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_,

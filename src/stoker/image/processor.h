@@ -53,7 +53,11 @@ struct ImageProcessorConfig {
 Status set_exif_option(std::string_view value, ImageProcessorConfig* config);
 Status set_small_images_option(std::string_view value, ImageProcessorConfig* config);
 
-enum class PixelDType { kFloat32, kBFloat16 };
+// kUInt8: the rows for finishing on the trainer's device (issue 26) — each row is its patch's
+// resized RGB bytes as they lie in the image, P rows of P pixels × 3 channels ([P, P, 3], one
+// frame: no temporal copies, no rescale or normalise), rows in pixel_values' order (merge
+// blocks). value_table() gives what rescale + normalise make of each byte.
+enum class PixelDType { kFloat32, kBFloat16, kUInt8 };
 
 // What an image will become, known from its header alone (before decoding).
 struct ImagePlan {
@@ -100,6 +104,12 @@ class ImageProcessor {
 
   const ImageProcessorConfig& config() const { return config_; }
   std::int64_t columns() const;  // C · T · P · P (1176 for P = 14, 1536 for P = 16)
+  // Elements per row in `dtype`: columns(), or P · P · 3 for kUInt8.
+  std::int64_t columns(PixelDType dtype) const;
+  // What normalise makes of every byte: out[c·256 + x] = the value (float32 or bf16 bits) the
+  // rows of `dtype` hold for byte x of channel c — computed by the same kernel on this CPU, so a
+  // table lookup reproduces pixel_values bit for bit (stoker.finish). `dtype` ≠ kUInt8.
+  void value_table(PixelDType dtype, void* out) const;
 
   // Errors: smart_resize's; DataLoss for EXIF that makes Pillow's exif_transpose raise (only
   // when apply_exif_orientation).
@@ -114,7 +124,7 @@ class ImageProcessor {
   Status decode(std::span<const std::uint8_t> bytes, const ImagePlan& plan, RgbImage* out,
                 RgbImage* stored = nullptr) const;
 
-  // Writes plan.rows() × columns() elements of `dtype` into `out` (must be that large).
+  // Writes plan.rows() × columns(dtype) elements of `dtype` into `out` (must be that large).
   // If `resized_out` is non-null it receives the resized uint8 image (for parity checks).
   Status process(std::span<const std::uint8_t> bytes, const ImagePlan& plan, PixelDType dtype,
                  void* out, ImageScratch* scratch, RgbImage* resized_out = nullptr) const;

@@ -22,7 +22,7 @@ namespace {
 // is left and waits only for media already claimed.
 struct MediaJob {
   const MediaEnv* env = nullptr;
-  image::PixelDType dtype = image::PixelDType::kFloat32;
+  image::PixelDType dtype = image::PixelDType::kFloat32;  // the batch's rows (kUInt8: device finish)
   struct Entry {
     const Medium* medium;
     std::uint8_t* dst;
@@ -46,7 +46,7 @@ struct MediaJob {
       const EmitTrace trace{tracer != nullptr && tracer->keeps(e.seq) ? tracer : nullptr,
                             static_cast<std::int64_t>(e.id)};
       const std::int64_t t0 = now_ns();
-      Status st = e.medium->produce(*env, dtype, e.dst, trace);
+      Status st = e.medium->produce(*env, rows_dtype(e.medium->modality(), dtype), e.dst, trace);
       counters->add(kEmit, now_ns() - t0);
       if (!st.ok()) errors[i] = std::move(st).error();
       if (done.fetch_add(1) + 1 == entries.size()) {
@@ -57,10 +57,6 @@ struct MediaJob {
   }
 };
 
-batch::DType pixel_dtype(image::PixelDType d) {
-  return d == image::PixelDType::kFloat32 ? batch::DType::kFloat32 : batch::DType::kBFloat16;
-}
-
 std::vector<const std::vector<std::unique_ptr<Medium>>*> media_of(const std::vector<Prepared>& goods) {
   std::vector<const std::vector<std::unique_ptr<Medium>>*> out;
   out.reserve(goods.size());
@@ -68,13 +64,22 @@ std::vector<const std::vector<std::unique_ptr<Medium>>*> media_of(const std::vec
   return out;
 }
 
-// Sample ids and every medium's metadata rows.
+// Every medium's metadata rows, and the modalities' value tables when the device finishes.
+void write_meta_and_tables(std::uint8_t* base, const batch::BatchLayout& layout,
+                           const std::vector<Prepared>& goods, const MediaEnv& env,
+                           image::PixelDType pixel) {
+  write_media_meta(base, layout, place_media(base, layout, media_of(goods)));
+  write_media_tables(base, layout, env, pixel);
+}
+
+// Sample ids and every medium's metadata rows (and tables).
 void write_ids_and_meta(std::uint8_t* base, const batch::BatchLayout& layout,
-                        const std::vector<Prepared>& goods) {
+                        const std::vector<Prepared>& goods, const MediaEnv& env,
+                        image::PixelDType pixel) {
   std::vector<std::uint64_t> ids;
   for (const Prepared& p : goods) ids.push_back(p.item.sample);
   batch::write_sample_ids(base, layout, ids);
-  write_media_meta(base, layout, place_media(base, layout, media_of(goods)));
+  write_meta_and_tables(base, layout, goods, env, pixel);
 }
 
 }  // namespace
@@ -105,7 +110,7 @@ void Engine::process_media(const std::vector<Prepared>& goods, const batch::Batc
                            std::vector<BrokenMedium>* broken) {
   auto job = std::make_shared<MediaJob>();
   job->env = &ctx_.media;
-  job->dtype = options_.pixel_dtype;
+  job->dtype = options_.rows_dtype();
   job->counters = &ctx_.counters;
   job->tracer = ctx_.tracer.get();
   // The first failing medium of each failing sample (images before videos, then by index: the
@@ -143,7 +148,7 @@ void Engine::process_media(const std::vector<Prepared>& goods, const batch::Batc
   if (!remote.empty()) {
     std::vector<std::optional<MediumError>> errors(remote.size());
     const std::int64_t t0 = now_ns();
-    options_.remote->pixels(remote, ctx_.media, options_.pixel_dtype, emit_, &errors);
+    options_.remote->pixels(remote, ctx_.media, options_.rows_dtype(), emit_, &errors);
     ctx_.counters.add(kEmit, now_ns() - t0, static_cast<std::int64_t>(remote.size()));
     for (std::size_t k = 0; k < remote.size(); ++k) {
       if (!errors[k]) continue;
@@ -196,8 +201,8 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
   if (options_.padding == Padding::kFixed && options_.max_length > 0) {
     shape.length = options_.max_length;
   }
-  media_tensors(ctx_.media, pixel_dtype(options_.pixel_dtype), media_of(goods), &shape.media_front,
-                &shape.media_back);
+  media_tensors(ctx_.media, options_.rows_dtype(), options_.pixel_dtype, media_of(goods),
+                &shape.media_front, &shape.media_back);
   STOKER_ASSIGN_OR_RETURN(
       Batch batch, start_batch(goods, batch::layout_bytes(shape),
                                [&](batch::Block b) { return batch::make_layout(shape, b); },
@@ -212,7 +217,7 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
     batch::collate_row(base, layout, static_cast<std::int64_t>(r),
                        {p.tokens.input_ids, p.tokens.labels, p.positions}, options_.pad_id);
   }
-  write_ids_and_meta(base, layout, goods);
+  write_ids_and_meta(base, layout, goods, ctx_.media, options_.pixel_dtype);
   const std::int64_t t2 = now_ns();
   ctx_.counters.add(kAssemble, t2 - t1);
   if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);
@@ -236,8 +241,8 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
     shape.tokens += batch::packed_length(shape.format, shape.align, n);
     real += n;
   }
-  media_tensors(ctx_.media, pixel_dtype(options_.pixel_dtype), media_of(goods), &shape.media_front,
-                &shape.media_back);
+  media_tensors(ctx_.media, options_.rows_dtype(), options_.pixel_dtype, media_of(goods),
+                &shape.media_front, &shape.media_back);
   STOKER_ASSIGN_OR_RETURN(
       Batch batch, start_batch(goods, batch::pack_layout_bytes(shape),
                                [&](batch::Block b) { return batch::make_pack_layout(shape, b); },
@@ -250,8 +255,7 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
   std::vector<std::uint64_t> ids;
   for (const Prepared& p : goods) ids.push_back(p.item.sample);
   batch::collate_pack(arena_->base(), batch.layout(), shape, rows, ids, options_.pad_id);
-  write_media_meta(arena_->base(), batch.layout(),
-                   place_media(arena_->base(), batch.layout(), media_of(goods)));
+  write_meta_and_tables(arena_->base(), batch.layout(), goods, ctx_.media, options_.pixel_dtype);
   const std::int64_t t2 = now_ns();
   ctx_.counters.add(kAssemble, t2 - t1);
   if (ctx_.tracer != nullptr) ctx_.tracer->span("assemble", t1, t2);

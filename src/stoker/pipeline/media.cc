@@ -78,7 +78,31 @@ std::string medium_name(const Modality& m, std::size_t index) {
   return std::string(m.name) + " " + std::to_string(index);
 }
 
-void media_tensors(const MediaEnv& env, batch::DType dtype,
+image::PixelDType rows_dtype(const Modality& m, image::PixelDType rows) {
+  return rows == image::PixelDType::kUInt8 && m.tables == nullptr ? image::PixelDType::kFloat32
+                                                                  : rows;
+}
+
+std::uint64_t row_bytes(const Modality& m, const MediaEnv& env, image::PixelDType rows) {
+  const image::PixelDType d = rows_dtype(m, rows);
+  if (d == image::PixelDType::kUInt8) {
+    std::uint64_t n = 1;
+    for (std::int64_t v : m.uint8_row(env)) n *= static_cast<std::uint64_t>(v);
+    return n;
+  }
+  return static_cast<std::uint64_t>(m.columns(env)) * (d == image::PixelDType::kFloat32 ? 4 : 2);
+}
+
+batch::DType batch_dtype(image::PixelDType d) {
+  switch (d) {
+    case image::PixelDType::kFloat32: return batch::DType::kFloat32;
+    case image::PixelDType::kBFloat16: return batch::DType::kBFloat16;
+    case image::PixelDType::kUInt8: return batch::DType::kUInt8;
+  }
+  return batch::DType::kFloat32;
+}
+
+void media_tensors(const MediaEnv& env, image::PixelDType rows_form, image::PixelDType pixel,
                    std::span<const std::vector<std::unique_ptr<Medium>>* const> samples,
                    std::vector<batch::TensorView>* front, std::vector<batch::TensorView>* back) {
   for (const Modality* m : modalities()) {
@@ -92,11 +116,23 @@ void media_tensors(const MediaEnv& env, batch::DType dtype,
     }
     if (count == 0 && !m->always) continue;
     std::vector<batch::TensorView>* out = m->always ? front : back;
-    out->push_back({std::string(m->rows_tensor), dtype, {rows, m->columns(env)}, 0});
+    const image::PixelDType d = rows_dtype(*m, rows_form);
+    const bool u8 = d == image::PixelDType::kUInt8;
+    if (u8) {
+      std::vector<std::int64_t> shape = {rows};
+      for (std::int64_t v : m->uint8_row(env)) shape.push_back(v);
+      out->push_back({std::string(m->uint8_tensor), batch::DType::kUInt8, std::move(shape), 0});
+    } else {
+      out->push_back({std::string(m->rows_tensor), batch_dtype(d), {rows, m->columns(env)}, 0});
+    }
     for (const MetaTensor& t : m->meta) {
       std::vector<std::int64_t> shape = {count};
       if (t.width > 0) shape.push_back(t.width);
       out->push_back({std::string(t.name), t.dtype, std::move(shape), 0});
+    }
+    if (u8) {
+      out->push_back({std::string(m->table_tensor), batch_dtype(pixel), {3, 256}, 0});
+      out->push_back({std::string(m->repeat_tensor), batch::DType::kInt64, {1}, 0});
     }
   }
 }
@@ -113,6 +149,9 @@ std::vector<MediumSlot> place_media(std::uint8_t* base, const batch::BatchLayout
       const std::size_t m = static_cast<std::size_t>(modality_rank(medium->modality()));
       if (tensor[m] == nullptr) {
         tensor[m] = layout.find(std::string(all[m]->rows_tensor));
+        if (tensor[m] == nullptr && !all[m]->uint8_tensor.empty()) {
+          tensor[m] = layout.find(std::string(all[m]->uint8_tensor));
+        }
         STOKER_CHECK(tensor[m] != nullptr, "media: the layout has no " + std::string(all[m]->rows_tensor));
       }
       const batch::TensorView& t = *tensor[m];
@@ -141,6 +180,19 @@ void write_media_meta(std::uint8_t* base, const batch::BatchLayout& layout,
     }
     slot.medium->write_meta(meta);
     ++count[m];
+  }
+}
+
+void write_media_tables(std::uint8_t* base, const batch::BatchLayout& layout, const MediaEnv& env,
+                        image::PixelDType pixel) {
+  for (const Modality* m : modalities()) {
+    if (m->tables == nullptr) continue;
+    const batch::TensorView* table = layout.find(std::string(m->table_tensor));
+    const batch::TensorView* repeat = layout.find(std::string(m->repeat_tensor));
+    if (table == nullptr || repeat == nullptr) continue;
+    STOKER_CHECK(table->dtype == batch_dtype(pixel) && table->bytes() == 3 * 256 * static_cast<std::uint64_t>(batch::dtype_size(table->dtype)),
+                 "media: a table of another dtype");
+    m->tables(env, pixel, base + table->offset, reinterpret_cast<std::int64_t*>(base + repeat->offset));
   }
 }
 

@@ -5,7 +5,9 @@
 // in its modality's tensor, the grid the template expands and positions use, the bytes it holds
 // — produces its rows straight into the batch block at emit, writes its per-medium metadata
 // (grid, seconds), and has wire forms for the cluster (its plan with or without its encoded
-// bytes; its resized uint8 pixels, which finish() turns into rows on the receiver). A Modality
+// bytes; its resized uint8 pixels, which finish() turns into rows on the receiver). Rows are
+// finished (float32 / bf16) or, for finishing on the trainer's device, uint8 (kUInt8: the
+// patches' resized bytes; produce() and finish() write those alike). A Modality
 // names the tensors its media share in a batch ("image": pixel_values + image_grid_thw; "video":
 // pixel_values_videos + video_grid_thw + second_per_grid_ts) and how errors name a medium
 // ("video 1": the modality and the medium's index among the sample's media of that modality).
@@ -63,8 +65,29 @@ struct Modality {
   // the HF processor always returns them); otherwise placed after sample_ids, only in batches
   // holding such media. This is the order batches have always had (their hashes depend on it).
   bool always = false;
-  std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width
+  std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width (finished rows)
+  // Finishing on the trainer's device (issue 26; rows dtype image::PixelDType::kUInt8): the rows
+  // tensor is then `uint8_tensor`, uint8 [rows, uint8_row...] — each row the resized RGB bytes
+  // of its patch, frame by frame ([F, P, P, 3] or [P, P, 3] for one frame) — followed by the
+  // modality's meta tensors, `table_tensor` ([3, 256] of the pixel dtype: the value normalise
+  // makes of byte x in channel c) and `repeat_tensor` (int64 [1]: the temporal copies each
+  // stored frame makes; an image's one frame makes temporal_patch_size). stoker.finish (Python)
+  // builds `rows_tensor` from them. A modality without `tables` has no such form: its rows stay
+  // finished (float32) when the batch asks for kUInt8.
+  std::string_view uint8_tensor;
+  std::string_view table_tensor;
+  std::string_view repeat_tensor;
+  std::vector<std::int64_t> (*uint8_row)(const MediaEnv& env) = nullptr;
+  void (*tables)(const MediaEnv& env, image::PixelDType dtype, void* table,
+                 std::int64_t* repeat) = nullptr;
 };
+
+// The dtype a medium of `m` is produced in when the batch's rows are `rows` (a modality without
+// a uint8 form writes float32 where the batch asks for kUInt8).
+image::PixelDType rows_dtype(const Modality& m, image::PixelDType rows);
+// Bytes of one row of `m` produced in `rows` (after rows_dtype).
+std::uint64_t row_bytes(const Modality& m, const MediaEnv& env, image::PixelDType rows);
+batch::DType batch_dtype(image::PixelDType d);
 
 // Where produce() runs: the tracer when this sample's spans are kept (else null), its record id.
 struct EmitTrace {
@@ -86,7 +109,8 @@ class Medium {
   // Emit order: the batch's media are claimed costliest first (estimated work).
   virtual std::int64_t cost() const { return rows(); }
 
-  // Decodes, resizes, normalises and patchifies into `dst` (rows() × columns of `dtype`).
+  // Decodes, resizes, normalises and patchifies into `dst` (rows() × columns of `dtype`; kUInt8:
+  // decodes, resizes and writes each row's resized bytes — Modality::uint8_row).
   virtual Status produce(const MediaEnv& env, image::PixelDType dtype, std::uint8_t* dst,
                          const EmitTrace& trace) const = 0;
   // Its row of each of the modality's meta tensors (meta[j]: where its row of tensor j starts).
@@ -132,9 +156,10 @@ int modality_rank(const Modality& m);  // its place in modalities()
 std::string medium_name(const Modality& m, std::size_t index);
 
 // The media tensors of a batch of `samples` (each a list of its media): for every modality
-// that is `always` or has media here, its rows tensor then its meta tensors — into `front`
-// (always) or `back` (the others).
-void media_tensors(const MediaEnv& env, batch::DType dtype,
+// that is `always` or has media here, its rows tensor (in `rows`: the pixel dtype, or kUInt8 for
+// finishing on the device) then its meta tensors (with kUInt8 also its table, of `pixel`, and
+// its repeat count) — into `front` (always) or `back` (the others).
+void media_tensors(const MediaEnv& env, image::PixelDType rows, image::PixelDType pixel,
                    std::span<const std::vector<std::unique_ptr<Medium>>* const> samples,
                    std::vector<batch::TensorView>* front, std::vector<batch::TensorView>* back);
 
@@ -152,5 +177,9 @@ std::vector<MediumSlot> place_media(std::uint8_t* base, const batch::BatchLayout
 // Each medium's rows of its modality's meta tensors (grids, seconds).
 void write_media_meta(std::uint8_t* base, const batch::BatchLayout& layout,
                       std::span<const MediumSlot> slots);
+// The tables and repeat counts of the modalities `layout` holds them for (kUInt8 rows), in
+// `pixel` (the dtype stoker.finish makes by default).
+void write_media_tables(std::uint8_t* base, const batch::BatchLayout& layout, const MediaEnv& env,
+                        image::PixelDType pixel);
 
 }  // namespace stoker::pipeline

@@ -2,8 +2,11 @@
 // smart_resize: ImageProcessor::plan), produced by ImageProcessor::process — decode, resize,
 // normalise, patchify straight into its pixel_values rows (the fused streaming path for JPEG).
 // Uint8 wire form: the resized RGB image (whole-image decode + exact bicubic), finished by
-// ImageProcessor::normalize_patchify on the receiver (bit-identical).
+// ImageProcessor::normalize_patchify on the receiver (bit-identical). Finishing on the device
+// (kUInt8 rows): the same fused path writes each patch's resized bytes instead (process and
+// normalize_patchify take kUInt8), and the batch carries the value table of the kernel.
 #include <algorithm>
+#include <cstring>
 
 #include "stoker/base/clock.h"
 #include "stoker/image/resample.h"
@@ -20,6 +23,22 @@ const Modality kImages = {
     .always = true,
     .columns = [](const MediaEnv& env) {
       return env.image != nullptr ? env.image->columns() : std::int64_t{0};
+    },
+    .uint8_tensor = "pixel_values_uint8",
+    .table_tensor = "pixel_values_lut",
+    .repeat_tensor = "pixel_values_repeat",
+    .uint8_row = [](const MediaEnv& env) {
+      const std::int64_t p = env.image != nullptr ? env.image->config().patch_size : 0;
+      return std::vector<std::int64_t>{p, p, 3};
+    },
+    .tables = [](const MediaEnv& env, image::PixelDType dtype, void* table, std::int64_t* repeat) {
+      if (env.image == nullptr) {
+        std::memset(table, 0, 3 * 256 * (dtype == image::PixelDType::kFloat32 ? 4 : 2));
+        *repeat = 1;
+        return;
+      }
+      env.image->value_table(dtype, table);
+      *repeat = env.image->config().temporal_patch_size;  // a still image: T identical frames
     },
 };
 

@@ -4,7 +4,9 @@
 // given as a list of frame images (one fetch per frame; video/frame_list.h). Both write
 // pixel_values_videos rows, a video_grid_thw row and second_per_grid_ts. Uint8 wire form: the
 // resized frames (T × H × W × 3), patchified on the receiver (VideoProcessor::patchify).
+// Finishing on the device (kUInt8 rows): the groups' resized bytes per row, [T, P, P, 3].
 #include <cmath>
+#include <cstring>
 
 #include "stoker/pipeline/media.h"
 #include "stoker/video/frame_list.h"
@@ -22,11 +24,33 @@ const Modality kVideos = {
     .columns = [](const MediaEnv& env) {
       return env.video != nullptr ? env.video->columns() : std::int64_t{0};
     },
+    .uint8_tensor = "pixel_values_videos_uint8",
+    .table_tensor = "pixel_values_videos_lut",
+    .repeat_tensor = "pixel_values_videos_repeat",
+    .uint8_row = [](const MediaEnv& env) {
+      if (env.video == nullptr) return std::vector<std::int64_t>{0, 0, 0, 3};
+      const std::int64_t p = env.video->config().patch_size;
+      return std::vector<std::int64_t>{env.video->config().temporal_patch_size, p, p, 3};
+    },
+    .tables = [](const MediaEnv& env, image::PixelDType dtype, void* table, std::int64_t* repeat) {
+      *repeat = 1;  // every frame of a temporal group is stored
+      if (env.video == nullptr) {
+        std::memset(table, 0, 3 * 256 * (dtype == image::PixelDType::kFloat32 ? 4 : 2));
+        return;
+      }
+      env.video->value_table(dtype == image::PixelDType::kFloat32 ? video::VideoDType::kFloat32
+                                                                  : video::VideoDType::kBFloat16,
+                             table);
+    },
 };
 
 video::VideoDType video_dtype(image::PixelDType d) {
-  return d == image::PixelDType::kFloat32 ? video::VideoDType::kFloat32
-                                          : video::VideoDType::kBFloat16;
+  switch (d) {
+    case image::PixelDType::kFloat32: return video::VideoDType::kFloat32;
+    case image::PixelDType::kBFloat16: return video::VideoDType::kBFloat16;
+    case image::PixelDType::kUInt8: return video::VideoDType::kUInt8;
+  }
+  return video::VideoDType::kFloat32;
 }
 
 video::VideoOptions video_options(const dataset::VideoParams& p) {

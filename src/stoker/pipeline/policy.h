@@ -49,18 +49,28 @@ struct ErrorPolicy {
   std::string report_path;         // JSONL error report; empty: none written
 };
 
+// Where media rows are finished (rescale, normalise, temporal copies): here (kCpu: the batch
+// holds pixel_values) or on the trainer's device (kDevice: the batch holds each patch's resized
+// uint8 bytes plus the value table; stoker.finish builds pixel_values there — issue 26).
+enum class Finish { kCpu, kDevice };
+
 // What a batch looks like and when the run stops: the Loader's fields the engine reads too.
 struct BatchOptions {
   int batch_size = 8;
   std::int64_t max_length = 8192;
   Padding padding = Padding::kLongest;
-  image::PixelDType pixel_dtype = image::PixelDType::kFloat32;
+  image::PixelDType pixel_dtype = image::PixelDType::kFloat32;  // finished rows (and the table)
+  Finish finish = Finish::kCpu;
   PackingOptions packing;
   ErrorPolicy errors;
 
   // Megatron form: packing.align; the HF form pads nothing (1).
   std::int64_t pack_align() const {
     return packing.format == batch::PackFormat::kMegatron ? packing.align : 1;
+  }
+  // The dtype media rows are written in: the pixel dtype, or kUInt8 when the device finishes.
+  image::PixelDType rows_dtype() const {
+    return finish == Finish::kDevice ? image::PixelDType::kUInt8 : pixel_dtype;
   }
   // The row / batch token budget: max_tokens, else max_length.
   std::int64_t pack_capacity() const { return packing.max_tokens > 0 ? packing.max_tokens : max_length; }

@@ -16,6 +16,12 @@ std::uint16_t to_bf16(float v) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
+// The one formula of a value (patchify_group and value_table): float32 subtract and divide,
+// this file built with -ffp-contract=off (no fused multiply-add).
+inline float video_value(std::uint8_t x, float mean255, float std255) {
+  return (static_cast<float>(x) - mean255) / std255;
+}
+
 void finish_plan(const VideoProcessorConfig& c, VideoPlan* p) {
   const int T = static_cast<int>(p->frames.indices.size());
   const int tps = c.temporal_patch_size;
@@ -54,6 +60,19 @@ Result<VideoProcessor> VideoProcessor::create(const VideoProcessorConfig& c) {
 
 std::int64_t VideoProcessor::columns() const {
   return std::int64_t{3} * config_.temporal_patch_size * config_.patch_size * config_.patch_size;
+}
+
+void VideoProcessor::value_table(VideoDType dtype, void* out) const {
+  for (int c = 0; c < 3; ++c) {
+    for (int x = 0; x < 256; ++x) {
+      const float v = video_value(static_cast<std::uint8_t>(x), mean255_[c], std255_[c]);
+      if (dtype == VideoDType::kFloat32) {
+        static_cast<float*>(out)[256 * c + x] = v;
+      } else {
+        static_cast<std::uint16_t*>(out)[256 * c + x] = to_bf16(v);
+      }
+    }
+  }
 }
 
 Result<VideoPlan> VideoProcessor::plan(const VideoReader& reader, const VideoOptions& options) const {
@@ -133,8 +152,27 @@ void VideoProcessor::patchify_group(const std::uint8_t* const* frames, const Vid
   const int W = plan.frames.width;
   const std::int64_t cols = columns();
   const int hb_n = plan.grid_h / m, wb_n = plan.grid_w / m;
-  std::vector<float> row(static_cast<std::size_t>(cols));
   std::int64_t r = std::int64_t{gt} * plan.grid_h * plan.grid_w;
+  if (dtype == VideoDType::kUInt8) {  // [tp][py][px][c]: the frames' bytes, copied in row order
+    const std::size_t run = 3 * static_cast<std::size_t>(P);
+    auto* o = static_cast<std::uint8_t*>(out) + r * cols;
+    for (int hb = 0; hb < hb_n; ++hb) {
+      for (int wb = 0; wb < wb_n; ++wb) {
+        for (int mh = 0; mh < m; ++mh) {
+          for (int mw = 0; mw < m; ++mw) {
+            for (int tp = 0; tp < tps; ++tp) {
+              for (int py = 0; py < P; ++py, o += run) {
+                const std::size_t y = static_cast<std::size_t>((hb * m + mh) * P + py);
+                std::memcpy(o, frames[tp] + (y * W + static_cast<std::size_t>((wb * m + mw) * P)) * 3, run);
+              }
+            }
+          }
+        }
+      }
+    }
+    return;
+  }
+  std::vector<float> row(static_cast<std::size_t>(cols));
   for (int hb = 0; hb < hb_n; ++hb) {
     for (int wb = 0; wb < wb_n; ++wb) {
       for (int mh = 0; mh < m; ++mh) {
@@ -147,7 +185,7 @@ void VideoProcessor::patchify_group(const std::uint8_t* const* frames, const Vid
                 int y = (hb * m + mh) * P + py;
                 const std::uint8_t* src = img + (static_cast<std::size_t>(y) * W + (wb * m + mw) * P) * 3 + c;
                 for (int px = 0; px < P; ++px) {
-                  row[k++] = (static_cast<float>(src[px * 3]) - mean255_[c]) / std255_[c];
+                  row[k++] = video_value(src[px * 3], mean255_[c], std255_[c]);
                 }
               }
             }

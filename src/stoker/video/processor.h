@@ -33,7 +33,10 @@ struct VideoProcessorConfig {
   Status validate() const;
 };
 
-enum class VideoDType { kFloat32, kBFloat16 };
+// kUInt8: rows for finishing on the trainer's device (issue 26): each row is its patch's resized
+// RGB bytes in the T = temporal_patch_size frames of its group, [T, P, P, 3] (frame, row, pixel,
+// channel), rows in pixel_values_videos' order; value_table() gives what normalise makes of a byte.
+enum class VideoDType { kFloat32, kBFloat16, kUInt8 };
 
 struct VideoPlan {
   FramePlan frames;                          // indices are into the clip
@@ -61,7 +64,10 @@ class VideoProcessor {
  public:
   static Result<VideoProcessor> create(const VideoProcessorConfig& config);
   const VideoProcessorConfig& config() const { return config_; }
-  std::int64_t columns() const;  // 3 · tps · P · P
+  std::int64_t columns() const;  // 3 · tps · P · P (the same count for kUInt8 rows, in bytes)
+  // out[c·256 + x] = the value (float32 or bf16 bits) patchify writes for byte x of channel c:
+  // (float32(x) − mean255) / std255 in float32, bf16 by round-to-nearest-even. `dtype` ≠ kUInt8.
+  void value_table(VideoDType dtype, void* out) const;
 
   // The plan of a video file already opened (its packet scan done).
   Result<VideoPlan> plan(const VideoReader& reader, const VideoOptions& options) const;

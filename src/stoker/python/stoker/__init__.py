@@ -9,6 +9,10 @@
                                        #       second_per_grid_ts)
     sd = loader.state_dict()           # small dict; Loader(...).load_state_dict(sd) resumes
 
+With finish="device" the batches carry each patch's resized uint8 bytes (pixel_values_uint8, ...)
+instead of pixel_values: `stoker.finish(batch, device="cuda")` builds pixel_values there, bit for
+bit the CPU path's (stoker/_finish.py).
+
 Tensors are zero-copy views (DLPack) into the engine's arena; a batch's memory goes back to the
 engine when the last of its tensors dies, so holding batches holds engine memory (the engine
 waits when its arena is full). Errors: see the table in ERROR_CLASSES and README.md.
@@ -22,6 +26,7 @@ import weakref
 from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
 from . import _options, _stoker
+from ._finish import finish
 
 __version__: str = _stoker.__version__  # CMake's project version, compiled into the extension
 
@@ -29,7 +34,7 @@ _Path = Union[str, "os.PathLike[str]"]
 _Paths = Union[_Path, Sequence[_Path]]
 __all__ = [
     "Loader", "StokerError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError",
-    "DeadlineExceededError", "ERROR_CLASSES", "live_tensors", "serve",
+    "DeadlineExceededError", "ERROR_CLASSES", "live_tensors", "serve", "finish",
 ]
 
 

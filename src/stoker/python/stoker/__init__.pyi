@@ -16,6 +16,12 @@ class DeadlineExceededError(StokerError, TimeoutError): ...
 ERROR_CLASSES: Dict[str, type]
 
 def live_tensors() -> int: ...
+def finish(
+    batch: Dict[str, Any],
+    device: Any = ...,
+    dtype: Optional[torch.dtype] = ...,
+    non_blocking: bool = ...,
+) -> Dict[str, Any]: ...
 
 _PathLike = Union[str, "os.PathLike[str]"]
 
