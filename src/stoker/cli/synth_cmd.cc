@@ -103,6 +103,7 @@ Result<synth::SynthResult> run(const Args& args) {
     STOKER_ASSIGN_OR_RETURN(synth::ShardsResult s, synth::write_shards(c.out_dir, shards));
     std::printf("shards: %d samples in %s (%.1f MiB), Energon folder %s\n", s.samples, s.shards_pattern.c_str(),
                 static_cast<double>(s.bytes) / (1 << 20), s.energon_dir.c_str());
+  }
   if (audio > 0) {
     STOKER_ASSIGN_OR_RETURN(synth::AudioMixResult a, synth::add_audio_records(c.out_dir, audio, seed));
     r.records += a.records;
