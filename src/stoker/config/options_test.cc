@@ -124,10 +124,11 @@ TEST(OptionSchemaTest, RangesAMachineCanHonour) {
       {kRun, {{"batch_size", "2147483647"}}, "--batch-size must be an integer in [1, 65536]"},
       {kRun, {{"prefetch", "2147483647"}}, "--prefetch must be an integer in [1, 1024]"},
       {kRun, {{"sample_window", "2147483647"}}, "--sample-window must be an integer in [0, 65536]"},
-      // sizes against the memory (8 GiB)
+      // sizes against the memory (8 GiB); the arena, mapped whole at start, 3/4 of it
       {kRun, {{"arena_bytes", "16384"}},
-       "--arena-mb must be an integer in [1, 8192] (this machine's memory, 8192 MiB), got '16384'"},
-      {kPyLoader, {{"arena_bytes", "64T"}}, "arena_bytes must be a byte count in [4096, 8589934592]"},
+       "--arena-mb must be an integer in [1, 6144] (3/4 of this machine's memory, 6144 MiB), got "
+       "'16384'"},
+      {kPyLoader, {{"arena_bytes", "64T"}}, "arena_bytes must be a byte count in [4096, 6442450944]"},
       {kRun, {{"fetch_bytes_in_flight", "9G"}}, "--fetch-bytes-in-flight must be a byte count in [1, 8589934592]"},
       // prefetch and windows against the arena
       {kRun, {{"arena_bytes", "1"}, {"prefetch", "17"}},
@@ -138,7 +139,7 @@ TEST(OptionSchemaTest, RangesAMachineCanHonour) {
        "arena, arena_bytes), got 100"},
       // every rank of a node server has its own arena
       {kServe, {{"arena_bytes", "2048"}, {"world_size", "8"}},
-       "--arena-mb x --world-size = 2 GiB x 8 is more than this machine's memory (8 GiB)"},
+       "--arena-mb x --world-size = 2 GiB x 8 is more than 3/4 of this machine's memory (8 GiB)"},
   };
   for (const Case& k : cases) {
     const Frontend fe = (k.c & kPythonCommands) != 0 ? Frontend::kPython : Frontend::kCli;

@@ -27,6 +27,7 @@
 #include "stoker/batch/batch.h"
 #include "stoker/dataset/order.h"
 #include "stoker/pipeline/error_report.h"
+#include "stoker/pipeline/fingerprint.h"
 #include "stoker/pipeline/loader_config.h"
 #include "stoker/obs/histogram.h"
 
@@ -36,7 +37,8 @@ namespace stoker::pipeline {
 // Packing / token budgets: position is the first sample of a planning window and `packs` the
 // units of that window the job consumed; `plan` identifies the plan's options (a resume with
 // other options is refused). Text: "stoker-state v1 epoch=E position=P errors=K[ packs=C
-// plan=XXXXXXXX]".
+// plan=XXXXXXXX][ fp.NAME=VALUE ...]" (the order fingerprint: fingerprint.h; the state file:
+// state_file.h).
 struct LoaderState {
   std::uint64_t epoch = 0;
   std::uint64_t position = 0;     // samples of this epoch's global order consumed by all ranks
@@ -45,6 +47,8 @@ struct LoaderState {
                                   // the error report; a resumed run keeps that many lines)
   std::uint64_t packs = 0;        // packing: units of the window at `position` consumed
   std::uint32_t plan = 0;         // packing: plan id (0: not a packing state)
+  Fingerprint fingerprint = {};   // what decided the order (Loader::state() sets it; empty in a
+                                  // state written before fingerprints: resumed with a warning)
   std::string serialize() const;  // a few bytes, text
   static Result<LoaderState> parse(std::string_view text);
 };
@@ -157,8 +161,14 @@ class Loader {
 
   LoaderState state() const;           // position after the last delivered batch
   // Before the first next(): continue from `s` (taken with any world size: the remaining global
-  // order is re-split over this loader's ranks). InvalidArgument after next() or for a bad state.
+  // order is re-split over this loader's ranks). InvalidArgument after next() or for a bad state:
+  // numbers past this data (state_file.h check_state_bounds), or a fingerprint naming another
+  // order (data, seed, batch size, packing, max_length, model: the differing fields named) —
+  // unless LoaderConfig::force_resume, which resumes anyway and says so in resume_note().
   Status resume(const LoaderState& s);
+  // After resume(): "" or one line the front end shows as a warning (a forced resume across a
+  // fingerprint mismatch, or a state without a fingerprint).
+  std::string resume_note() const;
   LoaderStats stats() const;
   // The failed samples delivered so far (this run, since create/resume) grouped by kind, the `n`
   // most frequent first, each with its count and first example (error_report.h).
