@@ -149,7 +149,14 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
                        .batch_size = config->batch_size,
                        .step_ms = step_ms};
     if (Status st = cluster::write_summary(s, all, cs.summary_json); !st.ok()) {
-      rc = report("cluster", st.error());
+      // A diagnostic output (issue #28): a warning naming it, unless --strict-outputs.
+      if (config->strict_outputs) {
+        rc = report("cluster", st.error());
+      } else {
+        std::fprintf(stderr, "stoker cluster: warning: --summary-json %s: %s (a diagnostic "
+                     "output; --strict-outputs makes this an error)\n", cs.summary_json.c_str(),
+                     st.error().to_string().c_str());
+      }
     }
   }
   cluster::end_job();

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "stoker/base/atomic_file.h"
 #include "stoker/base/clock.h"
 #include "stoker/base/file.h"
 #include "stoker/cli/options_cli.h"
@@ -30,6 +31,7 @@
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/metrics.h"
 #include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/state_file.h"
 
 namespace stoker::cli {
 
@@ -112,20 +114,17 @@ std::uint64_t batch_hash(const pipeline::Batch& b) {
 
 using Options = config::RunSettings;
 
-// The --state-file text: the loader state, then how many batches the delivered log holds.
-struct SavedState {
-  pipeline::LoaderState loader;
-  long long batches = 0;
-};
+// A diagnostic output that could not be written at the end (issue #28): a warning naming it —
+// the batches were delivered, the run's result stands — unless --strict-outputs.
+int diagnostic_failed(const char* cmd, const Error& e, bool strict, int rc) {
+  if (strict) return rc == 0 ? report(cmd, e) : rc;
+  std::fprintf(stderr, "stoker %s: warning: %s (a diagnostic output; the run itself succeeded; "
+               "--strict-outputs makes this an error)\n", cmd, e.to_string().c_str());
+  return rc;
+}
 
-Result<SavedState> read_state_file(const std::string& path) {
-  STOKER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-  std::size_t nl = text.find('\n');
-  SavedState s;
-  STOKER_ASSIGN_OR_RETURN(s.loader, pipeline::LoaderState::parse(text.substr(0, nl)));
-  std::size_t at = text.find("batches=");
-  if (at != std::string::npos) s.batches = std::atoll(text.c_str() + at + 8);
-  return s;
+void sleep_ms(void* ms) {
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(*static_cast<double*>(ms)));
 }
 
 // Keeps the first `lines` lines of the delivered log: a killed run may have logged a batch whose
@@ -299,6 +298,15 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
   o.delivered_log = with_suffix(o.delivered_log);
   o.batch_hashes = with_suffix(o.batch_hashes);
 
+  // The state to resume from: read and parsed first (untrusted input: a regular file, at most
+  // 64 KiB, parsed strictly; state_file.h), so a bad one is refused before any work.
+  std::optional<pipeline::SavedRun> saved;
+  if (!o.resume_file.empty()) {
+    Result<pipeline::SavedRun> read = pipeline::read_state_file(o.resume_file);
+    if (!read.ok()) return report(cmd, Error(read.error()).with_context("--resume"));
+    saved = std::move(*read);
+  }
+
   // --trace / --metrics-port / --report (observe.h). Its threads (endpoint, timeline) start
   // only once nothing returns early any more, and stop in finish(), before the loader goes.
   Result<std::unique_ptr<Observer>> observer = Observer::create(settings.observe, cmd);
@@ -308,11 +316,15 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
   Result<std::unique_ptr<pipeline::Loader>> loader = pipeline::Loader::create(*config);
   if (!loader.ok()) return report(cmd, loader.error());
   long long logged = 0;
-  if (!o.resume_file.empty()) {
-    Result<SavedState> saved = read_state_file(o.resume_file);
-    if (!saved.ok()) return report(cmd, saved.error().with_context("--resume " + o.resume_file));
-    if (Status st = (*loader)->resume(saved->loader); !st.ok()) return report(cmd, st.error());
-    logged = saved->batches;
+  if (saved) {
+    if (Status st = (*loader)->resume(saved->state); !st.ok()) {
+      return report(cmd, Error(st.error()).with_context("--resume " + o.resume_file));
+    }
+    if (std::string note = (*loader)->resume_note(); !note.empty()) {
+      std::fprintf(stderr, "stoker %s: warning: --resume %s: %s\n", cmd, o.resume_file.c_str(),
+                   note.c_str());
+    }
+    logged = static_cast<long long>(saved->batches);
     if (!o.delivered_log.empty()) {
       if (Status st = cut_log(o.delivered_log, logged); !st.ok()) return report(cmd, st.error());
     }
@@ -370,10 +382,18 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.pause_after_log_ms));
       }
       if (!o.state_file.empty()) {
-        std::string text = (*loader)->state().serialize() + "\nbatches=" + std::to_string(logged) + "\n";
-        if (Status st = write_text_file(o.state_file, text); !st.ok()) {
+        // Atomic (temporary + fsync + rename + fsync of the folder): a kill or a full disk
+        // leaves the previous state; a failure stops the run here, naming the step.
+        AtomicWriteOptions aw;
+        double pause = o.state_write_pause_ms;
+        if (pause > 0) {
+          aw.midway = sleep_ms;
+          aw.midway_arg = &pause;
+        }
+        const pipeline::SavedRun run{(*loader)->state(), static_cast<std::uint64_t>(logged)};
+        if (Status st = pipeline::write_state_file(o.state_file, run, aw); !st.ok()) {
           progress.stop();
-          rc = report(cmd, st.error());
+          rc = report(cmd, Error(st.error()).with_context("--state-file"));
           break;
         }
       }
@@ -394,8 +414,8 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
       {"batch_size", std::to_string(config->batch_size)},
       {"threads", std::to_string(config->threads)}, {"step_ms", std::to_string(o.step_ms)}};
   if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), shown));
-      !st.ok() && rc == 0) {
-    rc = report(cmd, st.error());
+      !st.ok()) {
+    rc = diagnostic_failed(cmd, st.error(), config->strict_outputs, rc);
   }
   return rc;
 }
