@@ -82,6 +82,11 @@ def test_kills_during_state_writes_always_leave_a_complete_state(dataset, tmp_pa
             extra += ["--resume", str(state)]
         if tmp.exists():
             tmp.unlink()  # so that a temporary after the next kill is that run's
+        m0 = state.stat().st_mtime_ns if state.exists() else 0
+
+        def wrote():  # this run began writing a state (a temporary, or the file itself)
+            return tmp.exists() or (state.exists() and state.stat().st_mtime_ns != m0)
+
         p = subprocess.Popen(run_args(dataset, work, extra), stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
         if kills < KILLS:
@@ -92,7 +97,7 @@ def test_kills_during_state_writes_always_leave_a_complete_state(dataset, tmp_pa
                 # Once batches flow (the first state write began): a random point among
                 # batches and writes.
                 deadline = time.monotonic() + 30
-                while not tmp.exists() and p.poll() is None:
+                while not wrote() and p.poll() is None:
                     assert time.monotonic() < deadline, "no state write for 30 s"
                     time.sleep(0.002)
                 time.sleep(rng.uniform(0.0, 0.3))
