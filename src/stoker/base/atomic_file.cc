@@ -42,6 +42,7 @@ const char* type_name(mode_t m) {
   if (S_ISCHR(m)) return "a character device";
   if (S_ISBLK(m)) return "a block device";
   if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISREG(m)) return "a regular file";
   return "not a regular file";
 }
 
