@@ -477,7 +477,15 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--root", default="/tmp/stoker-bad-state")
     ap.add_argument("--out")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--as-limit-mb", type=int, default=0,
+                    help="RLIMIT_AS for every child (a build that reads /dev/zero until memory "
+                         "runs out must not take a shared machine's memory with it)")
     a = ap.parse_args(argv)
+    if a.as_limit_mb:
+        import resource
+
+        n = a.as_limit_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (n, n))
     if a.compare:
         before, after = (json.load(open(p)) for p in a.compare)
         print("| case | runner | before: exit, s, MiB, reason | after: exit, s, MiB, reason |")

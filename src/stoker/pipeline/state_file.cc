@@ -99,7 +99,8 @@ Status check_state_bounds(const LoaderState& s, const StateBounds& b) {
   const std::uint64_t window = s.plan != 0 && b.pack_window > 0
                                    ? static_cast<std::uint64_t>(b.pack_window) : 0;
   const std::uint64_t max_position =
-      window > 0 ? mul_add_sat((b.records + window - 1) / window, window, 0) : b.records;
+      window > 0 ? mul_add_sat(b.records / window + (b.records % window != 0 ? 1 : 0), window, 0)
+                 : b.records;
   if (s.position > max_position) {
     return invalid_argument("state: position " + std::to_string(s.position) +
                             " is past the end of an epoch of this data (" +
@@ -113,7 +114,10 @@ Status check_state_bounds(const LoaderState& s, const StateBounds& b) {
   }
   // Failed samples count as consumed: at most every sample before this position failed.
   // (with packing, also those of the window's consumed packs, after `position`).
-  const std::uint64_t consumed = mul_add_sat(s.epoch, b.records, s.position + window);
+  const std::uint64_t consumed = mul_add_sat(
+      s.epoch, b.records,
+      s.position > std::numeric_limits<std::uint64_t>::max() - window ? s.position
+                                                                       : s.position + window);
   const std::uint64_t max_errors = std::min<std::uint64_t>(
       consumed, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
   if (s.errors > max_errors) {
