@@ -495,7 +495,8 @@ def main(argv: Sequence[str]) -> int:
                 if c.name not in r:
                     return "-"
                 x = r[c.name]
-                return f"{x['exit']}, {x['wall_s']:.1f} s, {x['rss_mb']} MiB: {x['reason'][:150]}"
+                why = re.sub(r"/\S*/(files|datasets|work)/", "…/", x["reason"]) or "(nothing said)"
+                return f"{x['exit']}, {x['wall_s']:.1f} s, {x['rss_mb']} MiB: {why[:140]}"
             print(f"| {c.name} ({c.what}) | {c.runner} | {cell(before)} | {cell(after)} |")
         return 0
     root = pathlib.Path(a.root)
