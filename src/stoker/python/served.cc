@@ -146,7 +146,16 @@ py::dict serve(const py::dict& kw) {
     st = server->stats();
     server.reset();
     if (tracer != nullptr) {
-      if (Status w = tracer->write(s.observe.trace_path); !w.ok() && result.ok()) result = w;
+      // A diagnostic output (issue #28): a warning naming the path, unless strict_outputs.
+      if (Status w = tracer->write(s.observe.trace_path); !w.ok()) {
+        if (s.loader.strict_outputs) {
+          if (result.ok()) result = w;
+        } else {
+          std::fprintf(stderr, "stoker serve(): warning: trace: %s (the trace is lost; "
+                       "strict_outputs=True makes this an error)\n",
+                       w.error().to_string().c_str());
+        }
+      }
     }
   }
   if (interrupted) throw py::error_already_set();  // KeyboardInterrupt (or what a handler raised)
