@@ -6,6 +6,7 @@
 #include "stoker/config/build.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,57 @@ TEST(OptionSchemaTest, RangesAMachineCanHonour) {
   ASSERT_TRUE(ok.ok()) << ok.error().to_string();
   EXPECT_EQ(ok->loader.threads, 200);
   EXPECT_EQ(ok->loader.arena.bytes, std::size_t{16384} << 20);
+}
+
+// Issue #28: every output path is declared as one (data or diagnostic) and probed when the
+// settings are built — refused before any work, naming the option; an existing file keeps its
+// content; a missing one is not left behind.
+TEST(OptionSchemaTest, OutputPathsAreCheckedWhenBuilt) {
+  std::set<std::string_view> data, diagnostic;
+  for (const OptionSpec& o : options()) {
+    if (o.output == Output::kData) data.insert(o.name);
+    if (o.output == Output::kDiagnostic || o.output == Output::kDiagnosticFolder) {
+      diagnostic.insert(o.name);
+    }
+  }
+  EXPECT_EQ(data, (std::set<std::string_view>{"state_file", "delivered_log", "batch_hashes"}));
+  EXPECT_EQ(diagnostic, (std::set<std::string_view>{"trace", "report", "error_report",
+                                                    "summary_json"}));
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("stoker-outputs-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string kept = (dir / "delivered.log").string();
+  std::ofstream(kept) << "0 0 1 2 3\n";
+  auto ok = build(kRun, Frontend::kCli,
+                  {{"delivered_log", kept}, {"trace", (dir / "t.json").string()},
+                   {"report", (dir / "report").string()}, {"state_file", (dir / "s").string()}});
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  std::ifstream in(kept);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "0 0 1 2 3");
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "report"));
+  struct Case {
+    Command c;
+    std::string option, value, want;
+  };
+  const Case cases[] = {
+      {kRun, "trace", "/nonexistent/dir/t.json",
+       "--trace /nonexistent/dir/t.json: cannot be written (checking the folder /nonexistent/dir"},
+      {kPyLoader, "error_report", "/nonexistent/dir/e.jsonl", "error_report /nonexistent/dir"},
+      {kRun, "batch_hashes", dir.string(), "is a folder"},
+      {kCluster, "summary_json", "/nonexistent/dir/s.json", "--summary-json /nonexistent/dir"},
+      {kRun, "report", kept + "/r", "--report " + kept + "/r: cannot be written"},
+  };
+  for (const Case& k : cases) {
+    const Frontend fe = (k.c & kPythonCommands) != 0 ? Frontend::kPython : Frontend::kCli;
+    auto s = build(k.c, fe, {{k.option, k.value}});
+    ASSERT_FALSE(s.ok()) << k.option;
+    EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.error().to_string().find(k.want), std::string::npos) << s.error().to_string();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OptionSchemaTest, EnvironmentVariablesAreFallbacksReadWhenBuilt) {
