@@ -304,6 +304,13 @@ STATE_CASES = [
     Case("resume-other-dataset", "state file", "run", "a state of one dataset, another's run",
          lambda c: ctx_other(c, "--resume", str(c.state())), (2,),
          r"another order \(data: the state's 24:[0-9a-f]+, this run's 24:[0-9a-f]+\)", 5),
+    Case("resume-other-batch-size-forced", "state file", "run", "the same with --force-resume",
+         lambda c: RESUME(c, str(c.state()), "--batch-size", "8", "--force-resume"), (0,),
+         r"warning: .*batch_size: the state's 4, this run's 8\) because of --force-resume", 8),
+    Case("resume-other-dataset-forced", "state file", "run", "the same with --force-resume",
+         lambda c: ctx_other(c, "--resume", str(c.state()), "--force-resume"), (0,),
+         r"warning: .*\(data: the state's 24:[0-9a-f]+, this run's 24:[0-9a-f]+\) because of "
+         r"--force-resume", 8),
     Case("resume-old-format", "state file", "run", "a state without a fingerprint (older stoker)",
          lambda c: RESUME(c, c.edited_state("state-old", _no_fp)), (0,),
          r"warning: .*no order fingerprint", 8),
@@ -477,6 +484,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--root", default="/tmp/stoker-bad-state")
     ap.add_argument("--out")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--only", help="a regex: only the cases it matches (their rows are updated in "
+                                    "an existing --out file)")
     ap.add_argument("--as-limit-mb", type=int, default=0,
                     help="RLIMIT_AS for every child (a build that reads /dev/zero until memory "
                          "runs out must not take a shared machine's memory with it)")
@@ -503,8 +512,12 @@ def main(argv: Sequence[str]) -> int:
     root.mkdir(parents=True, exist_ok=True)
     ctx = Ctx(a.stoker, root, a.python_dir)
     out = {}
+    if a.only and a.out and pathlib.Path(a.out).exists():
+        out = json.loads(pathlib.Path(a.out).read_text())
     for c in CASES:
         if c.runner == "loader" and not a.python_dir:
+            continue
+        if a.only and not re.search(a.only, c.name):
             continue
         o = run_case(c, ctx)
         out[c.name] = dict(o.as_dict(), problems=judge(c, o))
