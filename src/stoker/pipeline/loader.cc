@@ -406,13 +406,14 @@ Status Loader::resume(const LoaderState& saved) {
   const LoaderConfig& c = impl_->config;
   const bool fixed = c.packing.batching == Batching::kFixed;
   LoaderState s = saved;
-  // The numbers against this data first (a huge position is refused whatever the options),
-  // then the order fingerprint (issue #28), then the packing plan (PACKING.md "State").
+  // The order fingerprint first (issue #28: a state of other data is refused as such, not for
+  // a position past this data's end), then the numbers against this data (whatever the options:
+  // a forced resume cannot start past the end either), then the packing plan (PACKING.md).
+  std::string note;
+  STOKER_RETURN_IF_ERROR(check_fingerprint(s, impl_->fingerprint, c.force_resume, &note));
   STOKER_RETURN_IF_ERROR(check_state_bounds(
       s, {.records = impl_->ctx->index->size(), .epochs = c.epochs,
           .pack_window = fixed ? 0 : c.packing.window}));
-  std::string note;
-  STOKER_RETURN_IF_ERROR(check_fingerprint(s, impl_->fingerprint, c.force_resume, &note));
   const std::string force_name = option_name("force_resume=True", "--force-resume");
   if (fixed && s.plan != 0) {
     if (!c.force_resume) {

@@ -324,7 +324,7 @@ TEST(FingerprintTest, ResumeAcrossAnotherOrderIsRefusedUnlessForced) {
   ASSERT_TRUE(w.ok());
   EXPECT_TRUE((*w)->resume(head.state).ok());
   EXPECT_EQ((*w)->resume_note(), "");
-  // A huge position is refused naming it, whatever the fingerprint.
+  // A huge position is refused naming it (the fingerprint matches; a forced resume too).
   LoaderState huge = head.state;
   huge.position = 1'000'000'000'000;
   auto h = Loader::create(base);
