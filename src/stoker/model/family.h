@@ -61,6 +61,14 @@ class Model {
                                                       const SampleMedia& media) const = 0;
   // Special ids: what pads a batch's rows (and Megatron's alignment gaps).
   virtual std::int64_t pad_id() const = 0;
+  // What decides a sample's tokens and positions besides its record, as text: equal for two
+  // models that make the same samples from the same records. A state's order fingerprint hashes
+  // it (pipeline/fingerprint.h, the "model" field): a resume under a model that counts tokens
+  // otherwise would repeat and skip samples. The default: the family, the processors' settings
+  // that decide grids (patch, merge, pixel bounds, resizing, EXIF, small-image rule), the
+  // vocabulary size, the position rows and the pad id; a family adds its own (Qwen-VL: the
+  // vision token ids, tokens per second, the chat template).
+  virtual std::string fingerprint() const;
 };
 
 // What a caller may choose about a model it opens.

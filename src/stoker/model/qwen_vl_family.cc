@@ -25,6 +25,7 @@ class QwenVLModel final : public Model {
         image_(std::move(image)),
         video_(std::move(video)),
         renderer_(kind),
+        kind_(kind),
         expander_(config_.image.merge_size),
         rope_(rope_config(config_, time_mode)),
         pad_(model::pad_id(*tokenizer_)) {}
@@ -44,6 +45,16 @@ class QwenVLModel final : public Model {
     return std::move(rope.positions);
   }
   std::int64_t pad_id() const override { return pad_; }
+  // The seam's default (processors, vocabulary, positions, pad) and what else decides a Qwen-VL
+  // sample's tokens: the vision token ids, tokens per second (video positions), the template.
+  std::string fingerprint() const override {
+    return Model::fingerprint() + "\nimage_token=" + std::to_string(config_.image_token_id) +
+           "\nvideo_token=" + std::to_string(config_.video_token_id) +
+           "\nvision_start=" + std::to_string(config_.vision_start_token_id) +
+           "\nvision_end=" + std::to_string(config_.vision_end_token_id) +
+           "\ntokens_per_second=" + std::to_string(config_.tokens_per_second) +
+           "\ntemplate=" + std::to_string(static_cast<int>(kind_));
+  }
 
  private:
   ModelConfig config_;
@@ -51,6 +62,7 @@ class QwenVLModel final : public Model {
   image::ImageProcessor image_;
   video::VideoProcessor video_;
   text::NativeRenderer renderer_;
+  text::TemplateKind kind_;
   text::QwenVisionExpander expander_;
   batch::RopeConfig rope_;
   std::int64_t pad_;

@@ -122,6 +122,14 @@ struct LoaderConfig : BatchOptions {
   // Scale-out (cluster/): the per-sample work (read, fetch, prepare, pixels) is done by these
   // remote workers; the engine keeps order, policy, state and assembly (pipeline/remote.h).
   std::shared_ptr<RemoteSamples> remote;
+  // Resume (issue #28): resume() refuses a state whose order fingerprint differs from this
+  // run's (fingerprint.h); true resumes anyway — the user means it — and says so
+  // (Loader::resume_note()).
+  bool force_resume = false;
+  // The error report is a diagnostic output: a failed write is a warning on stderr naming the
+  // path (the report stops there) and the run goes on — unless strict_outputs: then the write
+  // error stops the run.
+  bool strict_outputs = false;
 
   Status validate() const;
 };
