@@ -23,12 +23,18 @@ class FakeTokenizer : public Tokenizer {
  public:
   using Tokenizer::encode;
   void encode(std::string_view text, std::vector<TokenId>* out) const override {
+    std::vector<TextSpan> offsets;
+    encode_with_offsets(text, out, &offsets);
+  }
+  void encode_with_offsets(std::string_view text, std::vector<TokenId>* out,
+                           std::vector<TextSpan>* offsets) const override {
     std::size_t i = 0;
     while (i < text.size()) {
       bool matched = false;
       for (const auto& [tok, id] : kSpecial) {
         if (text.substr(i, tok.size()) == tok) {
           out->push_back(id);
+          offsets->push_back({i, i + tok.size()});
           i += tok.size();
           matched = true;
           break;
@@ -37,10 +43,12 @@ class FakeTokenizer : public Tokenizer {
       if (matched) continue;
       if (text.substr(i, 2) == "\n\n") {
         out->push_back(271);
+        offsets->push_back({i, i + 2});
         i += 2;
         continue;
       }
       out->push_back(static_cast<unsigned char>(text[i]));
+      offsets->push_back({i, i + 1});
       ++i;
     }
   }
@@ -128,7 +136,7 @@ TEST(LabelsTest, IdsEqualWholeStringTokenization) {
   FakeTokenizer tok;
   Conversation c = two_turns();
   RenderedChat r = *render_chat(c, TemplateKind::kQwen2VL);
-  TokenizedSample s = *tokenize_chat(r, tok, kTwoGrids, {});
+  TokenizedSample s = *tokenize_chat(r, c, tok, kTwoGrids, {});
   // Expanding pads on the string (as HF processors do) and tokenising the whole string.
   std::string text = r.text();
   std::string expanded;
@@ -214,7 +222,8 @@ TEST(LabelsTest, MissingGridOrBadGridIsAnError) {
                                            std::vector<VisionGrid>{{1, 4, 4, {}}}, {});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().to_string().find("record \"two-turns\""), std::string::npos);
-  EXPECT_NE(r.error().to_string().find("2 image(s)"), std::string::npos);
+  EXPECT_NE(r.error().to_string().find("the chat has 2 images but grids were given for 1"),
+            std::string::npos) << r.error().to_string();
   r = build_sample(two_turns(), TemplateKind::kQwen2VL, {}, tok,
                    std::vector<VisionGrid>{{1, 4, 4, {}}, {1, 3, 3, {}}}, {});
   ASSERT_FALSE(r.ok());
@@ -315,7 +324,7 @@ TEST(LabelsTest, RefusesPadTokenSpelledInText) {
     Result<TokenizedSample> r = build_sample(c, TemplateKind::kQwen2VL, {}, tok, {}, {});
     ASSERT_FALSE(r.ok()) << pad;
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(r.error().to_string().find(std::string("message 0: its text holds ") + pad),
+    EXPECT_NE(r.error().to_string().find(std::string("the rendered chat has ") + pad),
               std::string::npos) << r.error().to_string();
     EXPECT_NE(r.error().to_string().find("record \"spelled\""), std::string::npos)
         << r.error().to_string();

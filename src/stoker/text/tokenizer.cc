@@ -130,6 +130,33 @@ class BpeTokenizer final : public Tokenizer {
     }
   }
 
+  void encode_with_offsets(std::string_view text, std::vector<TokenId>* out,
+                           std::vector<TextSpan>* offsets) const override {
+    std::string repaired;
+    std::vector<std::size_t> origin;  // repaired byte -> original byte
+    if (!detail::is_valid_utf8(text)) {
+      repaired = detail::to_valid_utf8_lossy(text, &origin);
+      text = repaired;
+    }
+    const std::size_t first = offsets->size();
+    std::vector<Piece> pieces;
+    split_added(text, raw_added_, &pieces);
+    for (const Piece& p : pieces) {
+      if (p.token) {
+        out->push_back(p.token->id);
+        offsets->push_back({p.begin, p.end});
+      } else {
+        normalizable_offsets(text.substr(p.begin, p.end - p.begin), p.begin, out, offsets);
+      }
+    }
+    if (!origin.empty()) {
+      for (std::size_t i = first; i < offsets->size(); ++i) {
+        TextSpan& o = (*offsets)[i];
+        o = {origin[o.begin], origin[o.end]};
+      }
+    }
+  }
+
   std::string decode(std::span<const TokenId> ids) const override {
     std::string bytes;
     for (TokenId id : ids) {
@@ -173,6 +200,128 @@ class BpeTokenizer final : public Tokenizer {
       } else {
         encode_words(s.substr(p.begin, p.end - p.begin), out);
       }
+    }
+  }
+
+  // Normalised-text offsets -> offsets of the text it was normalised from. Identity (plus
+  // `base`) when NFC left the text alone; otherwise per chunk: a chunk starts at an NFC-stable
+  // code point (nothing before it can combine or reorder with it), so NFC works chunk by chunk;
+  // chunks NFC leaves alone map byte for byte, the others as a whole (a token starting inside
+  // one starts at its first original byte, one ending inside it ends at its last).
+  struct OffsetMap {
+    struct Chunk {
+      std::size_t ob, oe, nb, ne;
+      bool same;
+    };
+    std::size_t base = 0;
+    std::vector<Chunk> chunks;  // empty: identity
+    TextSpan operator()(std::size_t b, std::size_t e) const {
+      if (chunks.empty()) return {base + b, base + e};
+      auto at = [&](std::size_t pos, bool end) -> std::size_t {
+        // The chunk holding normalised byte pos (an end: byte pos - 1).
+        const std::size_t key = end && pos > 0 ? pos - 1 : pos;
+        auto it = std::upper_bound(chunks.begin(), chunks.end(), key,
+                                   [](std::size_t k, const Chunk& c) { return k < c.ne; });
+        if (it == chunks.end()) return base + chunks.back().oe;
+        if (it->same) return base + it->ob + (pos - it->nb);
+        if (end) return base + (pos == it->nb ? it->ob : it->oe);
+        return base + it->ob;
+      };
+      return {at(b, false), std::max(at(b, false), at(e, true))};
+    }
+  };
+
+  void normalizable_offsets(std::string_view s, std::size_t base, std::vector<TokenId>* out,
+                            std::vector<TextSpan>* offsets) const {
+    if (s.empty()) return;
+    OffsetMap map;
+    map.base = base;
+    std::string normalized;
+    if (nfc_ && !detail::is_nfc_quick(s)) {
+      normalized = detail::nfc(s);
+      map.chunks = nfc_chunks(s, normalized);
+      s = normalized;
+    }
+    if (normalized_added_.empty()) return words_offsets(s, 0, map, out, offsets);
+    std::vector<Piece> pieces;
+    split_added(s, normalized_added_, &pieces);
+    for (const Piece& p : pieces) {
+      if (p.token) {
+        out->push_back(p.token->id);
+        offsets->push_back(map(p.begin, p.end));
+      } else {
+        words_offsets(s.substr(p.begin, p.end - p.begin), p.begin, map, out, offsets);
+      }
+    }
+  }
+
+  // The chunks of OffsetMap for `s` whose NFC is `normalized`; one chunk for the whole text when
+  // chunk-wise NFC does not rebuild `normalized` (not expected; a safe answer).
+  static std::vector<OffsetMap::Chunk> nfc_chunks(std::string_view s, const std::string& normalized) {
+    const detail::ClassTable& t = detail::class_table();
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    std::vector<std::size_t> cuts{0};
+    for (std::size_t i = 0; i < s.size();) {
+      char32_t cp;
+      const int len = detail::decode_utf8(p + i, &cp);
+      const std::uint8_t f = detail::char_flags(t, cp);
+      if (i > 0 && (f & (detail::kNfcStable | detail::kReferenceStarter))) cuts.push_back(i);
+      i += static_cast<std::size_t>(len);
+      if ((f & detail::kReferenceStarter) && i < s.size()) cuts.push_back(i);
+    }
+    cuts.push_back(s.size());
+    std::vector<OffsetMap::Chunk> chunks;
+    std::string rebuilt;
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      if (cuts[k] == cuts[k + 1]) continue;
+      const std::string_view part = s.substr(cuts[k], cuts[k + 1] - cuts[k]);
+      const std::string n = detail::is_nfc_quick(part) ? std::string(part) : detail::nfc(part);
+      const bool same = n == part;
+      const std::size_t nb = rebuilt.size();
+      rebuilt += n;
+      if (same && !chunks.empty() && chunks.back().same) {
+        chunks.back().oe = cuts[k + 1];
+        chunks.back().ne = rebuilt.size();
+      } else {
+        chunks.push_back({cuts[k], cuts[k + 1], nb, rebuilt.size(), same});
+      }
+    }
+    if (rebuilt != normalized) return {{0, s.size(), 0, normalized.size(), false}};
+    return chunks;
+  }
+
+  // Words of normalised text `s` (at `at` in the normalised run): ids and, from each token's
+  // bytes, its offsets. BPE tokens' bytes concatenate to the word; should they not (a
+  // vocabulary entry outside the byte map), every token of the word gets the whole word.
+  void words_offsets(std::string_view s, std::size_t at, const OffsetMap& map,
+                     std::vector<TokenId>* out, std::vector<TextSpan>* offsets) const {
+    std::vector<std::size_t> ends;
+    if (regex_) {
+      regex_->split(s, &ends);
+    } else {
+      detail::split_qwen(s, &ends);
+    }
+    std::size_t begin = 0;
+    for (std::size_t end : ends) {
+      const std::size_t n0 = out->size();
+      bpe_->encode_word(s.substr(begin, end - begin), out);
+      std::size_t pos = begin;
+      for (std::size_t i = n0; i < out->size(); ++i) {
+        const TokenId id = (*out)[i];
+        pos += id >= 0 && static_cast<std::size_t>(id) < id_bytes_.size() ? id_bytes_[id].size() : 0;
+      }
+      const bool exact = pos == end;
+      pos = begin;
+      for (std::size_t i = n0; i < out->size(); ++i) {
+        if (!exact) {
+          offsets->push_back(map(at + begin, at + end));
+          continue;
+        }
+        const std::size_t len = id_bytes_[(*out)[i]].size();
+        offsets->push_back(map(at + pos, at + pos + len));
+        pos += len;
+      }
+      begin = end;
     }
   }
 
