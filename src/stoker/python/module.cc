@@ -172,6 +172,9 @@ class RawLoader {
     d["emit_s"] = s.emit_s;
     d["fetch_budget_wait_s"] = s.fetch_budget_wait_s;
     d["limiter"] = pipeline::describe_limiter(s);
+    d["chat_template"] = s.chat_template;
+    d["sample_build_s"] = s.sample_build_s;
+    d["samples_built"] = s.samples_built;
     d["arena_peak_bytes"] = s.arena_peak_bytes;
     d["fetch_peak_bytes"] = s.fetch_peak_bytes;
     // Real vs computed tokens (packing efficiency), and with packing / token budgets the
