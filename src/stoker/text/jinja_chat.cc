@@ -158,8 +158,8 @@ Result<ChatText> JinjaRenderer::render(const Conversation& c) const {
   jinja::RenderOptions ro;
   ro.limits = options_.limits;
   Result<jinja::Rendered> r = tpl.render(*vars, ro);
-  if (!r.ok()) {
-    return named(invalid_argument("chat template (" + options_.origin + "): " + r.error().message()));
+  if (!r.ok()) {  // the engine's code: InvalidArgument, or ResourceExhausted for a limit
+    return named(Error(r.error().code(), "chat template (" + options_.origin + "): " + r.error().message()));
   }
   ChatText out;
   out.text = std::move(r->text);
