@@ -11,6 +11,7 @@
 
 #include "stoker/base/file.h"
 #include "stoker/text/detail/bpe.h"
+#include "stoker/text/detail/offsets.h"
 #include "stoker/text/detail/pretokenize.h"
 #include "stoker/text/detail/unicode.h"
 
@@ -203,43 +204,15 @@ class BpeTokenizer final : public Tokenizer {
     }
   }
 
-  // Normalised-text offsets -> offsets of the text it was normalised from. Identity (plus
-  // `base`) when NFC left the text alone; otherwise per chunk: a chunk starts at an NFC-stable
-  // code point (nothing before it can combine or reorder with it), so NFC works chunk by chunk;
-  // chunks NFC leaves alone map byte for byte, the others as a whole (a token starting inside
-  // one starts at its first original byte, one ending inside it ends at its last).
-  struct OffsetMap {
-    struct Chunk {
-      std::size_t ob, oe, nb, ne;
-      bool same;
-    };
-    std::size_t base = 0;
-    std::vector<Chunk> chunks;  // empty: identity
-    TextSpan operator()(std::size_t b, std::size_t e) const {
-      if (chunks.empty()) return {base + b, base + e};
-      auto at = [&](std::size_t pos, bool end) -> std::size_t {
-        // The chunk holding normalised byte pos (an end: byte pos - 1).
-        const std::size_t key = end && pos > 0 ? pos - 1 : pos;
-        auto it = std::upper_bound(chunks.begin(), chunks.end(), key,
-                                   [](std::size_t k, const Chunk& c) { return k < c.ne; });
-        if (it == chunks.end()) return base + chunks.back().oe;
-        if (it->same) return base + it->ob + (pos - it->nb);
-        if (end) return base + (pos == it->nb ? it->ob : it->oe);
-        return base + it->ob;
-      };
-      return {at(b, false), std::max(at(b, false), at(e, true))};
-    }
-  };
-
   void normalizable_offsets(std::string_view s, std::size_t base, std::vector<TokenId>* out,
                             std::vector<TextSpan>* offsets) const {
     if (s.empty()) return;
-    OffsetMap map;
+    detail::OffsetMap map;
     map.base = base;
     std::string normalized;
     if (nfc_ && !detail::is_nfc_quick(s)) {
       normalized = detail::nfc(s);
-      map.chunks = nfc_chunks(s, normalized);
+      map.chunks = detail::nfc_chunks(s, normalized);
       s = normalized;
     }
     if (normalized_added_.empty()) return words_offsets(s, 0, map, out, offsets);
@@ -255,45 +228,10 @@ class BpeTokenizer final : public Tokenizer {
     }
   }
 
-  // The chunks of OffsetMap for `s` whose NFC is `normalized`; one chunk for the whole text when
-  // chunk-wise NFC does not rebuild `normalized` (not expected; a safe answer).
-  static std::vector<OffsetMap::Chunk> nfc_chunks(std::string_view s, const std::string& normalized) {
-    const detail::ClassTable& t = detail::class_table();
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    std::vector<std::size_t> cuts{0};
-    for (std::size_t i = 0; i < s.size();) {
-      char32_t cp;
-      const int len = detail::decode_utf8(p + i, &cp);
-      const std::uint8_t f = detail::char_flags(t, cp);
-      if (i > 0 && (f & (detail::kNfcStable | detail::kReferenceStarter))) cuts.push_back(i);
-      i += static_cast<std::size_t>(len);
-      if ((f & detail::kReferenceStarter) && i < s.size()) cuts.push_back(i);
-    }
-    cuts.push_back(s.size());
-    std::vector<OffsetMap::Chunk> chunks;
-    std::string rebuilt;
-    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
-      if (cuts[k] == cuts[k + 1]) continue;
-      const std::string_view part = s.substr(cuts[k], cuts[k + 1] - cuts[k]);
-      const std::string n = detail::is_nfc_quick(part) ? std::string(part) : detail::nfc(part);
-      const bool same = n == part;
-      const std::size_t nb = rebuilt.size();
-      rebuilt += n;
-      if (same && !chunks.empty() && chunks.back().same) {
-        chunks.back().oe = cuts[k + 1];
-        chunks.back().ne = rebuilt.size();
-      } else {
-        chunks.push_back({cuts[k], cuts[k + 1], nb, rebuilt.size(), same});
-      }
-    }
-    if (rebuilt != normalized) return {{0, s.size(), 0, normalized.size(), false}};
-    return chunks;
-  }
-
   // Words of normalised text `s` (at `at` in the normalised run): ids and, from each token's
   // bytes, its offsets. BPE tokens' bytes concatenate to the word; should they not (a
   // vocabulary entry outside the byte map), every token of the word gets the whole word.
-  void words_offsets(std::string_view s, std::size_t at, const OffsetMap& map,
+  void words_offsets(std::string_view s, std::size_t at, const detail::OffsetMap& map,
                      std::vector<TokenId>* out, std::vector<TextSpan>* offsets) const {
     std::vector<std::size_t> ends;
     if (regex_) {
