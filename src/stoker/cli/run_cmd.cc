@@ -278,6 +278,13 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
                 st.threads, st.busy_s);
   }
   std::printf("\n");
+  if (!s.chat_template.empty()) std::printf("  chat template: %s\n", s.chat_template.c_str());
+  if (s.samples_built > 0) {
+    std::printf("  sample build (chat template, tokenizer, labels; in prepare): %.1f us per record "
+                "over %lld records\n",
+                1e6 * s.sample_build_s / static_cast<double>(s.samples_built),
+                static_cast<long long>(s.samples_built));
+  }
   std::printf("  producer time: %.2f s waiting for samples, %.2f s assembling batches, %.2f s "
               "waiting for arena space; I/O threads waited %.2f s for fetch budget\n",
               s.sample_wait_s, s.emit_s, s.arena_wait_s, s.fetch_budget_wait_s);

@@ -88,6 +88,18 @@ const OptionSpec kOptions[] = {
      .help = "folder with tokenizer.json (default: the model folder; for a preset the Qwen "
              "tokenizer installed with stoker)",
      .nullable = true, .set = SET(s.loader.tokenizer = v.s)},
+    {.name = "chat_template", .flag = "chat-template", .kind = Kind::kText,
+     .commands = kL | kRender,
+     .group = "data",
+     .help = "a named chat template of the model folder (tokenizer_config.json's list, "
+             "additional_chat_templates/NAME.jinja; default: transformers' choice)",
+     .nullable = true, .model_folder = true, .set = SET(s.loader.chat_template = v.s)},
+    {.name = "chat_template_kwargs", .flag = "chat-template-kwargs", .kind = Kind::kText,
+     .commands = kL | kRender, .group = "data",
+     .help = "template variables for every record, a JSON object, e.g. "
+             "'{\"enable_thinking\": false}' (Python: also a dict); a record's own "
+             "\"chat_template_kwargs\" win",
+     .nullable = true, .model_folder = true, .set = SET(s.loader.chat_template_kwargs = v.s)},
     // ---- batches
     {.name = "batch_size", .flag = "batch-size", .kind = Kind::kInt, .commands = kL,
      .group = "batches", .help = "samples per batch", .def = "8", .lo = 1, .hi = 65536,

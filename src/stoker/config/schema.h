@@ -28,7 +28,7 @@ enum Command : std::uint32_t {
   kInspect = 1u << 3,   // stoker inspect
   kPyLoader = 1u << 4,  // Python stoker.Loader(...)
   kPyServe = 1u << 5,   // Python stoker.serve(...)
-  kRender = 1u << 6,    // stoker render (the media options only; its other flags are its own)
+  kRender = 1u << 6,    // stoker render (the media and chat-template options; its other flags are its own)
 };
 using Commands = std::uint32_t;
 inline constexpr Commands kCliCommands = kRun | kServe | kCluster | kInspect | kRender;

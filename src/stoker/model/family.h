@@ -1,7 +1,7 @@
 // The model-family seam: everything model-specific the engine needs, behind one interface. A
 // Family (a registry entry: "qwen2_5_vl") says which model specs are its own — a preset name or
 // a Hugging Face model folder — and opens one as a Model, which supplies the processors (image,
-// video), the template renderer and the placeholder expansion (text/labels.h), the position rule
+// video), the template renderer and the media placeholders (text/labels.h), the position rule
 // and its tensor schema (how many rows a sample's positions have: 3 for mRoPE, 1), and the
 // special ids (the pad id). The engine (pipeline/, cluster/) asks only this interface; a family's
 // constants live in its own files (Qwen-VL: model_config.*, chat_template_source.*,
@@ -51,9 +51,9 @@ class Model {
   virtual const image::ImageProcessor* image_processor() const = 0;
   virtual const video::VideoProcessor* video_processor() const = 0;
   virtual const text::Tokenizer& tokenizer() const = 0;
-  // Template renderer and placeholder expansion (text::build_sample).
+  // Template renderer and media placeholders (text::build_sample).
   virtual const text::ChatRenderer& renderer() const = 0;
-  virtual const text::PlaceholderExpander& expander() const = 0;
+  virtual const text::MediaPlaceholders& placeholders() const = 0;
   // The position rule and its tensor schema: position_rows() rows × the sample's length
   // (row-major), for the ids the expansion made.
   virtual int position_rows() const = 0;
@@ -83,6 +83,11 @@ struct ModelOptions {
   // The spec as the family's load_config parsed it (the option schema does it once per run and
   // every Loader of the run shares it); null: the family reads the spec itself.
   std::shared_ptr<const ModelConfig> parsed;
+  // The chat template: a named one of the model folder's (empty: transformers' default choice),
+  // and template kwargs for every record (a JSON object text; a record's own
+  // "chat_template_kwargs" override them).
+  std::string chat_template;
+  std::string chat_template_kwargs;
 };
 
 class Family {

@@ -574,6 +574,9 @@ LoaderStats Loader::stats() const {
                         m.ctx->counters.items[i].load(), threads[i],
                         m.ctx->counters.latency[i].snapshot()});
   }
+  s.sample_build_s = m.ctx->counters.sample_build_ns.load() * 1e-9;
+  s.samples_built = m.ctx->counters.samples_built.load();
+  if (m.ctx->model != nullptr) s.chat_template = m.ctx->model->renderer().describe();
   s.next_wait = m.next_wait.snapshot();
   s.arena_peak_bytes = m.arena->peak_in_use();
   s.arena_in_use_bytes = m.arena->in_use();

@@ -38,6 +38,11 @@ struct LoaderConfig : BatchOptions {
   std::shared_ptr<const model::ModelConfig> model_config;
   std::string tokenizer;             // folder with tokenizer.json; empty: the model's own (a
                                      // folder's files; a preset: the one installed with stoker)
+  // The chat template (model/chat_template_source.h): a named template of the model folder
+  // (empty: transformers' choice), and template kwargs for every record (a JSON object text; a
+  // record's "chat_template_kwargs" win).
+  std::string chat_template;
+  std::string chat_template_kwargs;
   // Image compatibility (image/processor.h, over the model's): the EXIF orientation applied as
   // transformers' load_image does, or ignored as recipes that open images themselves do
   // (qwen-vl-utils, LLaMA-Factory); images with a side below the factor resized as transformers

@@ -245,6 +245,9 @@ class RawLoader {
     d["emit_s"] = s.emit_s;
     d["fetch_budget_wait_s"] = s.fetch_budget_wait_s;
     d["limiter"] = pipeline::describe_limiter(s);
+    d["chat_template"] = s.chat_template;
+    d["sample_build_s"] = s.sample_build_s;
+    d["samples_built"] = s.samples_built;
     d["arena_peak_bytes"] = s.arena_peak_bytes;
     // The arena's size: its cap (arena_bytes / arena_mb), what the run plans to use, and why.
     d["arena_capacity_bytes"] = s.arena_capacity_bytes;

@@ -12,6 +12,7 @@ prefetch against the arena, ...), naming them as Python does.
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -257,10 +258,27 @@ _as_is.desc = "anything"
 SCHEMA: List[Dict[str, Any]] = _stoker.option_schema()
 
 
+def _json_object(name: str, value: Any) -> str:
+    """chat_template_kwargs: a dict (sent as JSON) or its JSON text (checked by the C++ side)."""
+    if isinstance(value, dict):
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError) as e:
+            fail(f"{name} must hold JSON values only: {e}")
+    if isinstance(value, str):
+        return value
+    fail(f"{name} must be a dict or a JSON object str, {_got(value)}")
+
+
+_json_object.desc = "a dict or a JSON object str"
+
+
 def _checker(spec: Dict[str, Any]) -> Checker:
     kind = spec["kind"]
     if spec["name"] == "pixel_dtype":  # Python also takes torch dtypes
         c = _pixel_dtype
+    elif spec["name"] == "chat_template_kwargs":
+        c = _json_object
     elif kind == "bool":
         c = boolean
     elif kind in ("int", "bytes", "uint"):
