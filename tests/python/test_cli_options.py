@@ -61,7 +61,8 @@ def assert_usage_error(r, text):
     (["--prefetch", "0"], "--prefetch must be an integer in [1, 1024], got '0'"),
     (["--seed", "18446744073709551616"], "--seed must be an integer in [0, 18446744073709551615]"),
     (["--seed", "-1"], "got '-1'"),
-    (["--arena-mb", "99999999999999999"], f"--arena-mb must be an integer in [1, {MEMORY >> 20}]"),
+    (["--arena-mb", "99999999999999999"],
+     f"--arena-mb must be an integer in [1, {(MEMORY // 4 * 3) >> 20}] (3/4 of this machine's"),
     (["--max-error-rate", "nan"], "--max-error-rate must be a number in [0, 1], got 'nan'"),
     (["--threads", "99999999999"], f"--threads must be an integer in [0, {CPU_CAP}] (4 x "),
     (["--max-object-bytes", "99999999999T"], "--max-object-bytes must be a byte count in [1, "),
@@ -80,7 +81,7 @@ def assert_usage_error(r, text):
     (["--prefetch", "2147483647"], "--prefetch must be an integer in [1, 1024]"),
     (["--arena-mb", "1", "--prefetch", "100"],
      "--prefetch must be an integer in [1, 16] (one ready batch per 64 KiB of the 1 MiB arena"),
-    (["--arena-mb", str((MEMORY >> 20) + 1)], "this machine's memory"),
+    (["--arena-mb", str((MEMORY >> 20) + 1)], "3/4 of this machine's memory"),
 ])
 def test_run_rejects_bad_values_with_status_2(stoker_bin, data, flags, text):
     assert_usage_error(run_flags(stoker_bin, data, *flags), text)

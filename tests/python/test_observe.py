@@ -158,7 +158,8 @@ def test_trace_cap_and_sampling(dataset, tmp_path):
 def test_trace_flags_are_checked(dataset, tmp_path):
     for args, message in ((["--trace-sample", "2"], "--trace-sample needs --trace"),
                           (["--trace", tmp_path / "t.json", "--trace-sample", "0"], "trace-sample"),
-                          (["--trace", tmp_path / "no/such/t.json"], "does not exist"),
+                          (["--trace", tmp_path / "no/such/t.json"],
+                           "no/such/t.json: cannot be written (checking the folder"),
                           (["--metrics-addr", "127.0.0.1"], "--metrics-addr needs --metrics-port"),
                           (["--metrics-port", "70000"], "metrics-port")):
         p = stoker_cli.run([STOKER, "run", str(dataset), "--quiet", *map(str, args)], check=False)

@@ -16,6 +16,7 @@ CORES = len(os.sched_getaffinity(0))
 CPU_CAP = min(1024, max(64, 4 * CORES))
 IO_CAP = min(4096, max(256, 16 * CORES))
 MEMORY = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+ARENA_MAX = MEMORY // 4 * 3  # the arena cap: at most 3/4 of the memory (options.cc)
 
 # (option, bad value, the message's text) — wrong types, bools for ints, out of range, choices.
 BAD = [
@@ -37,8 +38,9 @@ BAD = [
     ("threads", True, "threads must be an int in [0, "),
     ("prefetch", 0, "prefetch must be an int in [1, 1024], got 0 (int)"),
     ("io_threads", 2**31, f"io_threads must be an int in [1, {IO_CAP}] (16 x {CORES} core"),
-    ("arena_bytes", 100, f"arena_bytes must be an int in [4096, {MEMORY}] (this machine's memory"),
-    ("arena_bytes", 2**64, f"arena_bytes must be an int in [4096, {MEMORY}]"),
+    ("arena_bytes", 100, f"arena_bytes must be an int in [4096, {ARENA_MAX}] (3/4 of this machine's "
+                         "memory"),
+    ("arena_bytes", 2**64, f"arena_bytes must be an int in [4096, {ARENA_MAX}]"),
     ("max_error_rate", 1.5, "max_error_rate must be a number in [0, 1], got 1.5 (float)"),
     ("max_error_rate", math.nan, "max_error_rate must be a number in [0, 1], got nan (float)"),
     ("max_error_rate", math.inf, "max_error_rate must be a number in [0, 1]"),
@@ -92,10 +94,10 @@ BAD = [
     ("batch_size", 2**31 - 1, "batch_size must be an int in [1, 65536]"),
     ("sample_window", 2**31 - 1, "sample_window must be an int in [0, 65536]"),
     ("prefetch", 2**31 - 1, "prefetch must be an int in [1, 1024]"),
-    ("arena_bytes", 2**46, f"arena_bytes must be an int in [4096, {MEMORY}]"),
+    ("arena_bytes", 2**46, f"arena_bytes must be an int in [4096, {ARENA_MAX}]"),
     # arena_mb: the same option in MiB (as --arena-mb), its range the same one in MiB
-    ("arena_mb", 0, f"arena_mb must be None or an int in [1, {MEMORY >> 20}] (this machine's"),
-    ("arena_mb", MEMORY, f"arena_mb must be None or an int in [1, {MEMORY >> 20}]"),
+    ("arena_mb", 0, f"arena_mb must be None or an int in [1, {ARENA_MAX >> 20}] (this machine's"),
+    ("arena_mb", MEMORY, f"arena_mb must be None or an int in [1, {ARENA_MAX >> 20}]"),
     ("arena_mb", 64.0, "arena_mb must be None or an int in [1, "),
 ]
 

@@ -4,6 +4,8 @@
 //   node tokenizer_oracle.js encode TOKENIZER_JSON IN.json OUT.json   strings → id arrays
 //   node tokenizer_oracle.js decode TOKENIZER_JSON IN.json OUT.json   id arrays → strings
 //   node tokenizer_oracle.js unicode TOKENIZER_JSON - OUT.json        per-code-point classes, NFC
+//   node tokenizer_oracle.js offsets TOKENIZER_JSON IN.json OUT.json  strings → {ids, offsets}
+//                                                  (offsets: [start, end) in code points)
 // Run with NODE_PATH=tools/oracles/node_modules. For one core set TOKENIZERS_PARALLELISM=false.
 'use strict';
 const fs = require('fs');
@@ -20,6 +22,13 @@ async function main() {
     for (let i = 0; i < input.length; i += chunk) {
       const encs = await tok.encodeBatch(input.slice(i, i + chunk), opts);
       for (const e of encs) out.push(Array.from(e.getIds()));
+    }
+    fs.writeFileSync(outPath, JSON.stringify(out));
+  } else if (mode === 'offsets') {
+    const out = [];
+    for (let i = 0; i < input.length; i += chunk) {
+      const encs = await tok.encodeBatch(input.slice(i, i + chunk), opts);
+      for (const e of encs) out.push({ ids: Array.from(e.getIds()), offsets: e.getOffsets() });
     }
     fs.writeFileSync(outPath, JSON.stringify(out));
   } else if (mode === 'decode') {

@@ -110,6 +110,9 @@ struct Demuxer {
       if (now_ns() > deadline_ns) return deadline_exceeded("audio: probing took too long");
       return data_loss("audio: cannot read stream info (" + av_text(ret) + ")");
     }
+    // An interrupted probe can still return success with half-filled parameters (sample rate 0):
+    // the deadline is the reason then, not the file.
+    if (now_ns() > deadline_ns) return deadline_exceeded("audio: probing took too long");
     // The ffmpeg CLI's automatic audio stream (fftools/ffmpeg_opt.c, 5.1): the highest score
     // channels + 1e8 if probing saw its packets + 5e6 for a default disposition; the first on ties.
     long long best = -1;

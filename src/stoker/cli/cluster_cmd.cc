@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "stoker/base/atomic_file.h"
 #include "stoker/base/hash.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/options_cli.h"
@@ -163,8 +164,11 @@ int cluster(int argc, char** argv, const config::Settings& settings) {
                        .wire = job.workers.empty() ? "local" : cluster::wire_name(*wire),
                        .batch_size = config->batch_size,
                        .step_ms = step_ms};
-    if (Status st = cluster::write_summary(s, all, cs.summary_json); !st.ok()) {
-      rc = report("cluster", st.error());
+    // A diagnostic output (issue #28): a warning naming it, unless --strict-outputs.
+    Status st = cluster::write_summary(s, all, cs.summary_json);
+    if (!st.ok()) st = Error(st.error()).with_context("--summary-json " + cs.summary_json);
+    if (Status kept = diagnostic_output(st, config->strict_outputs, "cluster"); !kept.ok()) {
+      rc = report("cluster", kept.error());
     }
   }
   cluster::end_job();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <optional>
 
 #include "stoker/base/clock.h"
 #include "stoker/base/data_dir.h"
@@ -139,10 +140,18 @@ Status Observer::finish(const pipeline::Loader* loader, const std::string& summa
   if (steps_ != nullptr) std::fclose(steps_);
   steps_ = nullptr;
   metrics_.reset();
-  Status result = ok_status();
+  // Every output is attempted; the failures are returned together (one line each, naming the
+  // path) — the caller decides whether they are warnings (diagnostic outputs, issue #28).
+  std::optional<Error> failed;
+  auto note = [&](const Status& st, const std::string& what) {
+    if (st.ok()) return;
+    const std::string line = what + ": " + st.error().to_string();
+    failed = failed ? Error(failed->code(), failed->to_string() + "; " + line)
+                    : Error(st.error().code(), line);
+  };
   if (tracer_ != nullptr) {
     if (Status st = tracer_->write(flags_.trace_path); !st.ok()) {
-      result = st;
+      note(st, "--trace " + flags_.trace_path);
     } else {
       std::fprintf(stderr, "stoker %s: trace: %lld events", command_.c_str(),
                    static_cast<long long>(tracer_->recorded()));
@@ -153,7 +162,7 @@ Status Observer::finish(const pipeline::Loader* loader, const std::string& summa
       std::fprintf(stderr, " -> %s (open in ui.perfetto.dev)\n", printable(flags_.trace_path).c_str());
     }
   }
-  if (flags_.report_dir.empty()) return result;
+  if (flags_.report_dir.empty()) return failed ? Status(*failed) : ok_status();
   std::string metrics;
   if (render_) {
     metrics = render_();
@@ -162,10 +171,11 @@ Status Observer::finish(const pipeline::Loader* loader, const std::string& summa
     pipeline::add_loader_metrics(m, loader->stats(), {});
     metrics = m.str();
   }
-  STOKER_RETURN_IF_ERROR(write_text_file(flags_.report_dir + "/metrics.prom", metrics));
-  STOKER_RETURN_IF_ERROR(write_text_file(flags_.report_dir + "/summary.json", summary_json));
-  STOKER_RETURN_IF_ERROR(render_report(flags_.report_dir));
-  return result;
+  const std::string report = "--report " + flags_.report_dir;
+  note(write_text_file(flags_.report_dir + "/metrics.prom", metrics), report);
+  note(write_text_file(flags_.report_dir + "/summary.json", summary_json), report);
+  if (!failed) note(render_report(flags_.report_dir), report);
+  return failed ? Status(*failed) : ok_status();
 }
 
 std::string summary_json(const pipeline::LoaderStats& s,

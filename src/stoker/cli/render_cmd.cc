@@ -8,6 +8,8 @@
 // to render's own flags (options_cli.h settings_from_args).
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -49,10 +51,14 @@ caps, and images only beneath the record's folder and --media-root (media option
 same as run's).
 
 options:
-  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder. A folder's
-                       own chat template (chat_template.jinja / .json, tokenizer_config.json) is
-                       used when it is a stock one stoker renders natively; any other is refused
-                       (exit 1), never replaced. No template there: the family's stock one.
+  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder,
+                       rendered with its own chat template (chat_template.jinja / .json,
+                       tokenizer_config.json, found as transformers finds it) by stoker's Jinja
+                       engine; no template there: the family's stock one.
+  --chat-template NAME a named template of the folder (e.g. tool_use)
+  --chat-template-kwargs JSON
+                       template variables for the record, e.g. '{"enable_thinking": false}'
+                       (the record's own "chat_template_kwargs" win)
   --tokenizer DIR      folder with tokenizer.json (default: the model folder; for a preset, the
                        Qwen tokenizer installed with stoker, share/stoker/tokenizers)
   --no-images          don't read images; use --image-grid for each
@@ -60,8 +66,9 @@ options:
   --video-grid T,H,W   grid for every video (default 2,8,8)
   --video-fps F        Qwen3-VL timestamps / Qwen2.5-VL seconds per grid assume frames sampled
                        at F fps (default 2)
-  --last-turn-only     supervise only the last assistant turn
-  --think MODE         Qwen3-VL: none (HF Instruct template, default) | answer | prompt
+  --last-turn-only     supervise only the last assistant turn (native stock templates)
+  --think MODE         Qwen3-VL stock template: none (HF Instruct template, default) | answer |
+                       prompt (LLaMA-Factory's empty think block in the answer / the prompt)
   --max-length N       apply the overflow policy at N tokens
   --truncate           overflow policy: drop trailing whole turns (default: drop the sample)
   --text-only          print the rendered template only
@@ -136,12 +143,6 @@ Result<std::string> read_record(Sources& src, const std::string& record) {
                                         {.max_bytes = src.media.max_record_bytes}));
   return std::string(bytes.begin(), bytes.end());
 }
-
-struct Setup {
-  model::ModelConfig model;
-  text::TemplateKind kind;
-  std::unique_ptr<text::Tokenizer> tokenizer;
-};
 
 Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& conv,
                                                   const model::ModelConfig& model,
@@ -227,29 +228,48 @@ int render(const Args& args) {
     std::fprintf(stderr, "warning: not a valid SFT sample: %s\n",
                  printable(st.error().to_string()).c_str());
   }
-  Result<model::ModelConfig> model =
-      model::load_model(args.get("model", std::string(model::kDefaultModel)));
+  const std::string spec = args.get("model", std::string(model::kDefaultModel));
+  Result<model::ModelConfig> model = model::load_model(spec);
   if (!model.ok()) return report("render", model.error());
-  Result<text::TemplateKind> kind = model::chat_template_kind(*model);
-  if (!kind.ok()) return report("render", kind.error());
+  Result<std::string> tok_dir = tokenizer_dir_from_flags(args, *model);  // run's rule
+  if (!tok_dir.ok()) return report("render", tok_dir.error());
+  model::ModelOptions mopt;
+  mopt.tokenizer = *tok_dir;
+  mopt.parsed = std::make_shared<const model::ModelConfig>(*model);
+  mopt.chat_template = settings->loader.chat_template;  // the schema's options (command render)
+  mopt.chat_template_kwargs = settings->loader.chat_template_kwargs;
+  Result<std::unique_ptr<model::Model>> opened = model::open_model(spec, mopt);
+  if (!opened.ok()) return report("render", opened.error());
+  const model::Model& m = **opened;
 
+  // --last-turn-only / --think: choices of the native stock templates (LLaMA-Factory's and
+  // ms-swift's variants), not of a template's own rendering.
   text::ChatTemplateOptions topt;
   topt.last_turn_only = args.has("last-turn-only");
   std::string think = args.get("think", "none");
   if (think == "answer") topt.think = text::ThinkMode::kEmptyThinkInAnswer;
   else if (think == "prompt") topt.think = text::ThinkMode::kEmptyThinkInPrompt;
   else if (think != "none") return report("render", invalid_argument("--think none|answer|prompt"));
-
-  Result<text::RenderedChat> chat = text::render_chat(*conv, *kind, topt);
+  std::optional<text::NativeRenderer> native;
+  if (topt.last_turn_only || topt.think != text::ThinkMode::kNone) {
+    Result<model::SelectedTemplate> t = model::chat_template(*model, mopt.chat_template);
+    if (!t.ok()) return report("render", t.error());
+    if (!t->native) {
+      return report("render", invalid_argument("--last-turn-only and --think apply to the stock "
+                                               "templates stoker writes natively; " + t->origin +
+                                               " is another (its own variables: "
+                                               "--chat-template-kwargs)"));
+    }
+    native.emplace(*t->native, topt);
+  }
+  const text::ChatRenderer& renderer = native ? static_cast<const text::ChatRenderer&>(*native)
+                                              : m.renderer();
+  Result<text::ChatText> chat = renderer.render(*conv);
   if (!chat.ok()) return report("render", chat.error());
-  std::printf("== template %s; model %s ==\n%s\n", model::describe_chat_template(*model).c_str(),
-              model->name.c_str(), chat->text().c_str());
+  std::printf("== template %s; model %s ==\n%s\n", renderer.describe().c_str(), model->name.c_str(),
+              chat->text.c_str());
   if (args.has("text-only")) return 0;
-
-  Result<std::string> tok_dir = tokenizer_dir_from_flags(args, *model);  // run's rule
-  if (!tok_dir.ok()) return report("render", tok_dir.error());
-  Result<std::unique_ptr<text::Tokenizer>> tok = text::Tokenizer::load(*tok_dir);
-  if (!tok.ok()) return report("render", tok.error());
+  const text::Tokenizer* tok = &m.tokenizer();
 
   Result<std::vector<text::VisionGrid>> images = image_grids(*conv, *model, *sources, args);
   if (!images.ok()) return report("render", images.error());
@@ -273,8 +293,9 @@ int render(const Args& args) {
   if (!max_len.ok()) return report("render", max_len.error());
   sopt.max_length = *max_len;
   sopt.overflow = args.has("truncate") ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
+  const text::MediaOfKind media[] = {{"image", *images}, {"video", videos}};
   Result<text::TokenizedSample> s =
-      text::build_sample(*conv, *kind, topt, **tok, *images, videos, sopt);
+      text::build_sample(*conv, renderer, m.placeholders(), *tok, media, sopt);
   if (!s.ok()) return report("render", s.error());
 
   std::vector<double> spg(s->num_videos, 2.0 / *fps);  // temporal_patch_size / fps
@@ -285,7 +306,7 @@ int render(const Args& args) {
   std::printf("\n== %zu tokens, %lld supervised, %d image(s), %d video(s)%s ==\n",
               s->input_ids.size(), static_cast<long long>(s->supervised_tokens()), s->num_images,
               s->num_videos, s->truncated ? ", TRUNCATED to whole turns" : "");
-  print_tokens(*s, **tok, *rope, *images, videos);
+  print_tokens(*s, *tok, *rope, *images, videos);
   std::int64_t max_pos = 0;
   for (std::int64_t p : rope->positions) max_pos = std::max(max_pos, p);
   std::printf("\n== mRoPE: 3 x %lld position ids, max %lld, rope_delta %lld ==\n",

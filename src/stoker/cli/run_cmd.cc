@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "stoker/base/atomic_file.h"
 #include "stoker/base/clock.h"
 #include "stoker/base/elide.h"
 #include "stoker/base/printable.h"
@@ -35,6 +36,7 @@
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/metrics.h"
 #include "stoker/pipeline/loader.h"
+#include "stoker/pipeline/state_file.h"
 
 namespace stoker::cli {
 
@@ -132,20 +134,8 @@ void print_interrupted(const RunHooks& hooks, const Options& o, long long logged
                    : printable(resume_command(hooks.command_line, o.state_file)).c_str());
 }
 
-// The --state-file text: the loader state, then how many batches the delivered log holds.
-struct SavedState {
-  pipeline::LoaderState loader;
-  long long batches = 0;
-};
-
-Result<SavedState> read_state_file(const std::string& path) {
-  STOKER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-  std::size_t nl = text.find('\n');
-  SavedState s;
-  STOKER_ASSIGN_OR_RETURN(s.loader, pipeline::LoaderState::parse(text.substr(0, nl)));
-  std::size_t at = text.find("batches=");
-  if (at != std::string::npos) s.batches = std::atoll(text.c_str() + at + 8);
-  return s;
+void sleep_ms(void* ms) {
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(*static_cast<double*>(ms)));
 }
 
 // Keeps the first `lines` lines of the delivered log: a killed run may have logged a batch whose
@@ -288,6 +278,13 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
                 st.threads, st.busy_s);
   }
   std::printf("\n");
+  if (!s.chat_template.empty()) std::printf("  chat template: %s\n", s.chat_template.c_str());
+  if (s.samples_built > 0) {
+    std::printf("  sample build (chat template, tokenizer, labels; in prepare): %.1f us per record "
+                "over %lld records\n",
+                1e6 * s.sample_build_s / static_cast<double>(s.samples_built),
+                static_cast<long long>(s.samples_built));
+  }
   std::printf("  producer time: %.2f s waiting for samples, %.2f s assembling batches, %.2f s "
               "waiting for arena space; I/O threads waited %.2f s for fetch budget\n",
               s.sample_wait_s, s.emit_s, s.arena_wait_s, s.fetch_budget_wait_s);
@@ -325,6 +322,15 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
   o.delivered_log = with_suffix(o.delivered_log);
   o.batch_hashes = with_suffix(o.batch_hashes);
 
+  // The state to resume from: read and parsed first (untrusted input: a regular file, at most
+  // 64 KiB, parsed strictly; state_file.h), so a bad one is refused before any work.
+  std::optional<pipeline::SavedRun> saved;
+  if (!o.resume_file.empty()) {
+    Result<pipeline::SavedRun> read = pipeline::read_state_file(o.resume_file);
+    if (!read.ok()) return report(cmd, Error(read.error()).with_context("--resume"));
+    saved = std::move(*read);
+  }
+
   // --trace / --metrics-port / --report (observe.h). Its threads (endpoint, timeline) start
   // only once nothing returns early any more, and stop in finish(), before the loader goes.
   Result<std::unique_ptr<Observer>> observer = Observer::create(settings.observe, cmd);
@@ -334,11 +340,15 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
   Result<std::unique_ptr<pipeline::Loader>> loader = pipeline::Loader::create(*config);
   if (!loader.ok()) return report(cmd, loader.error());
   long long logged = 0;
-  if (!o.resume_file.empty()) {
-    Result<SavedState> saved = read_state_file(o.resume_file);
-    if (!saved.ok()) return report(cmd, saved.error().with_context("--resume " + o.resume_file));
-    if (Status st = (*loader)->resume(saved->loader); !st.ok()) return report(cmd, st.error());
-    logged = saved->batches;
+  if (saved) {
+    if (Status st = (*loader)->resume(saved->state); !st.ok()) {
+      return report(cmd, Error(st.error()).with_context("--resume " + o.resume_file));
+    }
+    if (std::string note = (*loader)->resume_note(); !note.empty()) {
+      std::fprintf(stderr, "stoker %s: warning: --resume %s: %s\n", cmd,
+                   printable(o.resume_file).c_str(), printable(note).c_str());
+    }
+    logged = static_cast<long long>(saved->batches);
     if (!o.delivered_log.empty()) {
       if (Status st = cut_log(o.delivered_log, logged); !st.ok()) return report(cmd, st.error());
     }
@@ -418,10 +428,18 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.pause_after_log_ms));
       }
       if (!o.state_file.empty()) {
-        std::string text = (*loader)->state().serialize() + "\nbatches=" + std::to_string(logged) + "\n";
-        if (Status st = write_text_file(o.state_file, text); !st.ok()) {
+        // Atomic (temporary + fsync + rename + fsync of the folder): a kill or a full disk
+        // leaves the previous state; a failure stops the run here, naming the step.
+        AtomicWriteOptions aw;
+        double pause = o.state_write_pause_ms;
+        if (pause > 0) {
+          aw.midway = sleep_ms;
+          aw.midway_arg = &pause;
+        }
+        const pipeline::SavedRun run{(*loader)->state(), static_cast<std::uint64_t>(logged)};
+        if (Status st = pipeline::write_state_file(o.state_file, run, aw); !st.ok()) {
           progress.stop();
-          rc = report(cmd, st.error());
+          rc = report(cmd, Error(st.error()).with_context("--state-file"));
           break;
         }
       }
@@ -456,8 +474,11 @@ int run_loader(const config::Settings& settings, const RunHooks& hooks) {
       {"threads", std::to_string(config->threads)}, {"step_ms", std::to_string(o.step_ms)}};
   if (Status st = (*observer)->finish(loader->get(), summary_json((*loader)->stats(), shown,
                                                                    (*loader)->failure_kinds(10)));
-      !st.ok() && rc == 0) {
-    rc = report(cmd, st.error());
+      !st.ok()) {
+    // Diagnostic outputs (issue #28): a warning naming them unless --strict-outputs; the
+    // run's own error, if any, comes first.
+    Status kept = diagnostic_output(st, config->strict_outputs && rc == 0, cmd);
+    if (!kept.ok()) rc = report(cmd, kept.error());
   }
   if (interrupted) {
     print_interrupted(hooks, o, logged, (*loader)->state().serialize());

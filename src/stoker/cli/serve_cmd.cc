@@ -10,7 +10,6 @@
 #include <memory>
 #include <string>
 
-#include "stoker/base/printable.h"
 #include "stoker/cli/commands.h"
 #include "stoker/cli/observe.h"
 #include "stoker/cli/options_cli.h"
@@ -60,11 +59,9 @@ Status serve_loader(const config::Settings& settings, const ServeHooks& hooks) {
   STOKER_RETURN_IF_ERROR(observer->serve_metrics([srv = server.get()] { return srv->metrics_text(); }));
   Status served = server->run([] { return g_stop.load(); });
   Status observed = observer->finish(nullptr, "");  // the trace; stops the endpoint
-  if (!observed.ok()) {
-    std::fprintf(stderr, "stoker serve: %s\n", printable(observed.error().to_string()).c_str());
-  }
   server->close();  // per-rank lines and the summary, final; the socket removed
-  return served;
+  // The trace is a diagnostic output (issue #28): a warning unless --strict-outputs.
+  return shm::serve_result(std::move(served), observed, settings.loader.strict_outputs, "serve");
 }
 
 int run_serve(int argc, char** argv) {

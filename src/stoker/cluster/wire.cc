@@ -130,6 +130,7 @@ Result<SampleResult> decode_result(const std::vector<std::uint8_t>& bytes) {
     if (!(rd.get(&video) && rd.get(&media) && rd.get(&group) && rd.get(&v.begin) && rd.get(&v.count)))
       return bad("vision spans");
     v.video = video != 0;
+    v.modality = v.video ? "video" : "image";
     v.media_index = media;
     v.group = group;
     p.tokens.vision.push_back(v);

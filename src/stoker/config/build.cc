@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "stoker/base/atomic_file.h"
 #include "stoker/base/file.h"
 #include "stoker/base/parse_number.h"
 #include "stoker/model/family.h"
@@ -258,6 +259,7 @@ Result<Settings> Builder::finish() {
     STOKER_RETURN_IF_ERROR(apply_default(o));
   }
   STOKER_RETURN_IF_ERROR(cross_check());
+  STOKER_RETURN_IF_ERROR(check_outputs());
   if (command_ == kPyLoader) {  // a Python Loader writes its own trace (no observer)
     s.loader.trace_path = s.observe.trace_path;
     s.loader.trace = s.observe.trace;
@@ -284,6 +286,27 @@ bool Builder::given(std::string_view option) const {
 // A switch as the front end writes it on: "--packing" / "packing=True".
 std::string Builder::on(std::string_view option) const {
   return frontend_ == Frontend::kPython ? std::string(option) + "=True" : name(option);
+}
+
+// Output paths (issue #28), before any work: a folder that does not exist, a path that is a
+// folder, a FIFO or a socket, a file this user cannot write — refused now, naming the option,
+// instead of after the whole run. Existing files are opened for appending (never truncated: the
+// delivered log of a resumed run, an error report cut back on resume); a missing file is
+// created and removed again (base/atomic_file.h probe_writable). The disk filling up later is
+// not something a probe can see: kDiagnostic writes then warn (Output, schema.h).
+Status Builder::check_outputs() const {
+  for (const OptionSpec& o : options()) {
+    if (o.output == Output::kNone || !o.takes(command_)) continue;
+    const Value* v = value(o.name);
+    if (v == nullptr || v->s.empty()) continue;
+    Status st = probe_writable(v->s, o.output == Output::kDiagnosticFolder);
+    if (!st.ok()) {
+      return invalid_argument(display_name(o, frontend_) + " " + v->s + ": cannot be written (" +
+                              st.error().message() + "); checked before the run, so that it "
+                              "does not fail at the end");
+    }
+  }
+  return ok_status();
 }
 
 Status Builder::cross_check() const {
@@ -381,13 +404,15 @@ Status Builder::cross_check() const {
     }
   }
   if (serving) {
-    // Every rank has its own arena: all of them must fit the memory.
+    // Every rank has its own arena: all of them within 3/4 of the memory (arena_bytes' own
+    // bound, options.cc).
     const std::int64_t arena = static_cast<std::int64_t>(s.loader.arena.bytes);
     const std::int64_t world = s.serve.world_size;
-    if (arena > machine_.memory_bytes / world) {
+    const std::int64_t budget = machine_.memory_bytes / 4 * 3;
+    if (arena > budget / world) {
       return invalid_argument(name("arena_bytes") + " x " + name("world_size") + " = " +
                               mib_text(arena) + " x " + std::to_string(world) +
-                              " is more than this machine's memory (" +
+                              " is more than 3/4 of this machine's memory (" +
                               mib_text(machine_.memory_bytes) + "): every rank has its own arena");
     }
   }

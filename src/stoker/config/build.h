@@ -60,6 +60,7 @@ class Builder {
   void assign(const OptionSpec& o, const Value& value);  // setter + values_
   Status apply_model_folder(const std::string& folder);
   Status cross_check() const;
+  Status check_outputs() const;  // output paths writable (issue #28)
   std::string name(std::string_view option) const;  // display name of an option of this command
   std::string on(std::string_view option) const;    // a switch turned on: "--packing", "packing=True"
   const Value* value(std::string_view option) const;  // its value (given, folder, env, default)

@@ -37,6 +37,14 @@ Bound io_threads(const Machine& m) {
 Bound memory(const Machine& m) {
   return {m.memory_bytes, "this machine's memory, " + std::to_string(m.memory_bytes >> 20) + " MiB"};
 }
+// The batch arena's cap: at most 3/4 of the memory, so the trainer, the page cache and the
+// engine's own buffers keep the rest. The cap is address space reserved at start (MAP_NORESERVE,
+// batch/arena.cc; pages committed as batches touch them), so a bigger one no longer fails the
+// mmap ("Internal: mmap: Cannot allocate memory" before issue #22) — but a run may fill it.
+Bound arena_memory(const Machine& m) {
+  const std::int64_t v = m.memory_bytes / 4 * 3;
+  return {v, "3/4 of this machine's memory, " + std::to_string(v >> 20) + " MiB"};
+}
 // A trace event costs ~60 bytes in memory (obs/trace.h); allow half the memory at most.
 Bound trace_events(const Machine& m) {
   return {std::max<std::int64_t>(1, m.memory_bytes / 128), "half this machine's memory at ~64 B per event"};
@@ -81,6 +89,18 @@ const OptionSpec kOptions[] = {
      .help = "folder with tokenizer.json (default: the model folder; for a preset the Qwen "
              "tokenizer installed with stoker)",
      .nullable = true, .set = SET(s.loader.tokenizer = v.s)},
+    {.name = "chat_template", .flag = "chat-template", .kind = Kind::kText,
+     .commands = kL | kRender,
+     .group = "data",
+     .help = "a named chat template of the model folder (tokenizer_config.json's list, "
+             "additional_chat_templates/NAME.jinja; default: transformers' choice)",
+     .nullable = true, .model_folder = true, .set = SET(s.loader.chat_template = v.s)},
+    {.name = "chat_template_kwargs", .flag = "chat-template-kwargs", .kind = Kind::kText,
+     .commands = kL | kRender, .group = "data",
+     .help = "template variables for every record, a JSON object, e.g. "
+             "'{\"enable_thinking\": false}' (Python: also a dict); a record's own "
+             "\"chat_template_kwargs\" win",
+     .nullable = true, .model_folder = true, .set = SET(s.loader.chat_template_kwargs = v.s)},
     // ---- batches
     {.name = "batch_size", .flag = "batch-size", .kind = Kind::kInt, .commands = kL,
      .group = "batches", .help = "samples per batch", .def = "8", .lo = 1, .hi = 65536,
@@ -166,8 +186,8 @@ const OptionSpec kOptions[] = {
      .help = "batch memory cap per rank (CLI: --arena-mb in MiB; Python also arena_mb, in MiB): "
              "address space reserved, the memory bound; the run uses (prefetch + 2) x its "
              "largest batch + slack of it; the cap bounds prefetch",
-     .def = "1G", .def_serve = "512M", .lo = 4096, .hi = kI64, .hi_for = memory,
-     .hi_rule = "the memory",
+     .def = "1G", .def_serve = "512M", .lo = 4096, .hi = kI64, .hi_for = arena_memory,
+     .hi_rule = "3/4 of the memory",
      .cli_unit = kMiB, .unit_name = "arena_mb",
      .set = SET(s.loader.arena.bytes = static_cast<std::size_t>(v.i))},
     {.name = "arena_shared", .kind = Kind::kBool, .commands = kPyLoader,
@@ -201,7 +221,8 @@ const OptionSpec kOptions[] = {
     {.name = "error_report", .flag = "error-report", .kind = Kind::kPath,
      .commands = kRunLike | kPyLoader, .group = "errors",
      .help = "a JSON line per failed sample (sample, file, line, stage, code, reason)",
-     .nullable = true, .set = SET(s.loader.errors.report_path = v.s)},
+     .nullable = true, .output = Output::kDiagnostic,
+     .set = SET(s.loader.errors.report_path = v.s)},
     // ---- media and I/O
     {.name = "media_root", .flag = "media-root", .kind = Kind::kList, .commands = kMedia,
      .group = "media and I/O",
@@ -327,7 +348,7 @@ const OptionSpec kOptions[] = {
     {.name = "trace", .flag = "trace", .kind = Kind::kPath, .commands = kObserved,
      .group = "observability",
      .help = "write a Chrome/Perfetto trace-event JSON of the run here (ui.perfetto.dev)",
-     .nullable = true, .set = SET(s.observe.trace_path = v.s)},
+     .nullable = true, .output = Output::kDiagnostic, .set = SET(s.observe.trace_path = v.s)},
     {.name = "trace_sample", .flag = "trace-sample", .kind = Kind::kInt, .commands = kObserved,
      .group = "observability", .help = "keep the per-sample spans of every Nth sample only",
      .def = "1", .lo = 1, .hi = kI64, .set = SET(s.observe.trace.sample_every = v.i)},
@@ -348,21 +369,30 @@ const OptionSpec kOptions[] = {
     {.name = "report", .flag = "report", .kind = Kind::kPath, .commands = kRunLike,
      .group = "observability",
      .help = "write a run folder here and render it (PNG plots + index.html; `stoker report`)",
-     .set = SET(s.observe.report_dir = v.s)},
+     .output = Output::kDiagnosticFolder, .set = SET(s.observe.report_dir = v.s)},
     // ---- stoker run
     {.name = "state_file", .flag = "state-file", .kind = Kind::kPath, .commands = kRunLike,
-     .group = "run", .help = "after each batch, write the loader state here (atomically)",
-     .set = SET(s.run.state_file = v.s)},
+     .group = "run",
+     .help = "after each batch, write the loader state here (atomically: a kill or a full disk "
+             "leaves the previous state)",
+     .output = Output::kData, .set = SET(s.run.state_file = v.s)},
     {.name = "resume", .flag = "resume", .kind = Kind::kPath, .commands = kRunLike,
-     .group = "run", .help = "continue from the state in this file (an earlier --state-file)",
+     .group = "run",
+     .help = "continue from the state in this file (an earlier --state-file); refused when it "
+             "was written for another order (data, seed, batch size, packing, max_length, model)",
      .set = SET(s.run.resume_file = v.s)},
+    {.name = "force_resume", .flag = "force-resume", .kind = Kind::kBool,
+     .commands = kRunLike | kPyLoader, .group = "run",
+     .help = "resume a state written for another order anyway (another seed, batch size, "
+             "dataset, ...: samples may repeat or be skipped); says so",
+     .def = "false", .set = SET(s.loader.force_resume = v.b)},
     {.name = "delivered_log", .flag = "delivered-log", .kind = Kind::kPath, .commands = kRunLike,
      .group = "run",
      .help = "append 'epoch step id id ...' per delivered batch (cut back on resume)",
-     .set = SET(s.run.delivered_log = v.s)},
+     .output = Output::kData, .set = SET(s.run.delivered_log = v.s)},
     {.name = "batch_hashes", .flag = "batch-hashes", .kind = Kind::kPath, .commands = kRunLike,
      .group = "run", .help = "one FNV-1a hash of every batch's tensors per line",
-     .set = SET(s.run.batch_hashes = v.s)},
+     .output = Output::kData, .set = SET(s.run.batch_hashes = v.s)},
     {.name = "step_ms", .flag = "step-ms", .kind = Kind::kNumber, .commands = kRunLike,
      .group = "run", .help = "simulated trainer step: hold each batch this long", .def = "0",
      .dlo = 0, .dhi = 86'400'000, .set = SET(s.run.step_ms = v.d)},
@@ -373,6 +403,15 @@ const OptionSpec kOptions[] = {
      .commands = kRunLike, .group = "run",
      .help = "test switch: sleep between logging a batch and saving the state", .def = "0",
      .dlo = 0, .dhi = 86'400'000, .set = SET(s.run.pause_after_log_ms = v.d)},
+    {.name = "state_write_pause_ms", .flag = "state-write-pause-ms", .kind = Kind::kNumber,
+     .commands = kRunLike, .group = "run",
+     .help = "test switch: sleep halfway through writing the state file (the kill tests)",
+     .def = "0", .dlo = 0, .dhi = 86'400'000, .set = SET(s.run.state_write_pause_ms = v.d)},
+    {.name = "strict_outputs", .flag = "strict-outputs", .kind = Kind::kBool,
+     .commands = kLoaderCommands, .group = "run",
+     .help = "a failed write of a diagnostic output (trace, report, error report, summary JSON) "
+             "fails the run (default: a warning naming the path)",
+     .def = "false", .set = SET(s.loader.strict_outputs = v.b)},
     {.name = "quiet", .flag = "quiet", .kind = Kind::kBool, .commands = kRunLike | kServeLike,
      .group = "run", .help = "no progress lines (the summary, and serve's attach lines, stay)",
      .def = "false", .set = SET(s.run.quiet = v.b; s.serve.quiet = v.b)},
@@ -435,7 +474,7 @@ const OptionSpec kOptions[] = {
     {.name = "summary_json", .flag = "summary-json", .kind = Kind::kPath, .commands = kCluster,
      .group = "cluster",
      .help = "rank 0 writes samples/s, wait ratio, wire bytes and every rank's CPU here",
-     .set = SET(s.cluster.summary_json = v.s)},
+     .output = Output::kDiagnostic, .set = SET(s.cluster.summary_json = v.s)},
     // ---- stoker inspect
     {.name = "limit", .flag = "limit", .kind = Kind::kInt, .commands = kInspect,
      .group = "inspect", .help = "inspect only the first N records", .lo = 0, .hi = kI64,

@@ -6,6 +6,7 @@
 #include "stoker/config/build.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -125,10 +126,11 @@ TEST(OptionSchemaTest, RangesAMachineCanHonour) {
       {kRun, {{"batch_size", "2147483647"}}, "--batch-size must be an integer in [1, 65536]"},
       {kRun, {{"prefetch", "2147483647"}}, "--prefetch must be an integer in [1, 1024]"},
       {kRun, {{"sample_window", "2147483647"}}, "--sample-window must be an integer in [0, 65536]"},
-      // sizes against the memory (8 GiB)
+      // sizes against the memory (8 GiB); the arena, mapped whole at start, 3/4 of it
       {kRun, {{"arena_bytes", "16384"}},
-       "--arena-mb must be an integer in [1, 8192] (this machine's memory, 8192 MiB), got '16384'"},
-      {kPyLoader, {{"arena_bytes", "64T"}}, "arena_bytes must be a byte count in [4096, 8589934592]"},
+       "--arena-mb must be an integer in [1, 6144] (3/4 of this machine's memory, 6144 MiB), got "
+       "'16384'"},
+      {kPyLoader, {{"arena_bytes", "64T"}}, "arena_bytes must be a byte count in [4096, 6442450944]"},
       {kRun, {{"fetch_bytes_in_flight", "9G"}}, "--fetch-bytes-in-flight must be a byte count in [1, 8589934592]"},
       // prefetch and windows against the arena
       {kRun, {{"arena_bytes", "1"}, {"prefetch", "17"}},
@@ -139,7 +141,7 @@ TEST(OptionSchemaTest, RangesAMachineCanHonour) {
        "arena, arena_bytes), got 100"},
       // every rank of a node server has its own arena
       {kServe, {{"arena_bytes", "2048"}, {"world_size", "8"}},
-       "--arena-mb x --world-size = 2 GiB x 8 is more than this machine's memory (8 GiB)"},
+       "--arena-mb x --world-size = 2 GiB x 8 is more than 3/4 of this machine's memory (8 GiB)"},
   };
   for (const Case& k : cases) {
     const Frontend fe = (k.c & kPythonCommands) != 0 ? Frontend::kPython : Frontend::kCli;
@@ -154,6 +156,57 @@ TEST(OptionSchemaTest, RangesAMachineCanHonour) {
   ASSERT_TRUE(ok.ok()) << ok.error().to_string();
   EXPECT_EQ(ok->loader.threads, 200);
   EXPECT_EQ(ok->loader.arena.bytes, std::size_t{16384} << 20);
+}
+
+// Issue #28: every output path is declared as one (data or diagnostic) and probed when the
+// settings are built — refused before any work, naming the option; an existing file keeps its
+// content; a missing one is not left behind.
+TEST(OptionSchemaTest, OutputPathsAreCheckedWhenBuilt) {
+  std::set<std::string_view> data, diagnostic;
+  for (const OptionSpec& o : options()) {
+    if (o.output == Output::kData) data.insert(o.name);
+    if (o.output == Output::kDiagnostic || o.output == Output::kDiagnosticFolder) {
+      diagnostic.insert(o.name);
+    }
+  }
+  EXPECT_EQ(data, (std::set<std::string_view>{"state_file", "delivered_log", "batch_hashes"}));
+  EXPECT_EQ(diagnostic, (std::set<std::string_view>{"trace", "report", "error_report",
+                                                    "summary_json"}));
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("stoker-outputs-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string kept = (dir / "delivered.log").string();
+  std::ofstream(kept) << "0 0 1 2 3\n";
+  auto ok = build(kRun, Frontend::kCli,
+                  {{"delivered_log", kept}, {"trace", (dir / "t.json").string()},
+                   {"report", (dir / "report").string()}, {"state_file", (dir / "s").string()}});
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  std::ifstream in(kept);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "0 0 1 2 3");
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "report"));
+  struct Case {
+    Command c;
+    std::string option, value, want;
+  };
+  const Case cases[] = {
+      {kRun, "trace", "/nonexistent/dir/t.json",
+       "--trace /nonexistent/dir/t.json: cannot be written (checking the folder /nonexistent/dir"},
+      {kPyLoader, "error_report", "/nonexistent/dir/e.jsonl", "error_report /nonexistent/dir"},
+      {kRun, "batch_hashes", dir.string(), "is a folder"},
+      {kCluster, "summary_json", "/nonexistent/dir/s.json", "--summary-json /nonexistent/dir"},
+      {kRun, "report", kept + "/r", "--report " + kept + "/r: cannot be written"},
+  };
+  for (const Case& k : cases) {
+    const Frontend fe = (k.c & kPythonCommands) != 0 ? Frontend::kPython : Frontend::kCli;
+    auto s = build(k.c, fe, {{k.option, k.value}});
+    ASSERT_FALSE(s.ok()) << k.option;
+    EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.error().to_string().find(k.want), std::string::npos) << s.error().to_string();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OptionSchemaTest, EnvironmentVariablesAreFallbacksReadWhenBuilt) {

@@ -28,7 +28,7 @@ enum Command : std::uint32_t {
   kInspect = 1u << 3,   // stoker inspect
   kPyLoader = 1u << 4,  // Python stoker.Loader(...)
   kPyServe = 1u << 5,   // Python stoker.serve(...)
-  kRender = 1u << 6,    // stoker render (the media options only; its other flags are its own)
+  kRender = 1u << 6,    // stoker render (the media and chat-template options; its other flags are its own)
 };
 using Commands = std::uint32_t;
 inline constexpr Commands kCliCommands = kRun | kServe | kCluster | kInspect | kRender;
@@ -52,6 +52,13 @@ enum class Kind {
   kChoice,  // one of `choices`
   kState,   // Python only: a state dict (epoch, position, errors, packs, plan)
 };
+
+// Output paths (issue #28): every one is checked for writability when the settings are built
+// (build.cc), before any work. kData outputs are what a trainer or a test depends on (the state
+// file, the delivered log, the batch hashes): a failed write is an error at that step.
+// kDiagnostic ones are for people (trace, report folder, error report, summary JSON): a failed
+// write is a warning naming the path and the run's result stands — unless strict_outputs.
+enum class Output { kNone, kData, kDiagnostic, kDiagnosticFolder };
 
 // What bounds the machine-dependent ranges: its cores and memory, read once.
 struct Machine {
@@ -108,6 +115,7 @@ struct OptionSpec {
   std::string_view env = {};          // environment fallback, read when the settings are built
   bool model_folder = false;     // the model folder's stoker.json may set it
   bool positional = false;       // CLI: the command's positional arguments
+  Output output = Output::kNone;  // an output path: checked at start (Output above)
   void (*set)(Settings&, const Value&) = nullptr;  // null: the front end reads it itself
 
   bool takes(Command c) const { return (commands & c) != 0; }

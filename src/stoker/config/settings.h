@@ -17,6 +17,7 @@ struct RunSettings {
   std::string state_file, resume_file, delivered_log, batch_hashes;
   double step_ms = 0;
   double pause_after_log_ms = 0;
+  double state_write_pause_ms = 0;  // test switch: sleep halfway through each state write
   std::int64_t limit_batches = -1;  // -1: no limit
   bool quiet = false;
   double progress_s = -1;           // -1: by the kind of stderr (terminal 0.5 s, else 10 s)

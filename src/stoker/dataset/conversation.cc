@@ -4,6 +4,8 @@
 
 #include <simdjson.h>
 
+#include "stoker/base/json_text.h"
+
 #include <string>
 #include <utility>
 
@@ -21,7 +23,6 @@ bool VideoParams::any() const {
 
 namespace {
 
-std::string_view kind_tag(Part::Kind kind) { return kind == Part::Kind::kImage ? "<image>" : "<video>"; }
 
 // Names the record in error messages: `record "id"` when it has an id.
 std::string record_name(const std::string& id) {
@@ -284,9 +285,49 @@ Status parse_openai_part(dom::element e, const std::string& id, std::size_t msg,
   return bad(id, where + std::string(type) + " part without a reference");
 }
 
+// The template inputs beside the messages: "tools" (a list, or a JSON string holding one, as
+// LLaMA-Factory writes it), "documents" (a list), "chat_template_kwargs" (an object).
+Status read_template_inputs(dom::object root, Conversation* conv) {
+  dom::element v;
+  if (root["tools"].get(v) == simdjson::SUCCESS && !v.is_null()) {
+    std::string_view s;
+    if (v.is_array()) {
+      conv->tools_json = simdjson::to_string(v);
+    } else if (v.get_string().get(s) == simdjson::SUCCESS) {
+      if (!s.empty()) conv->tools_json = std::string(s);  // parsed (and checked) by the template
+    } else {
+      return bad(conv->id, "\"tools\" must be a list of function schemas (or a JSON string of one)");
+    }
+  }
+  if (root["documents"].get(v) == simdjson::SUCCESS && !v.is_null()) {
+    if (!v.is_array()) return bad(conv->id, "\"documents\" must be a list");
+    conv->documents_json = simdjson::to_string(v);
+  }
+  if (root["chat_template_kwargs"].get(v) == simdjson::SUCCESS && !v.is_null()) {
+    if (!v.is_object()) return bad(conv->id, "\"chat_template_kwargs\" must be an object");
+    conv->template_kwargs_json = simdjson::to_string(v);
+  }
+  return ok_status();
+}
+
+// An OpenAI message's keys other than role and content, as one JSON object text.
+std::string extra_keys(dom::object m) {
+  std::string out;
+  for (dom::key_value_pair kv : m) {
+    if (kv.key == "role" || kv.key == "content") continue;
+    out += out.empty() ? "{" : ",";
+    append_json_string(out, kv.key);
+    out += ':';
+    out += simdjson::to_string(kv.value);
+  }
+  if (!out.empty()) out += '}';
+  return out;
+}
+
 Result<Conversation> parse_openai(dom::object root, std::string id) {
   Conversation conv;
   conv.id = std::move(id);
+  STOKER_RETURN_IF_ERROR(read_template_inputs(root, &conv));
   MediaLists media;  // LLaMA-Factory's "openai" layout: string content with <image> tags + lists
   STOKER_RETURN_IF_ERROR(read_media_list(root, "images", conv.id, &media.images));
   STOKER_RETURN_IF_ERROR(read_video_list(root, "videos", conv.id, &media.videos));
@@ -305,6 +346,7 @@ Result<Conversation> parse_openai(dom::object root, std::string id) {
     STOKER_ASSIGN_OR_RETURN(Role r, parse_role(role, conv.id, i));
     Message msg;
     msg.role = r;
+    msg.extra_json = extra_keys(m.get_object().value_unsafe());
     dom::element content;
     if (m["content"].get(content) != simdjson::SUCCESS || content.is_null()) {
       msg.content_is_string = true;  // e.g. an assistant turn carrying only tool_calls
@@ -336,6 +378,7 @@ Result<Conversation> parse_openai(dom::object root, std::string id) {
 Result<Conversation> parse_sharegpt(dom::object root, std::string id) {
   Conversation conv;
   conv.id = std::move(id);
+  STOKER_RETURN_IF_ERROR(read_template_inputs(root, &conv));
   MediaLists media;
   STOKER_RETURN_IF_ERROR(read_media_list(root, "images", conv.id, &media.images));
   if (media.images.empty()) {
@@ -395,6 +438,14 @@ std::string_view role_name(Role r) {
   return "?";
 }
 
+bool Conversation::plain() const {
+  if (!tools_json.empty() || !documents_json.empty() || !template_kwargs_json.empty()) return false;
+  for (const Message& m : messages) {
+    if (!m.extra_json.empty()) return false;
+  }
+  return true;
+}
+
 int Conversation::count(Part::Kind kind) const {
   int n = 0;
   for (const Message& m : messages) {
@@ -444,15 +495,6 @@ Status validate_for_sft(const Conversation& c) {
   bool any_assistant = false;
   for (std::size_t i = 0; i < c.messages.size(); ++i) {
     Role r = c.messages[i].role;
-    // Media only in user turns: an image in an assistant turn would put vision tokens inside a
-    // supervised span, and the Qwen3-VL template drops media from system turns altogether.
-    if (r != Role::kUser) {
-      for (const Part& p : c.messages[i].parts) {
-        if (p.kind != Part::Kind::kText) {
-          return fail(i, std::string(kind_tag(p.kind)) + " media is only supported in user turns");
-        }
-      }
-    }
     if (r == Role::kSystem) {
       if (i != 0) return fail(i, "a system message may only come first");
       continue;

@@ -7,6 +7,8 @@
 //  - ShareGPT: {"conversations":[{"from":"human"|"gpt"|"system","value":"..<image>.."}],
 //    "images":[...], "videos":["a.mp4" | ["f0.jpg", ...] | {"video":"a.mp4","fps":1,...}, ...]}
 //  - LLaVA: {"id":..,"image":"a.jpg" | [..],"conversations":[{"from":"human","value":"<image>\n.."}]}
+// Beside the messages, for the chat template: "tools", "documents", "chat_template_kwargs", and an
+// OpenAI message's keys other than role/content (tool_calls, tool_call_id, name, ...), kept as JSON.
 // `<image>` / `<video>` tags become media parts in order; count mismatches are errors.
 // Media references are kept as written (resolution against the manifest's URI happens later).
 // Pure functions, thread-safe. Errors: InvalidArgument / DataLoss naming the record and reason.
@@ -45,13 +47,26 @@ struct Message {
   Role role = Role::kUser;
   std::vector<Part> parts;
   // True when the record gave `content` as a plain string (templates render both the same for
-  // text; kept for fidelity).
+  // text; kept for fidelity). A null or absent content is an empty string.
   bool content_is_string = false;
+  // OpenAI records: the message's other keys (`tool_calls`, `name`, `tool_call_id`,
+  // `reasoning_content`, ...) as one JSON object text, in record order, for the chat template;
+  // empty when it has none.
+  std::string extra_json;
 };
 
 struct Conversation {
   std::string id;  // the record's "id" if present, else empty (callers name it by file:line)
   std::vector<Message> messages;
+  // What the chat template gets beside the messages (JSON texts; empty: none): the top-level
+  // "tools" (a list of function schemas; LLaMA-Factory's JSON string of one is read as that
+  // list), "documents" (a list), and "chat_template_kwargs" (an object: template variables such
+  // as enable_thinking for this record).
+  std::string tools_json, documents_json, template_kwargs_json;
+
+  // Whether only the messages' roles and parts matter to a template: no tools, documents,
+  // template kwargs or extra message keys.
+  bool plain() const;
 
   int count(Part::Kind kind) const;
 };
@@ -62,6 +77,8 @@ Result<Conversation> parse_record(std::string_view json, RecordFormat format = R
 
 // SFT sanity: at least one assistant turn; system only first; user/tool and assistant alternate
 // (a tool message follows an assistant turn); no empty conversation. Errors name the message index.
+// Media may sit in any turn: the chat template decides where they go (one that drops a medium
+// fails its sample when its placeholders are counted, text/labels.h).
 Status validate_for_sft(const Conversation& conversation);
 
 }  // namespace stoker::dataset

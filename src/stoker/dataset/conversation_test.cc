@@ -189,10 +189,11 @@ TEST(ConversationTest, ValidateForSft) {
   EXPECT_NE(e.find("start with a user turn"), std::string::npos) << e;
   e = invalid(roles({R::kUser, R::kTool, R::kAssistant}));
   EXPECT_NE(e.find("message 1 (tool)"), std::string::npos) << e;
-  Conversation img_in_answer = roles({R::kUser, R::kAssistant});
-  img_in_answer.messages[1].parts.push_back({Kind::kImage, "a.jpg"});
-  e = invalid(img_in_answer);
-  EXPECT_NE(e.find("only supported in user turns"), std::string::npos) << e;
+  // Media in any turn: the chat template decides (text/labels.h counts its placeholders).
+  Conversation media_anywhere = roles({R::kSystem, R::kUser, R::kAssistant});
+  media_anywhere.messages[0].parts.push_back({Kind::kImage, "a.jpg"});
+  media_anywhere.messages[2].parts.push_back({Kind::kVideo, "v.mp4"});
+  EXPECT_TRUE(validate_for_sft(media_anywhere).ok());
 }
 
 }  // namespace
@@ -251,6 +252,39 @@ TEST(VideoParts, BadOptionsAreRefused) {
   c = parse_record(R"({"messages":[{"role":"user","content":[
       {"type":"video","video":[1,2]}]},{"role":"assistant","content":"x"}]})");
   ASSERT_FALSE(c.ok());
+}
+
+TEST(ConversationTest, KeepsWhatTheChatTemplateReadsBesideTheMessages) {
+  Result<Conversation> c = parse_record(R"({"id": "t", "tools": [{"type": "function", "function": {"name": "f", "parameters": {"x": 1.0}}}],
+      "documents": [{"title": "d", "text": "é"}], "chat_template_kwargs": {"enable_thinking": false},
+      "messages": [{"role": "user", "content": "hi"},
+                   {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": 2}}}]},
+                   {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "42"},
+                   {"role": "assistant", "content": "done"}]})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->tools_json, R"([{"type":"function","function":{"name":"f","parameters":{"x":1.0}}}])");
+  EXPECT_EQ(c->documents_json, R"([{"title":"d","text":"é"}])");
+  EXPECT_EQ(c->template_kwargs_json, R"({"enable_thinking":false})");
+  EXPECT_EQ(c->messages[0].extra_json, "");
+  EXPECT_EQ(c->messages[1].extra_json,
+            R"({"tool_calls":[{"type":"function","function":{"name":"f","arguments":{"x":2}}}]})");
+  EXPECT_TRUE(c->messages[1].parts.empty());
+  EXPECT_EQ(c->messages[2].extra_json, R"({"tool_call_id":"c1","name":"f"})");
+  EXPECT_FALSE(c->plain());
+  EXPECT_TRUE(validate_for_sft(*c).ok());
+  // LLaMA-Factory's ShareGPT writes the tools as a JSON string: kept as that list's text.
+  Result<Conversation> s = parse_record(R"({"tools": "[{\"name\": \"f\"}]", "conversations": [
+      {"from": "human", "value": "hi"}, {"from": "gpt", "value": "ok"}]})");
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ(s->tools_json, R"([{"name": "f"}])");
+  Result<Conversation> plain = parse_record(R"({"messages": [{"role": "user", "content": "a"}]})");
+  EXPECT_TRUE(plain->plain());
+  for (const char* bad : {R"({"tools": 3, "messages": []})", R"({"documents": {}, "messages": []})",
+                          R"({"chat_template_kwargs": [1], "messages": []})"}) {
+    Result<Conversation> r = parse_record(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

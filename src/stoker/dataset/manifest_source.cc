@@ -1,5 +1,10 @@
 #include "stoker/dataset/manifest_source.h"
 
+#include <climits>
+#include <cstdlib>
+
+#include "stoker/io/uri.h"
+
 namespace stoker::dataset {
 
 ManifestSource::ManifestSource(std::unique_ptr<ManifestIndex> index,
@@ -18,6 +23,24 @@ RecordOrigin ManifestSource::origin(std::uint64_t id) const {
 
 const MediaResolver& ManifestSource::media(std::uint64_t id) const {
   return scopes_[index_->location(id).file];
+}
+
+std::string ManifestSource::identity() const {
+  std::string out;
+  const std::vector<ManifestFile>& files = index_->files();
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const ManifestFile& f = files[i];
+    std::string where;
+    if (io::is_remote_uri(names_[i])) {
+      where = "remote " + names_[i] + " copy " + f.path.substr(f.path.rfind('/') + 1);
+    } else {
+      char buf[PATH_MAX];
+      where = "local " + std::string(::realpath(f.path.c_str(), buf) != nullptr ? buf : f.path.c_str());
+    }
+    out += where + " bytes " + std::to_string(f.size_bytes) + " records " +
+           std::to_string(f.num_records) + "\n";
+  }
+  return out;
 }
 
 }  // namespace stoker::dataset

@@ -27,6 +27,9 @@ class ManifestSource final : public RecordSource {
   RecordOrigin origin(std::uint64_t id) const override;
   const MediaResolver& media(std::uint64_t id) const override;
   std::vector<std::string> warnings() const override { return index_->warnings(); }
+  // Per file: a local manifest's canonical path, a remote one's URI and its cached copy's name
+  // (which names the version: URI + ETag + size, pipeline/manifest_cache.h); bytes and records.
+  std::string identity() const override;
   const ManifestIndex& index() const { return *index_; }
 
  private:

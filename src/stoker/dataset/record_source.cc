@@ -45,4 +45,14 @@ std::vector<std::string> ConcatSource::warnings() const {
   return out;
 }
 
+std::string ConcatSource::identity() const {
+  std::string out;
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    out += "part " + std::to_string(i) + " records " + std::to_string(parts_[i]->size()) + "\n";
+    out += parts_[i]->identity();
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  }
+  return out;
+}
+
 }  // namespace stoker::dataset

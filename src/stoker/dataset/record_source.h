@@ -47,6 +47,13 @@ class RecordSource {
   virtual const MediaResolver& media(std::uint64_t id) const = 0;
   // Things worth a line on stderr that did not stop the source (an index cache not written).
   virtual std::vector<std::string> warnings() const { return {}; }
+  // What identifies these records and their order, as text: one line per file or shard — where
+  // it is (a local file's canonical path; a remote one's URI and version) and what was read of
+  // it (bytes, records); a mixture its spec. Two sources with the same identity give the same
+  // record for every id. A state's order fingerprint hashes it (pipeline/fingerprint.h, the
+  // "data" field: a resume over other data is refused). Default: empty (a source that cannot
+  // say: only its record count is compared).
+  virtual std::string identity() const { return {}; }
 };
 
 // Sources one after another: ids of parts[0] first, then parts[1]'s, ...
@@ -58,6 +65,7 @@ class ConcatSource final : public RecordSource {
   RecordOrigin origin(std::uint64_t id) const override;
   const MediaResolver& media(std::uint64_t id) const override;
   std::vector<std::string> warnings() const override;
+  std::string identity() const override;  // the parts', in order
 
  private:
   // The part holding `id` and the id within it.

@@ -53,7 +53,7 @@ void run_model(const std::uint8_t* data, std::size_t size) {
   if (!m.ok()) {
     check(!m.error().message().empty(), "an error carries a message");
   } else {
-    (void)model::chat_template_kind(*m);
+    (void)model::chat_template(*m);
     check(!model::describe_chat_template(*m).empty(), "the template is described");
     check_processor(m->image);
   }

@@ -20,6 +20,8 @@
 #include "stoker/model/model_config.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/detail/bpe.h"
+#include "stoker/text/jinja_chat.h"
+#include "stoker/text/native_templates.h"
 #include "stoker/text/detail/unicode.h"
 #include "stoker/text/labels.h"
 #include "stoker/text/qwen_vl.h"
@@ -102,6 +104,23 @@ void run_manifest(const std::uint8_t* data, std::size_t size) {
   }
 }
 
+// The Jinja engine over a stock template (the fast path's reference), one per template and
+// add_vision_id, made once.
+const text::JinjaRenderer& stock_jinja(text::TemplateKind kind, bool vision_id) {
+  static std::unique_ptr<text::JinjaRenderer> made[2][2];
+  auto& r = made[kind == text::TemplateKind::kQwen3VLInstruct][vision_id];
+  if (!r) {
+    text::JinjaChatOptions o;
+    o.origin = std::string(text::template_name(kind));
+    o.turns = text::qwen_turn_markers();
+    if (vision_id) o.kwargs.emplace_back("add_vision_id", jinja::Value::boolean(true));
+    auto created = text::JinjaRenderer::create(text::native_template_source(kind), "", std::move(o));
+    check(created.ok(), "the stock templates parse");
+    r = std::move(created).value();
+  }
+  return *r;
+}
+
 // Byte 0 picks the options, the rest is the record. Grids are small and fixed per media index.
 void run_chat(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return;
@@ -134,6 +153,24 @@ void run_chat(const std::uint8_t* data, std::size_t size) {
   Result<text::TokenizedSample> s =
       text::build_sample(*c, kind, to, *g_tokenizer, images, videos, so);
   check_error_named(s);
+  // The native renderer is the Jinja engine's fast path (text/qwen_vl.h QwenRenderer): where the
+  // model would take it (the stock options, a plain record without turn tokens in its text) and
+  // it builds a sample, the Jinja engine over the same template builds the same one.
+  bool turn_text = false;
+  for (const auto& m : c->messages)
+    for (const Part& p : m.parts)
+      turn_text = turn_text || p.value.find("<|im_") != std::string::npos;
+  if (s.ok() && !to.last_turn_only && !to.add_generation_prompt &&
+      to.think == text::ThinkMode::kNone && c->plain() && !turn_text) {
+    const text::QwenPlaceholders ph(*text::qwen_tokens(*g_tokenizer), 2, qwen3);
+    const text::MediaOfKind media[] = {{"image", images}, {"video", videos}};
+    Result<text::TokenizedSample> j =
+        text::build_sample(*c, stock_jinja(kind, to.add_vision_id), ph, *g_tokenizer, media, so);
+    if (!j.ok()) std::fprintf(stderr, "%s\n", j.error().to_string().c_str());
+    check(j.ok(), "the Jinja engine builds what the native renderer builds");
+    check(j->input_ids == s->input_ids && j->labels == s->labels,
+          "the native renderer's sample is the Jinja engine's");
+  }
   if (!s.ok()) return;
   check(s->input_ids.size() == s->labels.size(), "one label per id");
   for (std::size_t i = 0; i < s->labels.size(); ++i)

@@ -5,6 +5,7 @@
 #include "stoker/fuzz/scratch.h"
 #include "stoker/fuzz/targets.h"
 #include "stoker/pipeline/state.h"
+#include "stoker/pipeline/state_file.h"
 #include "stoker/shm/detail/wire.h"
 
 namespace stoker::fuzz {
@@ -76,17 +77,46 @@ void run_wire(const std::uint8_t* data, std::size_t size) {
   }
 }
 
-// A state that parses must serialise to text that parses to the same state.
+// The state file (issue #28: state_file.h): whatever the bytes, parse_state_file answers with a
+// file or an error whose message quotes no control or non-ASCII byte; a file that parses
+// serialises to text that parses to the same state, fingerprint and batch count; its numbers
+// checked against any dataset size never crash; a fingerprint differs from itself nowhere and
+// from an empty one in every field.
 void run_state(const std::uint8_t* data, std::size_t size) {
-  Result<pipeline::LoaderState> s = pipeline::LoaderState::parse(as_text(data, size));
-  if (!s.ok()) {
-    check(!s.error().message().empty(), "an error carries a message");
+  const std::string_view text = as_text(data, size);
+  Result<pipeline::SavedRun> r = pipeline::parse_state_file(text);
+  // The first line alone through LoaderState::parse (the text of Python's and serve's states).
+  Result<pipeline::LoaderState> line = pipeline::LoaderState::parse(text.substr(0, text.find('\n')));
+  if (!line.ok()) check(!line.error().message().empty(), "an error carries a message");
+  if (!r.ok()) {
+    const std::string m = r.error().to_string();
+    check(!m.empty(), "an error carries a message");
+    for (char c : m) {
+      const auto u = static_cast<unsigned char>(c);
+      check(u >= 0x20 && u < 0x7f, "an error quotes no control or non-ASCII byte");
+    }
     return;
   }
-  Result<pipeline::LoaderState> t = pipeline::LoaderState::parse(s->serialize());
-  check(t.ok(), "a serialised state parses");
-  check(t->epoch == s->epoch && t->position == s->position && t->errors == s->errors &&
-        t->packs == s->packs && t->plan == s->plan, "state round trip");
+  check(line.ok(), "a state file's first line parses alone");
+  Result<pipeline::SavedRun> t = pipeline::parse_state_file(pipeline::state_file_text(*r));
+  check(t.ok(), "a serialised state file parses");
+  const pipeline::LoaderState &a = r->state, &b = t->state;
+  check(a.epoch == b.epoch && a.position == b.position && a.errors == b.errors &&
+        a.packs == b.packs && a.plan == b.plan && a.fingerprint == b.fingerprint &&
+        r->batches == t->batches, "state file round trip");
+  for (std::uint64_t records : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{64},
+                                std::uint64_t{1} << 40, ~std::uint64_t{0}}) {
+    for (std::int64_t epochs : {std::int64_t{-1}, std::int64_t{1}, std::int64_t{5}}) {
+      for (std::int64_t window : {std::int64_t{0}, std::int64_t{16}}) {
+        Status st = pipeline::check_state_bounds(a, {.records = records, .epochs = epochs,
+                                                     .pack_window = window});
+        if (!st.ok()) check(!st.error().message().empty(), "a bounds error carries a message");
+      }
+    }
+  }
+  check(pipeline::differences(a.fingerprint, a.fingerprint).empty(), "a fingerprint equals itself");
+  check(pipeline::differences(a.fingerprint, {}).size() == a.fingerprint.fields.size(),
+        "every field differs from an empty fingerprint");
 }
 
 // Seeds from the real encoders: every message type, a batch with the loader's tensors.
@@ -121,13 +151,28 @@ void state_seeds(const std::string& dir) {
   write_seed(dir, "packing", pipeline::LoaderState{.epoch = 0, .position = 64, .errors = 0, .packs = 3,
                                                    .plan = 0x1234abcd}.serialize() + "\n");
   write_seed(dir, "newer", "stoker-state v1 epoch=1 position=2 future=x errors=0");
+  // The state file as `stoker run --state-file` writes it: fingerprint and batch count.
+  pipeline::SavedRun run;
+  run.state = {.epoch = 1, .position = 40, .errors = 2};
+  run.state.fingerprint.fields = {{"data", "64:8fd99fd39c9924db"}, {"seed", "0"},
+                                  {"batch_size", "4"}, {"max_length", "8192"},
+                                  {"model", "qwen2_5_vl:21fcea48"}};
+  run.batches = 17;
+  write_seed(dir, "file", pipeline::state_file_text(run));
+  run.state.packs = 2;
+  run.state.plan = 0x9e3779b9;
+  run.state.fingerprint.fields = {{"data", "3:0000000000000001"}, {"mixture", "77ab"},
+                                  {"seed", "18446744073709551615"},
+                                  {"packing", "pack:4096:1000:megatron:2"},
+                                  {"max_length", "4096:cut"}, {"model", "qwen3_vl:00000000"}};
+  write_seed(dir, "file-packing", pipeline::state_file_text(run));
 }
 
 }  // namespace
 
 const Target kWireTarget{"wire", "shm wire decode (hello/batch/end/release/attach/refuse) + re-encode round trip",
                          nullptr, run_wire, wire_seeds};
-const Target kStateTarget{"state", "LoaderState::parse (the state file) + serialize round trip", nullptr,
+const Target kStateTarget{"state", "the state file: parse_state_file + round trip, bounds, fingerprints", nullptr,
                           run_state, state_seeds};
 
 }  // namespace stoker::fuzz

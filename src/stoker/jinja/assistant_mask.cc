@@ -27,7 +27,18 @@ std::vector<std::uint8_t> assistant_mask(std::string_view text, std::span<const 
   std::vector<Span> off(n);
   for (std::size_t t = 0; t < n; ++t) off[t] = widen(text, token_offsets[t]);
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  // Token offsets in order (begins and ends never decreasing, as a tokenizer gives them): the
+  // first token covering pos is the first whose end is past pos, if it starts at or before pos
+  // (a later one starts later still). Otherwise the scan transformers does.
+  bool sorted = true;
+  for (std::size_t t = 1; t < n && sorted; ++t)
+    sorted = off[t - 1].begin <= off[t].begin && off[t - 1].end <= off[t].end;
   auto char_to_token = [&](std::size_t pos) {
+    if (sorted) {
+      const auto it = std::upper_bound(off.begin(), off.end(), pos,
+                                       [](std::size_t p, const Span& o) { return p < o.end; });
+      return it != off.end() && it->begin <= pos ? static_cast<std::size_t>(it - off.begin()) : kNone;
+    }
     for (std::size_t t = 0; t < n; ++t)
       if (off[t].begin <= pos && pos < off[t].end) return t;
     return kNone;

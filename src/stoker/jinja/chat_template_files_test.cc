@@ -130,5 +130,45 @@ TEST(AssistantMaskTest, ProcessorRuleSkipsInsteadOfStopping) {
   EXPECT_EQ(mask({{0, 0}}), "11111");           // end_pos 0: to the end
 }
 
+// Token offsets in order (as a tokenizer gives them) take a bisection; any other list the scan
+// transformers does. Both must give the same masks: random ordered layouts with empty and
+// repeated tokens (a medium's run), random spans, against the scan on a shuffled copy's order.
+TEST(AssistantMaskTest, OrderedOffsetsGiveTheScansMasks) {
+  std::uint64_t seed = 7;
+  auto next = [&](std::uint64_t n) { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return (seed >> 33) % n; };
+  for (int round = 0; round < 2000; ++round) {
+    const std::string text(40, 'x');
+    std::vector<Span> toks;
+    std::size_t at = 0;
+    while (at < text.size()) {
+      const std::size_t len = next(4) == 0 ? 0 : 1 + next(3);
+      const std::size_t end = std::min(text.size(), at + len);
+      const std::size_t copies = next(6) == 0 ? 2 + next(3) : 1;
+      for (std::size_t k = 0; k < copies; ++k) toks.push_back({at, end});
+      at = end == at ? at + (next(2) ? 0 : 1) : end;
+      if (toks.size() > 200) break;
+    }
+    std::vector<Span> spans;
+    for (std::size_t k = next(4); k > 0; --k) {
+      const std::size_t b = next(44), e = b + next(10);
+      spans.push_back({b, e});
+    }
+    // The scan, written out (transformers' char_to_token is a first match over all tokens).
+    std::vector<std::uint8_t> want(toks.size(), 0);
+    auto first = [&](std::size_t pos) -> long {
+      for (std::size_t t = 0; t < toks.size(); ++t)
+        if (toks[t].begin <= pos && pos < toks[t].end) return static_cast<long>(t);
+      return -1;
+    };
+    for (const Span& sp : spans) {
+      const long f = first(sp.begin), l = sp.end == 0 ? first(text.size() - 1) : first(sp.end - 1);
+      if (f < 0) break;
+      const std::size_t stop = l <= 0 ? toks.size() : static_cast<std::size_t>(l) + 1;
+      for (std::size_t t = static_cast<std::size_t>(f); t < stop; ++t) want[t] = 1;
+    }
+    ASSERT_EQ(assistant_mask(text, spans, toks), want) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace stoker::jinja

@@ -1,6 +1,8 @@
-// A model folder's own chat template: used when it is a stock one, refused (naming the file)
-// otherwise, never silently replaced. Folders are built here from the real Qwen tokenizer files of
-// the npm oracles; templates come from data/templates/ as files (not stoker's compiled-in copy).
+// A model folder's own chat template, found as transformers finds it and rendered whatever it is
+// (the Jinja engine; a stock one also natively), never silently replaced; malformed or
+// contradictory folders refused naming the files. Folders are built here from the real Qwen
+// tokenizer files of the npm oracles; templates come from data/templates/ as files (not
+// stoker's compiled-in copy).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <sstream>
 
 #include "stoker/dataset/conversation.h"
+#include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
 #include "stoker/text/labels.h"
 #include "stoker/text/qwen_vl.h"
@@ -111,22 +114,35 @@ std::string contains_msg(const Error& e, const std::string& needle) {
   return e.to_string().find(needle) != std::string::npos ? "" : "missing \"" + needle + "\" in: " + e.to_string();
 }
 
-// input_ids and labels of one multi-turn conversation with an image, under `model`'s template.
-std::pair<std::vector<text::TokenId>, std::vector<text::TokenId>> ids_of(const ModelConfig& model,
-                                                                       const std::string& tok_dir) {
+// input_ids and labels of one multi-turn conversation with an image, as the Loader builds them
+// for `spec` (model_options: the tokenizer, the template name).
+struct Sample {
+  std::string text;
+  std::vector<text::TokenId> ids, labels;
+};
+Result<Sample> sample_of(const std::string& spec, const std::string& tok_dir,
+                         const std::string& name = "") {
   auto conv = dataset::parse_record(R"({"messages": [
       {"role": "user", "content": [{"type": "image", "image": "a.png"}, {"type": "text", "text": "What is it?"}]},
       {"role": "assistant", "content": "A cat."},
       {"role": "user", "content": "Sure?"}, {"role": "assistant", "content": "\nYes."}]})");
   EXPECT_TRUE(conv.ok()) << conv.error().to_string();
-  Result<TemplateKind> kind = chat_template_kind(model);
-  EXPECT_TRUE(kind.ok()) << kind.error().to_string();
-  auto tok = text::Tokenizer::load(tok_dir);
-  EXPECT_TRUE(tok.ok()) << tok.error().to_string();
+  ModelOptions o;
+  o.tokenizer = tok_dir;
+  o.chat_template = name;
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<Model> m, open_model(spec, o));
+  STOKER_ASSIGN_OR_RETURN(text::ChatText chat, m->renderer().render(*conv));
   const text::VisionGrid grid{1, 4, 4, {}};
-  auto s = text::build_sample(*conv, *kind, {}, **tok, {&grid, 1}, {});
-  EXPECT_TRUE(s.ok()) << s.error().to_string();
-  return {s->input_ids, s->labels};
+  const text::MediaOfKind media[] = {{"image", {&grid, 1}}};
+  STOKER_ASSIGN_OR_RETURN(text::TokenizedSample s,
+                          text::build_sample(*conv, m->renderer(), m->placeholders(),
+                                             m->tokenizer(), media));
+  return Sample{chat.text, s.input_ids, s.labels};
+}
+
+Result<SelectedTemplate> selected(const std::string& folder, const std::string& name = "") {
+  STOKER_ASSIGN_OR_RETURN(ModelConfig m, load_model(folder));
+  return chat_template(m, name);
 }
 
 TEST(ChatTemplateSourceTest, StockTemplateInEveryFileFormIsUsedAndRendersAsThePreset) {
@@ -134,8 +150,9 @@ TEST(ChatTemplateSourceTest, StockTemplateInEveryFileFormIsUsedAndRendersAsThePr
   for (const Family& f : kFamilies) {
     auto preset_model = preset(f.preset);
     ASSERT_TRUE(preset_model.ok());
-    const auto want = ids_of(*preset_model, *default_tokenizer_dir(*preset_model));
-    ASSERT_FALSE(want.first.empty());
+    const Result<Sample> want = sample_of(f.preset, *default_tokenizer_dir(*preset_model));
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    ASSERT_FALSE(want->ids.empty());
     for (Form form : kForms) {
       SCOPED_TRACE(std::string(f.model_type) + " " + file_of(form));
       Folder folder(f, std::string(f.model_type) + "-" + file_of(form));
@@ -143,87 +160,92 @@ TEST(ChatTemplateSourceTest, StockTemplateInEveryFileFormIsUsedAndRendersAsThePr
       auto m = load_model(folder.path());
       ASSERT_TRUE(m.ok()) << m.error().to_string();
       EXPECT_EQ(m->family, f.family);
-      ASSERT_TRUE(chat_template_kind(*m).ok()) << chat_template_kind(*m).error().to_string();
-      EXPECT_EQ(*chat_template_kind(*m), stock_template(f.family));
-      EXPECT_EQ(m->chat_template.source, folder.file(file_of(form)));
-      EXPECT_NE(describe_chat_template(*m).find("the model folder's own"), std::string::npos);
-      const auto got = ids_of(*m, folder.path());
-      EXPECT_EQ(got.first, want.first);
-      EXPECT_EQ(got.second, want.second);
+      Result<SelectedTemplate> t = chat_template(*m);
+      ASSERT_TRUE(t.ok()) << t.error().to_string();
+      EXPECT_EQ(t->native, stock_template(f.family));
+      EXPECT_FALSE(t->stock);
+      EXPECT_EQ(t->origin, folder.file(file_of(form)));
+      EXPECT_NE(describe_chat_template(*m).find("(the stock "), std::string::npos);
+      const Result<Sample> got = sample_of(folder.path(), "");
+      ASSERT_TRUE(got.ok()) << got.error().to_string();
+      EXPECT_EQ(got->ids, want->ids);
+      EXPECT_EQ(got->labels, want->labels);
     }
   }
 }
 
-TEST(ChatTemplateSourceTest, EditedTemplateIsRefusedNamingTheFile) {
+TEST(ChatTemplateSourceTest, EditedTemplateIsRenderedAsWritten) {
   REQUIRE_ORACLES();
   for (const Family& f : kFamilies) {
     const std::string stock = stock_text(stock_template(f.family));
-    const std::string one_char = [&] {
-      std::string s = stock;
-      const std::size_t at = s.find("<|im_end|>");
-      s[at + 2] = 'I';  // <|Im_end|>
-      return s;
-    }();
     // An extra system prompt in front of everything the template renders.
     const std::string extra_system = "<|im_start|>system\nAnswer in French.<|im_end|>\n" + stock;
     for (Form form : kForms) {
-      for (const std::string* edited : {&one_char, &extra_system}) {
-        SCOPED_TRACE(std::string(f.model_type) + " " + file_of(form));
-        Folder folder(f, std::string(f.model_type) + "-edit-" + file_of(form));
-        folder.put(form, *edited);
-        auto m = load_model(folder.path());
-        ASSERT_TRUE(m.ok()) << "image-only tools still load the folder: " << m.error().to_string();
-        Result<TemplateKind> kind = chat_template_kind(*m);
-        ASSERT_FALSE(kind.ok());
-        EXPECT_EQ(kind.error().code(), ErrorCode::kUnimplemented);
-        EXPECT_EQ(contains_msg(kind.error(), "model folder " + folder.path() + ": chat template in " +
-                                                 folder.file(file_of(form)) +
-                                                 " is not one stoker renders natively"), "");
-        EXPECT_EQ(contains_msg(kind.error(), "differs from the stock " +
-                                                 std::string(family_label(f.family)) +
-                                                 " template at line "), "");
-        EXPECT_EQ(describe_chat_template(*m).rfind("refused: ", 0), 0u);
-      }
+      SCOPED_TRACE(std::string(f.model_type) + " " + file_of(form));
+      Folder folder(f, std::string(f.model_type) + "-edit-" + file_of(form));
+      folder.put(form, extra_system);
+      Result<SelectedTemplate> t = selected(folder.path());
+      ASSERT_TRUE(t.ok()) << t.error().to_string();
+      EXPECT_FALSE(t->native) << "not a stock template: no native fast path";
+      EXPECT_EQ(t->origin, folder.file(file_of(form)));
+      EXPECT_NE(describe_chat_template(*load_model(folder.path())).find("Jinja engine"), std::string::npos);
+      const Result<Sample> got = sample_of(folder.path(), "");
+      ASSERT_TRUE(got.ok()) << got.error().to_string();
+      // (The Qwen3-VL template's leading {%- strips the newline after the edit.)
+      EXPECT_EQ(got->text.rfind("<|im_start|>system\nAnswer in French.<|im_end|>", 0), 0u) << got->text;
     }
   }
 }
 
-TEST(ChatTemplateSourceTest, TokenizerConfigListFormUsesTheDefaultEntry) {
+TEST(ChatTemplateSourceTest, TokenizerConfigListFormUsesTheDefaultEntryOrTheOneNamed) {
   REQUIRE_ORACLES();
   const Family& f = kFamilies[2];
   Folder folder(f, "list");
   const std::string stock = stock_text(TemplateKind::kQwen3VLInstruct);
-  folder.put(Form::kTokenizerConfig, json::array({{{"name", "tool_use"}, {"template", "{{ x }}"}},
+  const std::string tools = "{{ tools | tojson }}" + stock;
+  folder.put(Form::kTokenizerConfig, json::array({{{"name", "tool_use"}, {"template", tools}},
                                                   {{"name", "default"}, {"template", stock}}}));
-  auto m = load_model(folder.path());
-  ASSERT_TRUE(m.ok());
-  ASSERT_TRUE(chat_template_kind(*m).ok()) << chat_template_kind(*m).error().to_string();
-  EXPECT_EQ(*chat_template_kind(*m), TemplateKind::kQwen3VLInstruct);
-  EXPECT_EQ(m->chat_template.source, folder.file("tokenizer_config.json"));
+  Result<SelectedTemplate> t = selected(folder.path());
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_EQ(t->native, TemplateKind::kQwen3VLInstruct);
+  EXPECT_EQ(t->source, stock);
+  EXPECT_EQ(t->tool_use, tools) << "the tokenizer's rule: records with tools take tool_use";
+  EXPECT_EQ(t->origin, folder.file("tokenizer_config.json") + " (2 named templates)");
+  Result<SelectedTemplate> named = selected(folder.path(), "tool_use");
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  EXPECT_EQ(named->source, tools);
+  EXPECT_TRUE(named->tool_use.empty()) << "a name given is the one template used";
+  Result<SelectedTemplate> unknown = selected(folder.path(), "rag");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(contains_msg(unknown.error(), "no chat template named 'rag' (" +
+                                              folder.file("tokenizer_config.json") +
+                                              " (2 named templates) has tool_use, default)"), "");
 
-  // A list whose default is another template is refused; a list without one names its entries.
-  folder.put(Form::kTokenizerConfig, json::array({{{"name", "default"}, {"template", "{{ x }}"}}}));
-  EXPECT_EQ(chat_template_kind(*load_model(folder.path())).error().code(), ErrorCode::kUnimplemented);
+  // A list without a default names its entries.
   folder.put(Form::kTokenizerConfig, json::array({{{"name", "tool_use"}, {"template", stock}},
                                                   {{"name", "rag"}, {"template", stock}}}));
-  Result<TemplateKind> none = chat_template_kind(*load_model(folder.path()));
+  Result<SelectedTemplate> none = selected(folder.path());
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(contains_msg(none.error(), "(tool_use, rag) but none named \"default\""), "");
+  EXPECT_EQ(contains_msg(none.error(), "none is named 'default'"), "");
+  EXPECT_TRUE(selected(folder.path(), "rag").ok());
 }
 
 TEST(ChatTemplateSourceTest, NoTemplateInTheFolderMeansTheFamilysStockTemplate) {
   REQUIRE_ORACLES();
   for (const Family& f : kFamilies) {
     Folder folder(f, std::string("none-") + f.model_type);
-    auto m = load_model(folder.path());
-    ASSERT_TRUE(m.ok());
-    EXPECT_EQ(*chat_template_kind(*m), stock_template(f.family));
-    EXPECT_TRUE(m->chat_template.source.empty());
-    EXPECT_NE(describe_chat_template(*m).find("(the model folder has no chat template)"),
+    Result<SelectedTemplate> t = selected(folder.path());
+    ASSERT_TRUE(t.ok());
+    EXPECT_TRUE(t->stock);
+    EXPECT_EQ(t->native, stock_template(f.family));
+    EXPECT_EQ(t->source, stock_text(stock_template(f.family)));
+    EXPECT_NE(describe_chat_template(*load_model(folder.path())).find("(the model folder has no chat template)"),
               std::string::npos);
+    EXPECT_FALSE(selected(folder.path(), "tool_use").ok()) << "no named templates to pick from";
     auto p = preset(f.preset);
-    EXPECT_EQ(*chat_template_kind(*p), stock_template(f.family));
+    EXPECT_EQ(chat_template(*p)->native, stock_template(f.family));
     EXPECT_NE(describe_chat_template(*p).find("(preset)"), std::string::npos);
   }
 }
@@ -237,35 +259,34 @@ TEST(ChatTemplateSourceTest, FollowsTransformersPrecedenceWhereAllReadersAgree) 
     Folder folder(f, "jinja-over-tokcfg");
     folder.put(Form::kTokenizerConfig, folder.text_model_template());
     folder.put(Form::kJinja, stock);
-    auto m = load_model(folder.path());
-    ASSERT_TRUE(chat_template_kind(*m).ok()) << chat_template_kind(*m).error().to_string();
-    EXPECT_EQ(m->chat_template.source, folder.file("chat_template.jinja"));
+    Result<SelectedTemplate> t = selected(folder.path());
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    EXPECT_EQ(t->origin, folder.file("chat_template.jinja"));
   }
   {  // processor_config.json's key is overridden by chat_template.json.
     Folder folder(f, "json-over-proccfg");
     spit(folder.file("processor_config.json"), json{{"chat_template", "{{ x }}"}}.dump());
     folder.put(Form::kJson, stock);
-    auto m = load_model(folder.path());
-    ASSERT_TRUE(chat_template_kind(*m).ok()) << chat_template_kind(*m).error().to_string();
-    EXPECT_EQ(m->chat_template.source, folder.file("chat_template.json"));
+    Result<SelectedTemplate> t = selected(folder.path());
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    EXPECT_EQ(t->origin, folder.file("chat_template.json"));
   }
   {  // ...and read when nothing overrides it.
     Folder folder(f, "proccfg");
     spit(folder.file("processor_config.json"), json{{"chat_template", stock}}.dump());
-    auto m = load_model(folder.path());
-    EXPECT_EQ(m->chat_template.source, folder.file("processor_config.json"));
+    EXPECT_EQ(selected(folder.path())->origin, folder.file("processor_config.json"));
   }
   {  // Jinja2 reads CRLF line breaks and one trailing newline as the file without them.
     Folder folder(f, "crlf");
     std::string crlf;
     for (char c : stock) c == '\n' ? crlf += "\r\n" : crlf += c;
     folder.put(Form::kJinja, crlf + "\r\n");
-    EXPECT_EQ(*chat_template_kind(*load_model(folder.path())), TemplateKind::kQwen2VL);
+    EXPECT_EQ(selected(folder.path())->native, TemplateKind::kQwen2VL);
   }
-  {  // A native template of another family is used as the folder says (transformers would).
+  {  // A stock template of another family is used as the folder says (transformers would).
     Folder folder(f, "other-family");
     folder.put(Form::kJson, stock_text(TemplateKind::kQwen3VLInstruct));
-    EXPECT_EQ(*chat_template_kind(*load_model(folder.path())), TemplateKind::kQwen3VLInstruct);
+    EXPECT_EQ(selected(folder.path())->native, TemplateKind::kQwen3VLInstruct);
   }
 }
 
@@ -277,19 +298,25 @@ TEST(ChatTemplateSourceTest, ProcessorAndTokenizerTemplatesThatDisagreeAreRefuse
     Folder folder(f, "disagree-tokcfg");
     folder.put(Form::kJson, stock);
     folder.put(Form::kTokenizerConfig, folder.text_model_template());
-    Result<TemplateKind> k = chat_template_kind(*load_model(folder.path()));
+    Result<SelectedTemplate> k = selected(folder.path());
     ASSERT_FALSE(k.ok());
     EXPECT_EQ(k.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_EQ(contains_msg(k.error(), folder.file("chat_template.json") + " and " +
                                           folder.file("tokenizer_config.json") +
                                           " hold different chat templates (line 1, column 3: expected \"{% set image_count"), "");
+    // Opening the model (what a Loader does) says the same.
+    ModelOptions o;
+    o.tokenizer = folder.path();
+    Result<std::unique_ptr<Model>> opened = open_model(folder.path(), o);
+    ASSERT_FALSE(opened.ok());
+    EXPECT_EQ(contains_msg(opened.error(), "hold different chat templates"), "");
   }
   {  // 4.5x processors read chat_template.json before chat_template.jinja; tokenizers read only
      // the .jinja. Two different files: refused rather than guessed.
     Folder folder(f, "disagree-files");
     folder.put(Form::kJson, stock);
     folder.put(Form::kJinja, stock + "{# fine-tuned #}");
-    Result<TemplateKind> k = chat_template_kind(*load_model(folder.path()));
+    Result<SelectedTemplate> k = selected(folder.path());
     ASSERT_FALSE(k.ok());
     EXPECT_EQ(contains_msg(k.error(), folder.file("chat_template.json") + " and " +
                                           folder.file("chat_template.jinja")), "");
@@ -298,7 +325,7 @@ TEST(ChatTemplateSourceTest, ProcessorAndTokenizerTemplatesThatDisagreeAreRefuse
     Folder folder(f, "agree");
     folder.put(Form::kJson, stock);
     folder.put(Form::kTokenizerConfig, stock + "\n");
-    EXPECT_EQ(*chat_template_kind(*load_model(folder.path())), TemplateKind::kQwen2VL);
+    EXPECT_EQ(selected(folder.path())->native, TemplateKind::kQwen2VL);
   }
 }
 
@@ -307,16 +334,31 @@ TEST(ChatTemplateSourceTest, MalformedTemplateFilesAreInvalidArgumentNamingTheFi
   const Family& f = kFamilies[0];
   Folder folder(f, "malformed");
   spit(folder.file("chat_template.json"), "{\"chat_template\": ");
-  Result<TemplateKind> k = chat_template_kind(*load_model(folder.path()));
+  Result<SelectedTemplate> k = selected(folder.path());
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(contains_msg(k.error(), folder.file("chat_template.json") + ": invalid JSON"), "");
+  EXPECT_EQ(contains_msg(k.error(), "parsing " + folder.file("chat_template.json")), "");
   spit(folder.file("chat_template.json"), "{\"template\": \"x\"}");
-  EXPECT_EQ(contains_msg(chat_template_kind(*load_model(folder.path())).error(),
-                         "chat_template.json: no \"chat_template\" key"), "");
+  EXPECT_EQ(contains_msg(selected(folder.path()).error(),
+                         "chat_template.json: no \"chat_template\" string"), "");
   spit(folder.file("chat_template.json"), "{\"chat_template\": 7}");
-  EXPECT_EQ(contains_msg(chat_template_kind(*load_model(folder.path())).error(),
-                         "chat_template must be a string, got number"), "");
+  EXPECT_EQ(contains_msg(selected(folder.path()).error(),
+                         "chat_template.json: no \"chat_template\" string"), "");
+}
+
+TEST(ChatTemplateSourceTest, TemplateThatDoesNotParseFailsWhenTheModelOpensWithLineAndColumn) {
+  REQUIRE_ORACLES();
+  const Family& f = kFamilies[1];
+  Folder folder(f, "syntax");
+  folder.put(Form::kJinja, std::string("{% for m in messages %}{{ m.content }}\n{% if %}"));
+  ASSERT_TRUE(selected(folder.path()).ok()) << "found; it is parsed when a model opens";
+  ModelOptions o;
+  o.tokenizer = folder.path();
+  Result<std::unique_ptr<Model>> opened = open_model(folder.path(), o);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(contains_msg(opened.error(), "chat template in " + folder.file("chat_template.jinja") +
+                                             ": template error at 2:"), "");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "stoker/model/family.h"
 
+#include "stoker/video/processor.h"
+
 namespace stoker::model {
 
 std::vector<const Family*> qwen_vl_families();  // qwen_vl_family.cc
@@ -12,6 +14,34 @@ std::vector<const Family*>& registry() {
 }
 
 }  // namespace
+
+std::string Model::fingerprint() const {
+  std::string out = "family=" + std::string(family());
+  auto add = [&](const char* name, std::int64_t v) {
+    out += std::string("\n") + name + "=" + std::to_string(v);
+  };
+  if (const image::ImageProcessor* p = image_processor(); p != nullptr) {
+    const image::ImageProcessorConfig& c = p->config();
+    add("image.patch", c.patch_size);
+    add("image.temporal_patch", c.temporal_patch_size);
+    add("image.merge", c.merge_size);
+    add("image.min_pixels", c.min_pixels);
+    add("image.max_pixels", c.max_pixels);
+    add("image.resize", c.do_resize);
+    add("image.exif", c.apply_exif_orientation);
+    add("image.small_images", static_cast<std::int64_t>(c.resize_rules));
+  }
+  if (const video::VideoProcessor* p = video_processor(); p != nullptr) {
+    const video::VideoProcessorConfig& c = p->config();
+    add("video.patch", c.patch_size);
+    add("video.temporal_patch", c.temporal_patch_size);
+    add("video.merge", c.merge_size);
+  }
+  add("vocab", static_cast<std::int64_t>(tokenizer().vocab_size()));
+  add("position_rows", position_rows());
+  add("pad", pad_id());
+  return out;
+}
 
 void register_family(const Family* family) { registry().push_back(family); }
 

@@ -1,7 +1,7 @@
 // The model-family seam: everything model-specific the engine needs, behind one interface. A
 // Family (a registry entry: "qwen2_5_vl") says which model specs are its own — a preset name or
 // a Hugging Face model folder — and opens one as a Model, which supplies the processors (image,
-// video), the template renderer and the placeholder expansion (text/labels.h), the position rule
+// video), the template renderer and the media placeholders (text/labels.h), the position rule
 // and its tensor schema (how many rows a sample's positions have: 3 for mRoPE, 1), and the
 // special ids (the pad id). The engine (pipeline/, cluster/) asks only this interface; a family's
 // constants live in its own files (Qwen-VL: model_config.*, chat_template_source.*,
@@ -51,9 +51,9 @@ class Model {
   virtual const image::ImageProcessor* image_processor() const = 0;
   virtual const video::VideoProcessor* video_processor() const = 0;
   virtual const text::Tokenizer& tokenizer() const = 0;
-  // Template renderer and placeholder expansion (text::build_sample).
+  // Template renderer and media placeholders (text::build_sample).
   virtual const text::ChatRenderer& renderer() const = 0;
-  virtual const text::PlaceholderExpander& expander() const = 0;
+  virtual const text::MediaPlaceholders& placeholders() const = 0;
   // The position rule and its tensor schema: position_rows() rows × the sample's length
   // (row-major), for the ids the expansion made.
   virtual int position_rows() const = 0;
@@ -61,6 +61,14 @@ class Model {
                                                       const SampleMedia& media) const = 0;
   // Special ids: what pads a batch's rows (and Megatron's alignment gaps).
   virtual std::int64_t pad_id() const = 0;
+  // What decides a sample's tokens and positions besides its record, as text: equal for two
+  // models that make the same samples from the same records. A state's order fingerprint hashes
+  // it (pipeline/fingerprint.h, the "model" field): a resume under a model that counts tokens
+  // otherwise would repeat and skip samples. The default: the family, the processors' settings
+  // that decide grids (patch, merge, pixel bounds, resizing, EXIF, small-image rule), the
+  // vocabulary size, the position rows and the pad id; a family adds its own (Qwen-VL: the
+  // vision token ids, tokens per second, the chat template).
+  virtual std::string fingerprint() const;
 };
 
 // What a caller may choose about a model it opens.
@@ -75,6 +83,11 @@ struct ModelOptions {
   // The spec as the family's load_config parsed it (the option schema does it once per run and
   // every Loader of the run shares it); null: the family reads the spec itself.
   std::shared_ptr<const ModelConfig> parsed;
+  // The chat template: a named one of the model folder's (empty: transformers' default choice),
+  // and template kwargs for every record (a JSON object text; a record's own
+  // "chat_template_kwargs" override them).
+  std::string chat_template;
+  std::string chat_template_kwargs;
 };
 
 class Family {

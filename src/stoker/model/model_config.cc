@@ -42,18 +42,17 @@ text::TemplateKind stock_template(ModelFamily f) {
                                     : text::TemplateKind::kQwen2VL;
 }
 
-Result<text::TemplateKind> chat_template_kind(const ModelConfig& model) {
-  if (model.chat_template.refusal) return *model.chat_template.refusal;
-  return model.chat_template.kind.value_or(stock_template(model.family));
+Result<SelectedTemplate> chat_template(const ModelConfig& model, std::string_view name) {
+  return select_chat_template(model.chat_template, name, stock_template(model.family),
+                              family_label(model.family));
 }
 
 std::string describe_chat_template(const ModelConfig& model) {
-  Result<text::TemplateKind> kind = chat_template_kind(model);
-  if (!kind.ok()) return "refused: " + kind.error().to_string();
-  std::string out(text::template_name(*kind));
-  if (model.chat_template.kind) return out + ", the model folder's own (" + model.chat_template.source + ")";
-  out += ", stock " + std::string(family_label(model.family));
-  return out + (model.folder.empty() ? " (preset)" : " (the model folder has no chat template)");
+  Result<SelectedTemplate> t = chat_template(model);
+  if (!t.ok()) return "refused: " + t.error().to_string();
+  if (t->stock) return t->origin;
+  if (t->native) return t->origin + " (the stock " + std::string(text::template_name(*t->native)) + " template)";
+  return t->origin + " (rendered by the Jinja engine)";
 }
 
 namespace {
@@ -283,7 +282,7 @@ Result<ModelConfig> load_folder(const std::string& folder) {
       return std::move(s).error().with_context("config.json");
     }
   }
-  m.chat_template = find_chat_template(folder, stock_template(m.family), family_label(m.family));
+  m.chat_template = find_chat_template(folder);
   return m;
 }
 

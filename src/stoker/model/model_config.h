@@ -4,8 +4,8 @@
 // tokenizer files) or a preset name: "qwen2-vl", "qwen2.5-vl", "qwen3-vl".
 // preprocessor_config.json: legacy `min_pixels`/`max_pixels` win over `size.shortest_edge` /
 // `size.longest_edge` (pixel counts); `size` must then hold both (spec §1.2, §6.1). The chat
-// template: the folder's own when stoker renders it natively, else refused, never replaced
-// (chat_template_kind; chat_template_source.h); the family's stock template when there is none.
+// template: the folder's own, whatever it is (chat_template(); chat_template_source.h); the
+// family's stock template when there is none.
 // Immutable value; thread-safe. Errors: NotFound (folder/file), InvalidArgument (bad JSON/field).
 #pragma once
 
@@ -40,21 +40,18 @@ struct ModelConfig {
   int vision_end_token_id = 151653;
   // Qwen2.5-VL vision_config.tokens_per_second (hub value 2).
   int tokens_per_second = 2;
-  // The folder's chat template as load_model found it (empty for presets: stock template).
-  // Read it through chat_template_kind(), not directly.
+  // The folder's chat templates as load_model found them (none for presets: the stock one).
+  // Read them through chat_template(), not directly.
   ChatTemplateChoice chat_template;
 };
 
-// The one place that decides which template renders this model's conversations (the Loader,
-// `stoker render`, `stoker inspect` and Python through the Loader all ask here): the folder's own
-// template when it is one stoker renders natively (whatever the family: a Qwen2.5-VL fine-tune
-// carrying the Qwen3-VL template gets that one, as transformers would render it); the family's
-// stock template when the folder or preset has none; otherwise the refusal — Unimplemented
-// naming the file and where it departs from the stock template, or InvalidArgument (malformed
-// file, processor and tokenizer templates that disagree).
-Result<text::TemplateKind> chat_template_kind(const ModelConfig& model);
-// One line for people: "qwen2_vl, the model folder's own (/m/chat_template.json)", "qwen2_vl,
-// stock Qwen2.5-VL (the model folder has no chat template)", or "refused: …".
+// The template a run renders for this model (chat_template_source.h; `name`: a named template,
+// empty: transformers' default choice). The Loader (hence `stoker run`, `serve`, Python's
+// stoker.Loader) and `stoker render` ask here; the folder's own template whatever it is (rendered
+// by the Jinja engine, text/jinja_chat.h), the family's stock one when the folder has none.
+Result<SelectedTemplate> chat_template(const ModelConfig& model, std::string_view name = {});
+// One line for people: "/m/chat_template.json (the stock qwen2_vl template)", "stock Qwen2.5-VL
+// template (preset)", "/m/chat_template.jinja (rendered by the Jinja engine)", or "refused: …".
 std::string describe_chat_template(const ModelConfig& model);
 
 // Built-in presets with the hub's preprocessor values (spec §1.2).

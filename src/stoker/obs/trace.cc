@@ -342,7 +342,10 @@ Status Tracer::write(const std::string& path) const {
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
-    return not_found("writing the trace " + path + ": " + std::strerror(err));
+    const std::string why = "writing the trace " + path + ": " + std::strerror(err);
+    // A full disk is not a missing file (issue #28: the summary names what happened).
+    if (err == ENOSPC || err == EDQUOT || err == EFBIG) return resource_exhausted(why);
+    return err == ENOENT ? not_found(why) : data_loss(why);
   }
   return ok_status();
 }

@@ -48,6 +48,12 @@ struct StageCounters {
     items[stage].fetch_add(1, std::memory_order_relaxed);
     latency[stage].record_ns(ns);
   }
+  // Within prepare: one sample built from its record (chat template, tokenisation, labels).
+  std::atomic<std::int64_t> sample_build_ns = 0, samples_built = 0;
+  void add_sample_build(std::int64_t ns) {
+    sample_build_ns.fetch_add(ns, std::memory_order_relaxed);
+    samples_built.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 // The counter tracks the engine records when tracing (obs::Tracer::counter_id; -1: none).

@@ -140,7 +140,9 @@ Status ErrorReport::write(const std::vector<SampleFailure>& failures) {
       return data_loss("writing error report " + path_ + ": " + std::strerror(errno));
     }
   }
-  if (std::fflush(file_) != 0) return data_loss("flushing error report " + path_);
+  if (std::fflush(file_) != 0) {
+    return data_loss("writing error report " + path_ + ": " + std::strerror(errno));
+  }
   return ok_status();
 }
 

@@ -19,6 +19,8 @@
 #include "stoker/pipeline/error_report.h"
 #include "stoker/pipeline/pack_schedule.h"
 #include "stoker/pipeline/prepare.h"
+#include "stoker/pipeline/state_file.h"
+#include "stoker/base/option_name.h"
 
 namespace stoker::pipeline {
 
@@ -54,6 +56,42 @@ batch::ArenaOptions arena_options(const LoaderConfig& c) {
   return a;
 }
 
+// This run's order fingerprint (fingerprint.h): the records as the source identifies them
+// (dataset::RecordSource::identity: each manifest's place and version), the options, and the
+// model as its family fingerprints it (model::Model::fingerprint).
+Fingerprint run_fingerprint(const LoaderConfig& c, const Context& ctx) {
+  return order_fingerprint(c, {.records = ctx.records->size(), .identity = ctx.records->identity()},
+                           {.family = std::string(ctx.model->family()),
+                            .key = ctx.model->fingerprint()});
+}
+
+// A state's fingerprint against this run's: equal → resume; different → refused naming the
+// fields, or with `force` resumed with a note; absent (an older stoker) → resumed with a note.
+Status check_fingerprint(const LoaderState& s, const Fingerprint& now, bool force,
+                         std::string* note) {
+  const std::string where = "epoch " + std::to_string(s.epoch) + " position " +
+                            std::to_string(s.position);
+  if (s.fingerprint.empty()) {
+    *note = "the state has no order fingerprint (written by an older stoker): its data, seed, "
+            "batch size and model cannot be checked; resuming at " + where + " as it says";
+    return ok_status();
+  }
+  const std::vector<FieldDiff> diffs = differences(s.fingerprint, now);
+  if (diffs.empty()) return ok_status();
+  const std::string force_name = option_name("force_resume=True", "--force-resume");
+  if (!force) {
+    return invalid_argument("resume: the state was written for another order (" +
+                            describe(diffs) + "); resuming it here would repeat and skip "
+                            "samples. Resume with the state's data and options, or pass " +
+                            force_name + " to continue at " + where + " of this run's order "
+                            "anyway");
+  }
+  *note = "resuming a state written for another order (" + describe(diffs) + ") because of " +
+          force_name + ": continuing at " + where + " of this run's order; samples may repeat "
+          "or be skipped";
+  return ok_status();
+}
+
 }  // namespace
 
 // ---- Loader ----
@@ -75,6 +113,9 @@ struct Loader::Impl {
   std::optional<Error> fatal;
   LoaderState start_state, state;
   bool resumed = false;
+  Fingerprint fingerprint;  // this run's order (state_file.h, fingerprint.h)
+  std::string resume_note;  // a forced or unchecked resume, said once
+  bool report_broken = false;  // the error report failed to write (diagnostic: warned once)
   std::int64_t batches = 0, samples = 0, failed = 0;
   FailureTally failure_kinds;
   LoaderStats tokens;  // its token, efficiency and balance fields only
@@ -86,8 +127,11 @@ struct Loader::Impl {
   ~Impl() {
     stop_engine();
     if (owns_trace && ctx != nullptr && ctx->tracer != nullptr) {
+      // A diagnostic output (issue #28): a warning naming the path, never an error from here.
       if (Status st = ctx->tracer->write(config.trace_path); !st.ok()) {
-        std::fprintf(stderr, "stoker: %s\n", printable(st.error().to_string()).c_str());
+        std::fprintf(stderr, "stoker: warning: %s: %s (the trace is lost; the run itself is "
+                     "unaffected)\n", option_name("trace", "--trace").c_str(),
+                     printable(st.error().to_string()).c_str());
       }
     }
   }
@@ -309,6 +353,7 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   impl->config = config;
   STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
   STOKER_ASSIGN_OR_RETURN(impl->ctx, make_context(config));
+  impl->fingerprint = run_fingerprint(config, *impl->ctx);
   if (config.tracer == nullptr && !config.trace_path.empty()) {
     impl->ctx->tracer = std::make_shared<obs::Tracer>(config.trace);
     impl->owns_trace = true;
@@ -325,29 +370,57 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 
-Status Loader::resume(const LoaderState& s) {
+Status Loader::resume(const LoaderState& saved) {
   std::lock_guard lock(impl_->mu);
   if (impl_->started) return invalid_argument("loader: resume() must come before the first next()");
   const LoaderConfig& c = impl_->config;
-  if (c.packing.batching == Batching::kFixed && s.plan != 0) {
-    return invalid_argument("loader: the state was written with packing or token budgets (packs=" +
-                            std::to_string(s.packs) + "); resume with the same options");
+  const bool fixed = c.packing.batching == Batching::kFixed;
+  LoaderState s = saved;
+  // The order fingerprint first (issue #28: a state of other data is refused as such, not for
+  // a position past this data's end), then the numbers against this data (whatever the options:
+  // a forced resume cannot start past the end either), then the packing plan (PACKING.md).
+  std::string note;
+  STOKER_RETURN_IF_ERROR(check_fingerprint(s, impl_->fingerprint, c.force_resume, &note));
+  STOKER_RETURN_IF_ERROR(check_state_bounds(
+      s, {.records = impl_->ctx->records->size(), .epochs = c.epochs,
+          .pack_window = fixed ? 0 : c.packing.window}));
+  const std::string force_name = option_name("force_resume=True", "--force-resume");
+  if (fixed && s.plan != 0) {
+    if (!c.force_resume) {
+      return invalid_argument("loader: the state was written with packing or token budgets (packs=" +
+                              std::to_string(s.packs) + "); resume with the same options");
+    }
+    s.packs = 0;  // forced: the packs of a plan this run does not have mean nothing here
+    s.plan = 0;
   }
-  if (c.packing.batching != Batching::kFixed) {
+  if (!fixed) {
     const std::uint32_t want = plan_id(c);
     if (s.plan != 0 && s.plan != want) {
-      char ids[64];
-      std::snprintf(ids, sizeof ids, "plan %08x, these options give %08x", s.plan, want);
-      return invalid_argument(std::string("loader: the state was written with other packing "
-                                          "options (") + ids + "): max_tokens, window, format, "
-                              "align, seed, max_length, truncation and model must be the same");
+      if (!c.force_resume) {
+        char ids[64];
+        std::snprintf(ids, sizeof ids, "plan %08x, these options give %08x", s.plan, want);
+        return invalid_argument(std::string("loader: the state was written with other packing "
+                                            "options (") + ids + "): max_tokens, window, format, "
+                                "align, seed, max_length, truncation and model must be the same "
+                                "(or " + force_name + ")");
+      }
+      s.packs = 0;
+      s.plan = 0;
     }
-    if (s.plan == 0 && s.position % static_cast<std::uint64_t>(c.packing.window) != 0) {
-      return invalid_argument("loader: a state without packing can resume packing only at the "
-                              "start of a window of " + std::to_string(c.packing.window) +
-                              " samples (position " + std::to_string(s.position) + ")");
+    const auto window = static_cast<std::uint64_t>(c.packing.window);
+    if (s.plan == 0 && s.position % window != 0) {
+      if (!c.force_resume) {
+        return invalid_argument("loader: a state without packing can resume packing only at the "
+                                "start of a window of " + std::to_string(c.packing.window) +
+                                " samples (position " + std::to_string(s.position) + "; or " +
+                                force_name + ")");
+      }
+      s.position -= s.position % window;  // the window's start: its samples come again
+      note += (note.empty() ? "" : "; ") + std::string("position moved back to ") +
+              std::to_string(s.position) + ", the start of this run's planning window";
     }
   }
+  impl_->resume_note = std::move(note);
   impl_->start_state = s;
   impl_->state = s;
   impl_->resumed = true;
@@ -397,14 +470,27 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
     return cancelled("next() interrupted while waiting for the producer");
   }
   ReadyBatch& rb = *produced;
-  Status written = m.report.write(rb.failures);
+  Status written = m.report_broken ? ok_status() : m.report.write(rb.failures);
   std::lock_guard lock(m.mu);
   m.wait_ns += t1 - t0;
   m.last_ns = t1;
   m.failed += static_cast<std::int64_t>(rb.failures.size());
   for (const SampleFailure& f : rb.failures) m.failure_kinds.add(f);
   if (rb.state_after) m.state = *rb.state_after;
-  if (!written.ok()) rb.fatal = std::move(written).error();
+  if (!written.ok()) {
+    if (m.config.strict_outputs) {
+      rb.fatal = std::move(written).error();
+    } else if (!m.report_broken) {
+      // A diagnostic output (issue #28): warned once, the run goes on; the failures stay in the
+      // summary and stats().
+      m.report_broken = true;
+      std::fprintf(stderr, "stoker: warning: %s: %s; later failed samples are not in it (%s "
+                   "makes this an error)\n",
+                   option_name("error_report", "--error-report").c_str(),
+                   printable(written.error().to_string()).c_str(),
+                   option_name("strict_outputs=True", "--strict-outputs").c_str());
+    }
+  }
   if (rb.fatal) {
     m.fatal = *rb.fatal;
     return std::move(*rb.fatal);
@@ -437,7 +523,14 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
 
 LoaderState Loader::state() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->state;
+  LoaderState s = impl_->state;
+  s.fingerprint = impl_->fingerprint;
+  return s;
+}
+
+std::string Loader::resume_note() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->resume_note;
 }
 
 std::vector<FailureKind> Loader::failure_kinds(std::size_t n) const {
@@ -481,6 +574,9 @@ LoaderStats Loader::stats() const {
                         m.ctx->counters.items[i].load(), threads[i],
                         m.ctx->counters.latency[i].snapshot()});
   }
+  s.sample_build_s = m.ctx->counters.sample_build_ns.load() * 1e-9;
+  s.samples_built = m.ctx->counters.samples_built.load();
+  if (m.ctx->model != nullptr) s.chat_template = m.ctx->model->renderer().describe();
   s.next_wait = m.next_wait.snapshot();
   s.arena_peak_bytes = m.arena->peak_in_use();
   s.arena_in_use_bytes = m.arena->in_use();

@@ -55,8 +55,14 @@ class Loader {
 
   LoaderState state() const;           // position after the last delivered batch
   // Before the first next(): continue from `s` (taken with any world size: the remaining global
-  // order is re-split over this loader's ranks). InvalidArgument after next() or for a bad state.
+  // order is re-split over this loader's ranks). InvalidArgument after next() or for a bad state:
+  // numbers past this data (state_file.h check_state_bounds), or a fingerprint naming another
+  // order (data, seed, batch size, packing, max_length, model: the differing fields named) —
+  // unless LoaderConfig::force_resume, which resumes anyway and says so in resume_note().
   Status resume(const LoaderState& s);
+  // After resume(): "" or one line the front end shows as a warning (a forced resume across a
+  // fingerprint mismatch, or a state without a fingerprint).
+  std::string resume_note() const;
   LoaderStats stats() const;
   // The failed samples delivered so far (this run, since create/resume) grouped by kind, the `n`
   // most frequent first, each with its count and first example (error_report.h).

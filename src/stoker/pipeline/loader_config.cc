@@ -66,6 +66,8 @@ model::ModelOptions model_options(const LoaderConfig& config) {
   o.small_images = config.small_images;
   o.video_time_index = config.video_time_index;
   o.parsed = config.model_config;
+  o.chat_template = config.chat_template;
+  o.chat_template_kwargs = config.chat_template_kwargs;
   return o;
 }
 

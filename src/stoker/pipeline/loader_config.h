@@ -38,6 +38,11 @@ struct LoaderConfig : BatchOptions {
   std::shared_ptr<const model::ModelConfig> model_config;
   std::string tokenizer;             // folder with tokenizer.json; empty: the model's own (a
                                      // folder's files; a preset: the one installed with stoker)
+  // The chat template (model/chat_template_source.h): a named template of the model folder
+  // (empty: transformers' choice), and template kwargs for every record (a JSON object text; a
+  // record's "chat_template_kwargs" win).
+  std::string chat_template;
+  std::string chat_template_kwargs;
   // Image compatibility (image/processor.h, over the model's): the EXIF orientation applied as
   // transformers' load_image does, or ignored as recipes that open images themselves do
   // (qwen-vl-utils, LLaMA-Factory); images with a side below the factor resized as transformers
@@ -122,6 +127,14 @@ struct LoaderConfig : BatchOptions {
   // Scale-out (cluster/): the per-sample work (read, fetch, prepare, pixels) is done by these
   // remote workers; the engine keeps order, policy, state and assembly (pipeline/remote.h).
   std::shared_ptr<RemoteSamples> remote;
+  // Resume (issue #28): resume() refuses a state whose order fingerprint differs from this
+  // run's (fingerprint.h); true resumes anyway — the user means it — and says so
+  // (Loader::resume_note()).
+  bool force_resume = false;
+  // The error report is a diagnostic output: a failed write is a warning on stderr naming the
+  // path (the report stops there) and the run goes on — unless strict_outputs: then the write
+  // error stops the run.
+  bool strict_outputs = false;
 
   Status validate() const;
 };

@@ -177,9 +177,11 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
     out.failure = std::move(in.failure);
     return out;
   }
-  // Every medium planned from its bytes (nothing decoded); the template's grids and the
-  // positions' seconds per modality the text layer knows (images, videos).
-  std::vector<text::VisionGrid> grids, video_grids;
+  // Every medium planned from its bytes (nothing decoded): per modality (in modalities()
+  // order) the plans the template's placeholders expand; the seconds per grid of videos for
+  // the positions.
+  const std::span<const Modality* const> mods = modalities();
+  std::vector<std::vector<text::VisionGrid>> grids(mods.size());
   std::vector<double> seconds;
   {
     obs::Span plan_span(trace, "plan", "media", static_cast<std::int64_t>(in.parts.size()));
@@ -194,29 +196,29 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
         out.failure = decode_failure(ctx, in.item, modality, mp.index, medium.error());
         return out;
       }
-      if (modality.name == "image") {
-        grids.push_back((*medium)->grid());
-      } else if (modality.name == "video") {
-        video_grids.push_back((*medium)->grid());
-        seconds.push_back((*medium)->second_per_grid());
-      } else {
-        out.failure = failure(ctx, in.item, FailureStage::kTokenize,
-                              invalid_argument("the chat template has no placeholder for " +
-                                               medium_name(modality, mp.index)));
-        return out;
-      }
+      grids[static_cast<std::size_t>(modality_rank(modality))].push_back((*medium)->grid());
+      if (modality.name == "video") seconds.push_back((*medium)->second_per_grid());
       out.media.push_back(std::move(medium).value());
     }
   }
-  // The model's template, placeholder expansion and position rule (model/family.h).
+  std::vector<text::MediaOfKind> media;
+  std::span<const text::VisionGrid> images, videos;
+  for (std::size_t r = 0; r < mods.size(); ++r) {
+    media.push_back({mods[r]->name, grids[r]});
+    if (mods[r]->name == "image") images = grids[r];
+    if (mods[r]->name == "video") videos = grids[r];
+  }
+  // The model's template, placeholders and position rule (model/family.h).
   const model::Model& model = *ctx.model;
   text::SampleOptions options;
   options.max_length = ctx.max_length;
   options.overflow = ctx.truncate ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
   std::optional<obs::Span> tokenize_span(std::in_place, trace, "tokenize");
+  const std::int64_t build_start = now_ns();
   Result<text::TokenizedSample> tokens =
-      text::build_sample(in.conversation, model.renderer(), model.expander(), model.tokenizer(),
-                         grids, video_grids, options);
+      text::build_sample(in.conversation, model.renderer(), model.placeholders(), model.tokenizer(),
+                         media, options);
+  ctx.counters.add_sample_build(now_ns() - build_start);
   tokenize_span.reset();
   if (!tokens.ok()) {
     out.failure = failure(ctx, in.item, FailureStage::kTokenize, tokens.error());
@@ -225,7 +227,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   out.tokens = std::move(tokens).value();
   std::optional<obs::Span> rope_span(std::in_place, trace, "rope");
   Result<std::vector<std::int64_t>> positions =
-      model.positions(out.tokens, {grids, video_grids, seconds});
+      model.positions(out.tokens, {images, videos, seconds});
   rope_span.reset();
   if (!positions.ok()) {
     out.failure = failure(ctx, in.item, FailureStage::kRope, positions.error());
@@ -235,13 +237,11 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   // The media the sample keeps: all of them under the drop policy; after truncation the first
   // num_images images and num_videos videos. They wait as encoded bytes; the fetch budget is
   // returned now (the window bounds how many wait).
-  int images = 0, videos = 0;
+  std::vector<int> seen(mods.size(), 0);
   std::vector<std::unique_ptr<Medium>> kept;
   for (std::unique_ptr<Medium>& m : out.media) {
-    const bool image = m->modality().name == "image";
-    if (image ? images++ < out.tokens.num_images : videos++ < out.tokens.num_videos) {
-      kept.push_back(std::move(m));
-    }
+    const std::size_t r = static_cast<std::size_t>(modality_rank(m->modality()));
+    if (seen[r]++ < out.tokens.media_used[r]) kept.push_back(std::move(m));
   }
   out.media = std::move(kept);
   in.bytes.clear();

@@ -1,8 +1,11 @@
 // LoaderState: where a rank's stream stands, resumable by position, not payload: a restart from
 // it delivers exactly the samples not yet delivered. Packing / token budgets: position is the
 // first sample of a planning window and `packs` the units of that window the job consumed; `plan`
-// identifies the plan's options (a resume with other options is refused). Text: "stoker-state v1
-// epoch=E position=P errors=K[ packs=C plan=XXXXXXXX]" (loader_state.cc; untrusted on parse, fuzzed).
+// identifies the plan's options (a resume with other options is refused); `fingerprint` names the
+// order the state belongs to (fingerprint.h: data, seed, batch size / packing, max_length, model;
+// a resume under another is refused naming the field). Text: "stoker-state v1 epoch=E position=P
+// errors=K[ packs=C plan=XXXXXXXX][ fp.NAME=VALUE ...]" (loader_state.cc; untrusted on parse,
+// fuzzed; the --state-file file around it: state_file.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,7 @@
 #include <string_view>
 
 #include "stoker/base/result.h"
+#include "stoker/pipeline/fingerprint.h"
 
 namespace stoker::pipeline {
 
@@ -21,6 +25,8 @@ struct LoaderState {
                                   // the error report; a resumed run keeps that many lines)
   std::uint64_t packs = 0;        // packing: units of the window at `position` consumed
   std::uint32_t plan = 0;         // packing: plan id (0: not a packing state)
+  Fingerprint fingerprint = {};   // what decided the order (Loader::state() sets it; empty in a
+                                  // state written before fingerprints: resumed with a warning)
   std::string serialize() const;  // a few bytes, text
   static Result<LoaderState> parse(std::string_view text);
 };

@@ -39,6 +39,12 @@ struct LoaderStats {
   double emit_s = 0;         // assembling batches: media decoded straight into the block
   double fetch_budget_wait_s = 0;  // I/O threads blocked on the fetch byte budget (summed)
   std::vector<StageStats> stages;
+  // The model's chat template as it renders (text::ChatRenderer::describe: which template, and
+  // which label rule), and the time building samples from records took inside prepare (chat
+  // template, tokenisation, labels; summed over threads) for how many.
+  std::string chat_template;
+  double sample_build_s = 0;
+  std::int64_t samples_built = 0;
   std::uint64_t arena_peak_bytes = 0;
   std::uint64_t fetch_peak_bytes = 0;  // media bytes in flight, peak
   // Now: arena bytes in use and its size, media bytes in flight, batches ready in the prefetch

@@ -68,20 +68,84 @@ py::dict state_to_dict(const pipeline::LoaderState& s) {
     d["packs"] = s.packs;
     d["plan"] = s.plan;
   }
+  if (!s.fingerprint.empty()) {  // what decided the order (pipeline/fingerprint.h)
+    py::dict fp;
+    for (const auto& [name, value] : s.fingerprint.fields) fp[py::str(name)] = value;
+    d["fingerprint"] = fp;
+  }
   return d;
 }
 
+// A state dict is untrusted input like any option (issue #28): the package checks it first
+// (stoker/_options.py check_state); this is the same check again, for callers of _stoker.
+// InvalidArgument naming the key and the value; nothing else escapes.
+[[noreturn]] void bad_state(const std::string& key, const std::string& want, py::handle v) {
+  std::string shown = py::repr(v).cast<std::string>();
+  if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
+  raise(invalid_argument("load_state_dict: " + key + " must be " + want + ", got " + shown + " (" +
+                         Py_TYPE(v.ptr())->tp_name + ")"));
+}
+
+std::uint64_t state_number(const py::dict& d, const char* key, std::uint64_t hi) {
+  const std::string name = std::string("state['") + key + "']";
+  const std::string want = "an int in [0, " + std::to_string(hi) + "]";
+  py::handle v = d[key];
+  if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) bad_state(name, want, v);
+  const unsigned long long x = PyLong_AsUnsignedLongLong(v.ptr());
+  if (PyErr_Occurred()) {  // negative or too large
+    PyErr_Clear();
+    bad_state(name, want, v);
+  }
+  if (x > hi) bad_state(name, want, v);
+  return x;
+}
+
 pipeline::LoaderState state_from_dict(const py::dict& d) {
+  static const char* const kKeys[] = {"epoch", "position", "errors", "packs", "plan", "fingerprint"};
+  for (auto item : d) {
+    bool known = false;
+    if (PyUnicode_Check(item.first.ptr())) {
+      const std::string k = item.first.cast<std::string>();
+      for (const char* want : kKeys) known = known || k == want;
+    }
+    if (!known) bad_state("a key", "one of epoch, position, errors, packs, plan, fingerprint", item.first);
+  }
+  for (const char* required : {"epoch", "position"}) {
+    if (!d.contains(required)) {
+      raise(invalid_argument(std::string("load_state_dict: state['") + required + "'] is missing"));
+    }
+  }
+  constexpr std::uint64_t kU64 = ~std::uint64_t{0};
   pipeline::LoaderState s;
-  try {
-    s.epoch = d["epoch"].cast<std::uint64_t>();
-    s.position = d["position"].cast<std::uint64_t>();
-    s.errors = d.contains("errors") ? d["errors"].cast<std::uint64_t>() : 0;
-    s.packs = d.contains("packs") ? d["packs"].cast<std::uint64_t>() : 0;
-    s.plan = d.contains("plan") ? d["plan"].cast<std::uint32_t>() : 0;
-  } catch (const std::exception& e) {
-    raise(invalid_argument(std::string("load_state_dict: expected ints epoch, position, errors: ") +
-                           e.what()));
+  s.epoch = state_number(d, "epoch", kU64);
+  s.position = state_number(d, "position", kU64);
+  if (d.contains("errors")) s.errors = state_number(d, "errors", kU64);
+  if (d.contains("packs")) s.packs = state_number(d, "packs", kU64);
+  if (d.contains("plan")) s.plan = static_cast<std::uint32_t>(state_number(d, "plan", 0xffffffffu));
+  if (d.contains("packs") != d.contains("plan") || (d.contains("plan") && s.plan == 0)) {
+    raise(invalid_argument("load_state_dict: state['packs'] and state['plan'] go together, plan "
+                           "> 0 (a packing state)"));
+  }
+  if (d.contains("fingerprint")) {
+    py::handle fp = d["fingerprint"];
+    const std::string want = "a dict of at most " +
+                             std::to_string(pipeline::Fingerprint::kMaxFields) +
+                             " str names (a-z, _) to str values (A-Z a-z 0-9 . _ : / + -, at most " +
+                             std::to_string(pipeline::Fingerprint::kMaxValue) + ")";
+    if (!PyDict_Check(fp.ptr()) || PyDict_Size(fp.ptr()) > static_cast<Py_ssize_t>(
+                                        pipeline::Fingerprint::kMaxFields)) {
+      bad_state("state['fingerprint']", want, fp);
+    }
+    for (auto item : py::reinterpret_borrow<py::dict>(fp)) {
+      if (!PyUnicode_Check(item.first.ptr()) || !PyUnicode_Check(item.second.ptr())) {
+        bad_state("state['fingerprint']", want, fp);
+      }
+      std::string k = item.first.cast<std::string>(), v = item.second.cast<std::string>();
+      if (!pipeline::Fingerprint::valid_name(k) || !pipeline::Fingerprint::valid_value(v)) {
+        bad_state("state['fingerprint']['" + k.substr(0, 40) + "']", want, item.second);
+      }
+      s.fingerprint.fields.emplace_back(std::move(k), std::move(v));
+    }
   }
   return s;
 }
@@ -143,15 +207,23 @@ class RawLoader {
   }
   py::dict state_before_last() const { return state_to_dict(before_last_); }
 
-  void resume(const py::dict& d) {
+  // Returns the resume note ("" or a warning the package shows: a forced resume, a state
+  // without a fingerprint).
+  std::string resume(const py::dict& d) {
     pipeline::LoaderState s = state_from_dict(d);
     Status st;
+    std::string note;
     {
       py::gil_scoped_release nogil;
       st = live().resume(s);
+      if (st.ok()) {
+        note = live().resume_note();
+        s = live().state();
+      }
     }
-    check(std::move(st));
+    if (!st.ok()) check(Status(Error(st.error()).with_context("load_state_dict")));
     before_last_ = s;
+    return note;
   }
 
   py::dict stats() {
@@ -173,6 +245,9 @@ class RawLoader {
     d["emit_s"] = s.emit_s;
     d["fetch_budget_wait_s"] = s.fetch_budget_wait_s;
     d["limiter"] = pipeline::describe_limiter(s);
+    d["chat_template"] = s.chat_template;
+    d["sample_build_s"] = s.sample_build_s;
+    d["samples_built"] = s.samples_built;
     d["arena_peak_bytes"] = s.arena_peak_bytes;
     // The arena's size: its cap (arena_bytes / arena_mb), what the run plans to use, and why.
     d["arena_capacity_bytes"] = s.arena_capacity_bytes;

@@ -149,7 +149,10 @@ py::dict serve(const py::dict& kw) {
     st = server->stats();
     server.reset();
     if (tracer != nullptr) {
-      if (Status w = tracer->write(s.observe.trace_path); !w.ok() && result.ok()) result = w;
+      // A diagnostic output (issue #28): a warning naming the path, unless strict_outputs.
+      Status w = tracer->write(s.observe.trace_path);
+      if (!w.ok()) w = Error(w.error()).with_context("trace " + s.observe.trace_path);
+      result = shm::serve_result(std::move(result), w, s.loader.strict_outputs, "serve()");
     }
   }
   if (interrupted) throw py::error_already_set();  // KeyboardInterrupt (or what a handler raised)

@@ -12,6 +12,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "stoker/base/atomic_file.h"
 #include "stoker/base/clock.h"
 #include "stoker/base/printable.h"
 #include "stoker/obs/prometheus.h"
@@ -476,6 +477,12 @@ std::string NodeServer::metrics_text() const {
   m.counter("stoker_serve_clients_lost_total", "Client connections lost.", {},
             static_cast<double>(st.clients_lost));
   return m.str();
+}
+
+Status serve_result(Status served, const Status& trace_written, bool strict_outputs,
+                    std::string_view who) {
+  Status trace = diagnostic_output(trace_written, strict_outputs && served.ok(), who);
+  return served.ok() ? trace : served;
 }
 
 }  // namespace stoker::shm

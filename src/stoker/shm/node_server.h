@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stoker/base/result.h"
@@ -87,5 +88,12 @@ class NodeServer {
   explicit NodeServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// How a serve front end (`stoker serve`, serve(), cluster --serve) ends: the server's own result
+// `served` first; the trace that front end wrote after it (`trace_written`, a diagnostic output,
+// issue #28) failing is then a warning on stderr naming it — or, with strict_outputs, the error
+// when serving itself succeeded (base/atomic_file.h diagnostic_output). `who`: "serve", "serve()".
+Status serve_result(Status served, const Status& trace_written, bool strict_outputs,
+                    std::string_view who);
 
 }  // namespace stoker::shm

@@ -39,16 +39,18 @@ class Builder {
   void special(std::string_view token, bool supervised, int msg) {
     out_->segments.push_back({Segment::Kind::kSpecial, std::string(token), supervised, -1, msg});
   }
-  void image(int msg, bool vision_id) {
+  // `supervised`: the turn's (a vision id in an assistant turn is text of that turn; the
+  // medium's block never is).
+  void image(int msg, bool vision_id, bool supervised) {
     int index = out_->num_images++;
-    if (vision_id) text("Picture " + std::to_string(index + 1) + ": ", false, msg);
+    if (vision_id) text("Picture " + std::to_string(index + 1) + ": ", supervised, msg);
     special(kVisionStart, false, msg);
     out_->segments.push_back({Segment::Kind::kImage, std::string(kImagePad), false, index, msg});
     special(kVisionEnd, false, msg);
   }
-  void video(int msg, bool vision_id) {
+  void video(int msg, bool vision_id, bool supervised) {
     int index = out_->num_videos++;
-    if (vision_id) text("Video " + std::to_string(index + 1) + ": ", false, msg);
+    if (vision_id) text("Video " + std::to_string(index + 1) + ": ", supervised, msg);
     special(kVisionStart, false, msg);
     out_->segments.push_back({Segment::Kind::kVideo, std::string(kVideoPad), false, index, msg});
     special(kVisionEnd, false, msg);
@@ -77,8 +79,8 @@ void all_parts(Builder& b, const Message& m, int msg, bool supervised,
   for (const Part& p : m.parts) {
     switch (p.kind) {
       case Part::Kind::kText: b.text(p.value, supervised, msg); break;
-      case Part::Kind::kImage: b.image(msg, o.add_vision_id); break;
-      case Part::Kind::kVideo: b.video(msg, o.add_vision_id); break;
+      case Part::Kind::kImage: b.image(msg, o.add_vision_id, supervised); break;
+      case Part::Kind::kVideo: b.video(msg, o.add_vision_id, supervised); break;
     }
   }
 }

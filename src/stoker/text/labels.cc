@@ -1,11 +1,12 @@
-// Tokenisation of a rendered chat into ids + labels, and the max-length policies; the
-// placeholder expansion is the family's (PlaceholderExpander).
+// The generic sample builder: placeholders found and expanded, the text tokenised with offsets,
+// labels by HF's assistant-mask rule over the renderer's spans, and the max-length policies.
 #include "stoker/text/labels.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <string_view>
+
+#include "stoker/jinja/assistant_mask.h"
 
 namespace stoker::text {
 namespace {
@@ -17,140 +18,180 @@ std::string record_name(const std::string& id) {
   return id.empty() ? std::string("record") : "record \"" + id + "\"";
 }
 
-int common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
-  std::size_t n = std::min(a.size(), b.size()), i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return static_cast<int>(i);
+std::string plural(std::int64_t n, std::string_view what) {
+  return std::to_string(n) + " " + std::string(what) + (n == 1 ? "" : "s");
 }
 
-int common_suffix(std::span<const TokenId> a, std::span<const TokenId> b) {
-  std::size_t n = std::min(a.size(), b.size()), i = 0;
-  while (i < n && a[a.size() - 1 - i] == b[b.size() - 1 - i]) ++i;
-  return static_cast<int>(i);
-}
-
-class RunTokenizer {
+// Text encoded as one string: pieces of the rendered text and text an expansion inserts, with
+// where each byte stands in the rendered text (inserted bytes stand for their whole placeholder).
+class TextRun {
  public:
-  RunTokenizer(const Tokenizer& tok, TokenizedSample* out, std::vector<std::int64_t>* msg_end)
-      : tok_(tok), out_(out), msg_end_(msg_end) {}
-
-  void add_text(const Piece& it) {
-    if (!pieces_.empty() && pieces_.back().supervised == it.supervised) {
-      pieces_.back().text += it.text;
-      pieces_.back().message = it.message;
-    } else {
-      pieces_.push_back({it.text, it.supervised, it.message});
-    }
+  void add_rendered(std::string_view text, std::size_t at) {
+    if (text.empty()) return;
+    segs_.push_back({run_.size(), text.size(), at, at + text.size(), false});
+    run_ += text;
   }
-
-  void add_token(const Piece& it) {
-    flush();
-    if (it.vision >= 0) out_->vision[static_cast<std::size_t>(it.vision)].begin = static_cast<std::int64_t>(out_->input_ids.size());
-    for (std::int64_t k = 0; k < it.count; ++k) {
-      out_->input_ids.push_back(it.id);
-      out_->labels.push_back(it.supervised ? it.id : kIgnoreIndex);
-    }
-    mark_end(it.message);
+  void add_inserted(std::string_view text, std::size_t begin, std::size_t end) {
+    if (text.empty()) return;
+    segs_.push_back({run_.size(), text.size(), begin, end, true});
+    run_ += text;
   }
-
-  // Tokenises the pending text run as one string; labels by character overlap.
-  void flush() {
-    if (pieces_.empty()) return;
-    std::string text;
-    std::vector<std::size_t> bounds;  // byte offsets where supervision changes
-    for (std::size_t j = 0; j < pieces_.size(); ++j) {
-      if (j > 0) bounds.push_back(text.size());
-      text += pieces_[j].text;
+  // Encodes the run; appends ids and their offsets in the rendered text.
+  void flush(const Tokenizer& tok, std::vector<TokenId>* ids, std::vector<TextSpan>* offsets) {
+    if (run_.empty()) return;
+    run_offsets_.clear();
+    const std::size_t first = ids->size();
+    tok.encode_with_offsets(run_, ids, &run_offsets_);
+    for (std::size_t i = 0; i < ids->size() - first && i < run_offsets_.size(); ++i) {
+      const std::size_t b = at(run_offsets_[i].begin, false), e = at(run_offsets_[i].end, true);
+      offsets->push_back({b, std::max(b, e)});
     }
-    ids_.clear();
-    tok_.encode(text, &ids_);
-    const int n = static_cast<int>(ids_.size());
-    flags_.assign(n, 0);
-    // zone_j = [k_j, e_j): tokens that touch boundary j (empty when the boundary falls between
-    // two tokens, the usual case).
-    std::vector<int> k(bounds.size()), e(bounds.size());
-    for (std::size_t j = 0; j < bounds.size(); ++j) {
-      scratch_.clear();
-      tok_.encode(std::string_view(text).substr(0, bounds[j]), &scratch_);
-      int kp = common_prefix(scratch_, ids_);
-      if (kp == static_cast<int>(scratch_.size())) {
-        k[j] = e[j] = kp;
-        continue;
-      }
-      scratch_.clear();
-      tok_.encode(std::string_view(text).substr(bounds[j]), &scratch_);
-      int ks = common_suffix(scratch_, ids_);
-      k[j] = kp;
-      e[j] = std::max(kp + 1, std::min(n, n - ks));
-    }
-    for (std::size_t j = 0; j < pieces_.size(); ++j) {
-      int from = j == 0 ? 0 : e[j - 1];
-      int to = j + 1 == pieces_.size() ? n : k[j];
-      for (int t = from; t < to; ++t) flags_[t] |= pieces_[j].supervised;
-      if (j + 1 < pieces_.size()) {
-        bool either = pieces_[j].supervised || pieces_[j + 1].supervised;
-        for (int t = k[j]; t < e[j] && t < n; ++t) flags_[t] |= either;
-      }
-    }
-    for (int t = 0; t < n; ++t) {
-      out_->input_ids.push_back(ids_[t]);
-      out_->labels.push_back(flags_[t] ? ids_[t] : kIgnoreIndex);
-    }
-    for (const Piece& p : pieces_) mark_end(p.message);
-    pieces_.clear();
+    offsets->resize(ids->size());  // a tokenizer that gave fewer offsets: empty spans at 0
+    run_.clear();
+    segs_.clear();
   }
 
  private:
-  struct Piece {
-    std::string text;
-    bool supervised;
-    int message;
+  struct Seg {
+    std::size_t run_at, len, begin, end;
+    bool inserted;
   };
-  void mark_end(int message) {
-    if (message >= 0 && message < static_cast<int>(msg_end_->size())) {
-      (*msg_end_)[message] = static_cast<std::int64_t>(out_->input_ids.size());
-    }
+  std::size_t at(std::size_t pos, bool end) const {
+    const std::size_t key = end && pos > 0 ? pos - 1 : pos;
+    auto it = std::upper_bound(segs_.begin(), segs_.end(), key,
+                               [](std::size_t k, const Seg& s) { return k < s.run_at; });
+    if (it != segs_.begin()) --it;
+    const Seg& s = *it;
+    if (s.inserted) return end ? s.end : s.begin;
+    return s.begin + std::min(pos - std::min(pos, s.run_at), s.len);
   }
 
-  const Tokenizer& tok_;
-  TokenizedSample* out_;
-  std::vector<std::int64_t>* msg_end_;
-  std::vector<Piece> pieces_;
-  std::vector<TokenId> ids_, scratch_;
-  std::vector<char> flags_;
+  std::string run_;
+  std::vector<Seg> segs_;
+  std::vector<TextSpan> run_offsets_;
 };
 
-Result<TokenizedSample> tokenize_impl(const RenderedChat& chat, const PlaceholderExpander& expander,
-                                      const Tokenizer& tok, std::span<const VisionGrid> images,
-                                      std::span<const VisionGrid> videos, int num_messages,
-                                      std::vector<std::int64_t>* msg_end) {
-  TokenizedSample out;
-  out.num_images = chat.num_images;
-  out.num_videos = chat.num_videos;
-  out.num_messages = num_messages;
-  if (static_cast<int>(images.size()) < chat.num_images ||
-      static_cast<int>(videos.size()) < chat.num_videos) {
-    return invalid_argument("the chat has " + std::to_string(chat.num_images) + " image(s) and " +
-                            std::to_string(chat.num_videos) + " video(s) but grids were given for " +
-                            std::to_string(images.size()) + " and " +
-                            std::to_string(videos.size()));
-  }
-  std::vector<Piece> items;
-  STOKER_RETURN_IF_ERROR(expander.expand(chat, tok, images, videos, &items, &out.vision));
-  msg_end->assign(num_messages, -1);
-  RunTokenizer run(tok, &out, msg_end);
-  for (const Piece& it : items) {
-    if (it.is_text) {
-      run.add_text(it);
-    } else {
-      run.add_token(it);
+Result<TokenizedSample> tokenize_impl(const ChatText& chat, const Conversation& conv,
+                                      const MediaPlaceholders& placeholders, const Tokenizer& tok,
+                                      std::span<const MediaOfKind> media) {
+  const std::span<const std::string_view> mods = placeholders.modalities();
+  auto index_of = [&](std::string_view m) -> int {
+    for (std::size_t i = 0; i < mods.size(); ++i) {
+      if (mods[i] == m) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  // How many media of each modality the rendered conversation holds.
+  std::vector<int> expected(mods.size(), 0);
+  for (std::size_t m = 0; m < conv.messages.size(); ++m) {
+    for (const dataset::Part& p : conv.messages[m].parts) {
+      const std::string_view modality = part_modality(p);
+      if (modality.empty()) continue;
+      const int k = index_of(modality);
+      if (k < 0) {
+        return invalid_argument("message " + std::to_string(m) + ": the model's chat template "
+                                "has no placeholder for " + std::string(modality));
+      }
+      ++expected[static_cast<std::size_t>(k)];
     }
   }
-  run.flush();
+  std::vector<Placeholder> found;
+  STOKER_RETURN_IF_ERROR(placeholders.find(chat.text, &found));
+  std::vector<int> count(mods.size(), 0);
+  for (const Placeholder& p : found) ++count[static_cast<std::size_t>(p.modality)];
+  std::vector<std::span<const VisionGrid>> grids(mods.size());
+  for (const MediaOfKind& m : media) {
+    if (const int k = index_of(m.modality); k >= 0) grids[static_cast<std::size_t>(k)] = m.media;
+  }
+  for (std::size_t k = 0; k < mods.size(); ++k) {
+    if (count[k] != expected[k]) {
+      const std::string what(mods[k]);
+      return invalid_argument("the chat template rendered " + plural(count[k], what + " placeholder") +
+                              " for the conversation's " + plural(expected[k], what) +
+                              " (a template that drops or adds a medium cannot be paired with "
+                              "the media; HF's processor fails the same way)");
+    }
+    if (grids[k].size() < static_cast<std::size_t>(count[k])) {
+      return invalid_argument("the chat has " + plural(count[k], std::string(mods[k])) +
+                              " but grids were given for " + std::to_string(grids[k].size()));
+    }
+  }
+
+  TokenizedSample out;
+  out.num_messages = static_cast<int>(conv.messages.size());
+  std::vector<TextSpan> offsets;
+  std::vector<TextSpan> blocks;
+  std::vector<int> next(mods.size(), 0);
+  std::vector<Expansion> exp;
+  TextRun run;
+  std::size_t cursor = 0;
+  const std::string_view text = chat.text;
+  for (const Placeholder& p : found) {
+    if (p.begin < cursor || p.end < p.begin || p.end > text.size()) {
+      return internal_error("placeholders out of order or out of the text");
+    }
+    run.add_rendered(text.substr(cursor, p.begin - cursor), cursor);
+    const std::size_t m = static_cast<std::size_t>(p.modality);
+    const int k = next[m]++;
+    exp.clear();
+    if (Status st = placeholders.expand(p, grids[m][static_cast<std::size_t>(k)], &exp); !st.ok()) {
+      return std::move(st).error().with_context(std::string(mods[m]) + " " + std::to_string(k));
+    }
+    for (const Expansion& e : exp) {
+      if (e.kind == Expansion::Kind::kText) {
+        run.add_inserted(e.text, p.begin, p.end);
+        continue;
+      }
+      run.flush(tok, &out.input_ids, &offsets);
+      if (e.kind == Expansion::Kind::kRun) {
+        out.vision.push_back({mods[m] == "video", k, e.group,
+                              static_cast<std::int64_t>(out.input_ids.size()), e.count, mods[m]});
+      }
+      out.input_ids.insert(out.input_ids.end(), static_cast<std::size_t>(e.count), e.id);
+      offsets.insert(offsets.end(), static_cast<std::size_t>(e.count), TextSpan{p.begin, p.end});
+    }
+    blocks.push_back({std::min(p.block_begin, p.begin), std::max(p.block_end, p.end)});
+    cursor = p.end;
+  }
+  run.add_rendered(text.substr(cursor), cursor);
+  run.flush(tok, &out.input_ids, &offsets);
+
+  // Labels: HF's tokenizer rule over the spans, media blocks never.
+  std::vector<jinja::Span> spans, token_spans;
+  spans.reserve(chat.supervised.size());
+  for (const TextSpan& s : chat.supervised) spans.push_back({s.begin, s.end});
+  token_spans.reserve(offsets.size());
+  for (const TextSpan& o : offsets) token_spans.push_back({o.begin, o.end});
+  const std::vector<std::uint8_t> mask =
+      jinja::assistant_mask(text, spans, token_spans, jinja::MaskRule::kTokenizer);
+  out.labels.resize(out.input_ids.size(), kIgnoreIndex);
+  std::size_t b = 0;
+  for (std::size_t t = 0; t < out.input_ids.size(); ++t) {
+    if (!mask[t]) continue;
+    while (b < blocks.size() && blocks[b].end <= offsets[t].begin && blocks[b].end < offsets[t].end) ++b;
+    const bool in_block = b < blocks.size() && blocks[b].begin <= offsets[t].begin &&
+                          offsets[t].end <= blocks[b].end;
+    if (!in_block) out.labels[t] = out.input_ids[t];
+  }
+  out.num_images = static_cast<int>(index_of("image") >= 0 ? count[index_of("image")] : 0);
+  out.num_videos = static_cast<int>(index_of("video") >= 0 ? count[index_of("video")] : 0);
+  for (const MediaOfKind& m : media) {
+    const int k = index_of(m.modality);
+    out.media_used.push_back(k >= 0 ? count[static_cast<std::size_t>(k)] : 0);
+  }
   return out;
 }
 
 }  // namespace
+
+std::string_view part_modality(const dataset::Part& part) {
+  switch (part.kind) {
+    case dataset::Part::Kind::kImage: return "image";
+    case dataset::Part::Kind::kVideo: return "video";
+    case dataset::Part::Kind::kText: break;
+  }
+  return {};
+}
 
 std::vector<double> video_group_seconds(std::span<const std::int64_t> frame_indices, double fps,
                                         int group) {
@@ -167,30 +208,29 @@ std::int64_t TokenizedSample::supervised_tokens() const {
   return std::count_if(labels.begin(), labels.end(), [](TokenId l) { return l != kIgnoreIndex; });
 }
 
-Result<TokenizedSample> tokenize_chat(const RenderedChat& chat, const PlaceholderExpander& expander,
-                                      const Tokenizer& tokenizer, std::span<const VisionGrid> images,
-                                      std::span<const VisionGrid> videos) {
-  int messages = 0;
-  for (const Segment& s : chat.segments) messages = std::max(messages, s.message_index + 1);
-  std::vector<std::int64_t> ends;
-  return tokenize_impl(chat, expander, tokenizer, images, videos, messages, &ends);
+Result<TokenizedSample> tokenize_chat(const ChatText& chat, const Conversation& conversation,
+                                      const MediaPlaceholders& placeholders,
+                                      const Tokenizer& tokenizer,
+                                      std::span<const MediaOfKind> media) {
+  return tokenize_impl(chat, conversation, placeholders, tokenizer, media);
 }
 
 Result<TokenizedSample> build_sample(const Conversation& conv, const ChatRenderer& renderer,
-                                     const PlaceholderExpander& expander,
+                                     const MediaPlaceholders& placeholders,
                                      const Tokenizer& tokenizer,
-                                     std::span<const VisionGrid> images,
-                                     std::span<const VisionGrid> videos,
+                                     std::span<const MediaOfKind> media,
                                      const SampleOptions& options) {
   auto named = [&](Error e) { return std::move(e.with_context(record_name(conv.id))); };
-  // validate_for_sft names the record itself.
+  // validate_for_sft and the renderers name the record themselves.
   STOKER_RETURN_IF_ERROR(dataset::validate_for_sft(conv));
-  STOKER_ASSIGN_OR_RETURN(RenderedChat chat, renderer.render(conv));
-  std::vector<std::int64_t> ends;
-  const int n = static_cast<int>(conv.messages.size());
-  Result<TokenizedSample> full = tokenize_impl(chat, expander, tokenizer, images, videos, n, &ends);
-  if (!full.ok()) return named(std::move(full).error());
-  const std::int64_t len = static_cast<std::int64_t>(full->input_ids.size());
+  auto sample = [&](const Conversation& c) -> Result<TokenizedSample> {
+    STOKER_ASSIGN_OR_RETURN(ChatText chat, renderer.render(c));
+    Result<TokenizedSample> s = tokenize_impl(chat, c, placeholders, tokenizer, media);
+    if (!s.ok()) return named(std::move(s).error());
+    return s;
+  };
+  STOKER_ASSIGN_OR_RETURN(TokenizedSample full, sample(conv));
+  const std::int64_t len = static_cast<std::int64_t>(full.input_ids.size());
   if (options.max_length <= 0 || len <= options.max_length) return full;
 
   std::string too_long = std::to_string(len) + " tokens exceed max_length " +
@@ -198,34 +238,37 @@ Result<TokenizedSample> build_sample(const Conversation& conv, const ChatRendere
   if (options.overflow == Overflow::kDrop) {
     return named(resource_exhausted(too_long + " (overflow policy: drop)"));
   }
-  // Longest prefix of whole messages ending with an assistant turn that fits. The prefix's
-  // tokens are the full sample's up to that message's end (messages begin with <|im_start|>,
-  // a pre-token boundary), so the end offsets computed above are exact — for the turns as the
-  // whole conversation renders them. Re-rendered alone, a prefix can be longer: its last turn
-  // may gain the empty think block (ThinkMode) and the generation prompt follows it. So each
-  // candidate is checked after re-rendering, and a shorter one tried when it no longer fits
-  // (found by the fuzzer: a truncated sample over max_length). Candidates shrink by whole
-  // assistant turns, so this stops after a few tries.
-  for (int keep = n - 1; keep >= 0; --keep) {
-    if (conv.messages[keep].role != Role::kAssistant || ends[keep] < 0 ||
-        ends[keep] > options.max_length) {
-      continue;
-    }
-    // Re-render the prefix so that per-turn options (last_turn_only) apply to what is kept.
+  // Prefixes of whole messages ending with an assistant turn, shorter than the whole; each is
+  // re-rendered alone (so per-turn choices of the template apply to what is kept, and a prefix's
+  // own end — a generation prompt, a think block — is counted). Bisection: O(log turns) renders.
+  std::vector<int> ends;
+  for (int i = 0; i + 1 < static_cast<int>(conv.messages.size()); ++i) {
+    if (conv.messages[i].role == Role::kAssistant) ends.push_back(i);
+  }
+  int lo = -1, hi = static_cast<int>(ends.size());  // lo fits (-1: none), hi does not
+  TokenizedSample best;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
     Conversation prefix;
     prefix.id = conv.id;
-    prefix.messages.assign(conv.messages.begin(), conv.messages.begin() + keep + 1);
-    STOKER_ASSIGN_OR_RETURN(RenderedChat cut, renderer.render(prefix));
-    std::vector<std::int64_t> cut_ends;
-    Result<TokenizedSample> out = tokenize_impl(cut, expander, tokenizer, images, videos,
-                                                keep + 1, &cut_ends);
-    if (!out.ok()) return named(std::move(out).error());
-    if (static_cast<std::int64_t>(out->input_ids.size()) > options.max_length) continue;
-    out->truncated = true;
-    return out;
+    prefix.tools_json = conv.tools_json;
+    prefix.documents_json = conv.documents_json;
+    prefix.template_kwargs_json = conv.template_kwargs_json;
+    prefix.messages.assign(conv.messages.begin(), conv.messages.begin() + ends[mid] + 1);
+    STOKER_ASSIGN_OR_RETURN(TokenizedSample s, sample(prefix));
+    if (static_cast<std::int64_t>(s.input_ids.size()) <= options.max_length) {
+      lo = mid;
+      best = std::move(s);
+    } else {
+      hi = mid;
+    }
   }
-  return named(resource_exhausted(too_long + " and no prefix of whole turns ending with an "
-                                  "assistant turn fits"));
+  if (lo < 0) {
+    return named(resource_exhausted(too_long + " and no prefix of whole turns ending with an "
+                                    "assistant turn fits"));
+  }
+  best.truncated = true;
+  return best;
 }
 
 }  // namespace stoker::text

@@ -7,26 +7,11 @@
 namespace stoker::text {
 namespace {
 
-struct SpecialIds {
-  TokenId vision_start = 0, vision_end = 0, image_pad = 0, video_pad = 0;
-};
-
-Result<SpecialIds> special_ids(const Tokenizer& tok) {
-  SpecialIds s;
-  struct {
-    const char* text;
-    TokenId* id;
-  } want[] = {{"<|vision_start|>", &s.vision_start},
-              {"<|vision_end|>", &s.vision_end},
-              {"<|image_pad|>", &s.image_pad},
-              {"<|video_pad|>", &s.video_pad}};
-  for (auto& w : want) {
-    std::optional<TokenId> id = tok.token_to_id(w.text);
-    if (!id) return invalid_argument(std::string("tokenizer has no ") + w.text + " token");
-    *w.id = *id;
-  }
-  return s;
-}
+constexpr std::string_view kVisionStart = "<|vision_start|>";
+constexpr std::string_view kVisionEnd = "<|vision_end|>";
+constexpr std::string_view kImagePad = "<|image_pad|>";
+constexpr std::string_view kVideoPad = "<|video_pad|>";
+constexpr std::string_view kModalities[] = {"image", "video"};
 
 std::string seconds_text(double s) {
   // Python f"{x:.1f}": correctly rounded from the binary double, ties-to-even on the exact
@@ -47,73 +32,159 @@ Result<std::int64_t> pad_count(const VisionGrid& g, int merge, std::int64_t grou
   return groups * per_group / m2;
 }
 
+bool ends_with_at(std::string_view text, std::size_t end, std::string_view what) {
+  return end >= what.size() && text.substr(end - what.size(), what.size()) == what;
+}
+
 }  // namespace
 
-Status QwenVisionExpander::expand(const RenderedChat& chat, const Tokenizer& tok,
-                                  std::span<const VisionGrid> images,
-                                  std::span<const VisionGrid> videos, std::vector<Piece>* items,
-                                  std::vector<VisionSpan>* spans) const {
-  STOKER_ASSIGN_OR_RETURN(SpecialIds sid, special_ids(tok));
-  const int merge = merge_;
-  const auto& segs = chat.segments;
-  for (std::size_t i = 0; i < segs.size(); ++i) {
-    const Segment& s = segs[i];
-    switch (s.kind) {
-      case Segment::Kind::kText:
-        // A record's text that spells a pad token would tokenise to an extra pad: ids whose
-        // vision runs no longer match the grids (found by the fuzzer: mRoPE then failed on a
-        // delivered sample). HF's processor expands such text as a placeholder and fails on
-        // the count; here the sample is refused, naming why.
-        for (std::string_view pad : {std::string_view("<|image_pad|>"), std::string_view("<|video_pad|>")}) {
-          if (s.text.find(pad) != std::string::npos) {
-            return invalid_argument("message " + std::to_string(s.message_index) + ": its text holds " +
-                                    std::string(pad) + ", the token media expand to; refused (HF's "
-                                    "processor would read it as a placeholder)");
-          }
-        }
-        items->push_back({true, s.text, 0, 1, s.supervised, s.message_index, -1});
-        break;
-      case Segment::Kind::kSpecial: {
-        bool qwen3_video_block = chat.kind == TemplateKind::kQwen3VLInstruct &&
-                                 s.text == "<|vision_start|>" && i + 2 < segs.size() &&
-                                 segs[i + 1].kind == Segment::Kind::kVideo;
-        if (qwen3_video_block) {
-          // "<t seconds><|vision_start|><|video_pad|>×(h·w/m²)<|vision_end|>" per temporal group.
-          const VisionGrid& g = videos[segs[i + 1].media_index];
-          if (static_cast<int>(g.group_seconds.size()) != g.grid_t) {
-            return invalid_argument("Qwen3-VL video " + std::to_string(segs[i + 1].media_index) +
-                                    ": " + std::to_string(g.group_seconds.size()) +
-                                    " timestamps for grid_t " + std::to_string(g.grid_t));
-          }
-          STOKER_ASSIGN_OR_RETURN(std::int64_t per, pad_count(g, merge, 1));
-          for (int k = 0; k < g.grid_t; ++k) {
-            items->push_back({true, seconds_text(g.group_seconds[k]), 0, 1, false, s.message_index, -1});
-            items->push_back({false, {}, sid.vision_start, 1, false, s.message_index, -1});
-            spans->push_back({true, segs[i + 1].media_index, k, 0, per});
-            items->push_back({false, {}, sid.video_pad, per, false, s.message_index,
-                              static_cast<int>(spans->size()) - 1});
-            items->push_back({false, {}, sid.vision_end, 1, false, s.message_index, -1});
-          }
-          i += 2;  // the video pad and its <|vision_end|>
-          break;
-        }
-        std::optional<TokenId> id = tok.token_to_id(s.text);
-        if (!id) return invalid_argument("tokenizer has no " + s.text + " token");
-        items->push_back({false, {}, *id, 1, s.supervised, s.message_index, -1});
-        break;
-      }
-      case Segment::Kind::kImage:
-      case Segment::Kind::kVideo: {
-        bool video = s.kind == Segment::Kind::kVideo;
-        const VisionGrid& g = video ? videos[s.media_index] : images[s.media_index];
-        STOKER_ASSIGN_OR_RETURN(std::int64_t count, pad_count(g, merge, g.grid_t));
-        spans->push_back({video, s.media_index, 0, 0, count});
-        items->push_back({false, {}, video ? sid.video_pad : sid.image_pad, count, false,
-                          s.message_index, static_cast<int>(spans->size()) - 1});
-        break;
+ChatText chat_text(const RenderedChat& chat) {
+  ChatText out;
+  std::size_t n = 0;
+  for (const Segment& s : chat.segments) n += s.text.size();
+  out.text.reserve(n);
+  for (const Segment& s : chat.segments) {
+    const std::size_t at = out.text.size();
+    out.text += s.text;
+    if (!s.supervised || s.text.empty()) continue;
+    if (!out.supervised.empty() && out.supervised.back().end == at) {
+      out.supervised.back().end = out.text.size();
+    } else {
+      out.supervised.push_back({at, out.text.size()});
+    }
+  }
+  return out;
+}
+
+Result<ChatText> NativeRenderer::render(const dataset::Conversation& conversation) const {
+  STOKER_ASSIGN_OR_RETURN(RenderedChat chat, render_chat(conversation, kind_, options_));
+  return chat_text(chat);
+}
+
+std::string NativeRenderer::describe() const {
+  return "native " + std::string(template_name(kind_)) +
+         " template; labels: each assistant turn (its text, <|im_end|> and the newline after it)";
+}
+
+QwenRenderer::QwenRenderer(std::unique_ptr<JinjaRenderer> jinja, std::optional<TemplateKind> native)
+    : jinja_(std::move(jinja)) {
+  if (native && !jinja_->has_kwargs()) {
+    native_.emplace(*native);
+    kind_ = native;
+  }
+}
+
+bool QwenRenderer::native_for(const dataset::Conversation& c) const {
+  if (!native_ || !c.plain()) return false;
+  for (const dataset::Message& m : c.messages) {
+    for (const dataset::Part& p : m.parts) {
+      if (p.kind == dataset::Part::Kind::kText && p.value.find("<|im_") != std::string::npos &&
+          (p.value.find("<|im_start|>") != std::string::npos ||
+           p.value.find("<|im_end|>") != std::string::npos)) {
+        return false;
       }
     }
   }
+  return true;
+}
+
+Result<ChatText> QwenRenderer::render(const dataset::Conversation& c) const {
+  if (native_for(c)) {
+    Result<ChatText> r = native_->render(c);
+    if (r.ok()) return r;
+  }
+  return jinja_->render(c);
+}
+
+std::string QwenRenderer::describe() const {
+  std::string out = jinja_->describe();
+  if (native_) {
+    out += "; records without tools, documents or template kwargs take the native " +
+           std::string(template_name(*kind_)) +
+           " fast path (byte-identical)";
+  }
+  return out;
+}
+
+TurnMarkers qwen_turn_markers() { return {"<|im_start|>assistant\n", "<|im_end|>", "\n"}; }
+
+Result<QwenTokens> qwen_tokens(const Tokenizer& tok) {
+  QwenTokens s;
+  struct {
+    std::string_view text;
+    TokenId* id;
+  } want[] = {{kVisionStart, &s.vision_start},
+              {kVisionEnd, &s.vision_end},
+              {kImagePad, &s.image_pad},
+              {kVideoPad, &s.video_pad}};
+  for (auto& w : want) {
+    std::optional<TokenId> id = tok.token_to_id(w.text);
+    if (!id) return invalid_argument("tokenizer has no " + std::string(w.text) + " token");
+    *w.id = *id;
+  }
+  return s;
+}
+
+std::span<const std::string_view> QwenPlaceholders::modalities() const { return kModalities; }
+
+Status QwenPlaceholders::find(std::string_view text, std::vector<Placeholder>* out) const {
+  std::size_t pos = 0;
+  while ((pos = text.find("<|", pos)) != std::string_view::npos) {
+    const bool image = text.compare(pos, kImagePad.size(), kImagePad) == 0;
+    const bool video = !image && text.compare(pos, kVideoPad.size(), kVideoPad) == 0;
+    if (!image && !video) {
+      pos += 2;
+      continue;
+    }
+    const std::string_view pad = image ? kImagePad : kVideoPad;
+    const std::size_t end = pos + pad.size();
+    if (!ends_with_at(text, pos, kVisionStart)) {
+      return invalid_argument(
+          "the rendered chat has " + std::string(pad) + " at byte " + std::to_string(pos) +
+          " outside <|vision_start|>" + std::string(pad) + "<|vision_end|> (a record's text that "
+          "spells the token a medium expands to; refused: it would read as a medium)");
+    }
+    Placeholder p;
+    p.modality = image ? 0 : 1;
+    p.begin = pos;
+    p.end = end;
+    p.block_begin = pos - kVisionStart.size();
+    const bool closed = text.compare(end, kVisionEnd.size(), kVisionEnd) == 0;
+    p.block_end = closed ? end + kVisionEnd.size() : end;
+    if (video && timestamps_) {
+      if (!closed) {
+        return invalid_argument("the rendered chat has a Qwen3-VL video placeholder at byte " +
+                                std::to_string(p.block_begin) + " without <|vision_end|>");
+      }
+      p.begin = p.block_begin;  // the whole block becomes the timestamped groups
+      p.end = p.block_end;
+    }
+    out->push_back(p);
+    pos = end;
+  }
+  return ok_status();
+}
+
+Status QwenPlaceholders::expand(const Placeholder& p, const VisionGrid& g,
+                                std::vector<Expansion>* out) const {
+  const bool video = p.modality == 1;
+  if (video && timestamps_) {
+    // "<t seconds><|vision_start|><|video_pad|>×(h·w/m²)<|vision_end|>" per temporal group.
+    if (static_cast<int>(g.group_seconds.size()) != g.grid_t) {
+      return invalid_argument("Qwen3-VL video: " + std::to_string(g.group_seconds.size()) +
+                              " timestamps for grid_t " + std::to_string(g.grid_t));
+    }
+    STOKER_ASSIGN_OR_RETURN(std::int64_t per, pad_count(g, merge_, 1));
+    for (int k = 0; k < g.grid_t; ++k) {
+      out->push_back({Expansion::Kind::kText, seconds_text(g.group_seconds[k]), 0, 1, 0});
+      out->push_back({Expansion::Kind::kToken, {}, ids_.vision_start, 1, 0});
+      out->push_back({Expansion::Kind::kRun, {}, ids_.video_pad, per, k});
+      out->push_back({Expansion::Kind::kToken, {}, ids_.vision_end, 1, 0});
+    }
+    return ok_status();
+  }
+  STOKER_ASSIGN_OR_RETURN(std::int64_t count, pad_count(g, merge_, g.grid_t));
+  out->push_back({Expansion::Kind::kRun, {}, video ? ids_.video_pad : ids_.image_pad, count, 0});
   return ok_status();
 }
 
@@ -123,14 +194,23 @@ Result<TokenizedSample> build_sample(const dataset::Conversation& conversation, 
                                      std::span<const VisionGrid> images,
                                      std::span<const VisionGrid> videos,
                                      const SampleOptions& options) {
-  return build_sample(conversation, NativeRenderer(kind, template_options),
-                      QwenVisionExpander(options.merge_size), tokenizer, images, videos, options);
+  STOKER_ASSIGN_OR_RETURN(QwenTokens ids, qwen_tokens(tokenizer));
+  const QwenPlaceholders placeholders(ids, options.merge_size,
+                                      kind == TemplateKind::kQwen3VLInstruct);
+  const MediaOfKind media[] = {{"image", images}, {"video", videos}};
+  return build_sample(conversation, NativeRenderer(kind, template_options), placeholders,
+                      tokenizer, media, options);
 }
 
-Result<TokenizedSample> tokenize_chat(const RenderedChat& chat, const Tokenizer& tokenizer,
+Result<TokenizedSample> tokenize_chat(const RenderedChat& chat,
+                                      const dataset::Conversation& conversation,
+                                      const Tokenizer& tokenizer,
                                       std::span<const VisionGrid> images,
                                       std::span<const VisionGrid> videos, int merge_size) {
-  return tokenize_chat(chat, QwenVisionExpander(merge_size), tokenizer, images, videos);
+  STOKER_ASSIGN_OR_RETURN(QwenTokens ids, qwen_tokens(tokenizer));
+  const QwenPlaceholders placeholders(ids, merge_size, chat.kind == TemplateKind::kQwen3VLInstruct);
+  const MediaOfKind media[] = {{"image", images}, {"video", videos}};
+  return tokenize_chat(chat_text(chat), conversation, placeholders, tokenizer, media);
 }
 
 }  // namespace stoker::text

@@ -11,6 +11,7 @@
 
 #include "stoker/base/file.h"
 #include "stoker/text/detail/bpe.h"
+#include "stoker/text/detail/offsets.h"
 #include "stoker/text/detail/pretokenize.h"
 #include "stoker/text/detail/unicode.h"
 
@@ -130,6 +131,33 @@ class BpeTokenizer final : public Tokenizer {
     }
   }
 
+  void encode_with_offsets(std::string_view text, std::vector<TokenId>* out,
+                           std::vector<TextSpan>* offsets) const override {
+    std::string repaired;
+    std::vector<std::size_t> origin;  // repaired byte -> original byte
+    if (!detail::is_valid_utf8(text)) {
+      repaired = detail::to_valid_utf8_lossy(text, &origin);
+      text = repaired;
+    }
+    const std::size_t first = offsets->size();
+    std::vector<Piece> pieces;
+    split_added(text, raw_added_, &pieces);
+    for (const Piece& p : pieces) {
+      if (p.token) {
+        out->push_back(p.token->id);
+        offsets->push_back({p.begin, p.end});
+      } else {
+        normalizable_offsets(text.substr(p.begin, p.end - p.begin), p.begin, out, offsets);
+      }
+    }
+    if (!origin.empty()) {
+      for (std::size_t i = first; i < offsets->size(); ++i) {
+        TextSpan& o = (*offsets)[i];
+        o = {origin[o.begin], origin[o.end]};
+      }
+    }
+  }
+
   std::string decode(std::span<const TokenId> ids) const override {
     std::string bytes;
     for (TokenId id : ids) {
@@ -173,6 +201,65 @@ class BpeTokenizer final : public Tokenizer {
       } else {
         encode_words(s.substr(p.begin, p.end - p.begin), out);
       }
+    }
+  }
+
+  void normalizable_offsets(std::string_view s, std::size_t base, std::vector<TokenId>* out,
+                            std::vector<TextSpan>* offsets) const {
+    if (s.empty()) return;
+    detail::OffsetMap map;
+    map.base = base;
+    std::string normalized;
+    if (nfc_ && !detail::is_nfc_quick(s)) {
+      normalized = detail::nfc(s);
+      map.chunks = detail::nfc_chunks(s, normalized);
+      s = normalized;
+    }
+    if (normalized_added_.empty()) return words_offsets(s, 0, map, out, offsets);
+    std::vector<Piece> pieces;
+    split_added(s, normalized_added_, &pieces);
+    for (const Piece& p : pieces) {
+      if (p.token) {
+        out->push_back(p.token->id);
+        offsets->push_back(map(p.begin, p.end));
+      } else {
+        words_offsets(s.substr(p.begin, p.end - p.begin), p.begin, map, out, offsets);
+      }
+    }
+  }
+
+  // Words of normalised text `s` (at `at` in the normalised run): ids and, from each token's
+  // bytes, its offsets. BPE tokens' bytes concatenate to the word; should they not (a
+  // vocabulary entry outside the byte map), every token of the word gets the whole word.
+  void words_offsets(std::string_view s, std::size_t at, const detail::OffsetMap& map,
+                     std::vector<TokenId>* out, std::vector<TextSpan>* offsets) const {
+    std::vector<std::size_t> ends;
+    if (regex_) {
+      regex_->split(s, &ends);
+    } else {
+      detail::split_qwen(s, &ends);
+    }
+    std::size_t begin = 0;
+    for (std::size_t end : ends) {
+      const std::size_t n0 = out->size();
+      bpe_->encode_word(s.substr(begin, end - begin), out);
+      std::size_t pos = begin;
+      for (std::size_t i = n0; i < out->size(); ++i) {
+        const TokenId id = (*out)[i];
+        pos += id >= 0 && static_cast<std::size_t>(id) < id_bytes_.size() ? id_bytes_[id].size() : 0;
+      }
+      const bool exact = pos == end;
+      pos = begin;
+      for (std::size_t i = n0; i < out->size(); ++i) {
+        if (!exact) {
+          offsets->push_back(map(at + begin, at + end));
+          continue;
+        }
+        const std::size_t len = id_bytes_[(*out)[i]].size();
+        offsets->push_back(map(at + pos, at + pos + len));
+        pos += len;
+      }
+      begin = end;
     }
   }
 

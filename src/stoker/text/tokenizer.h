@@ -20,6 +20,12 @@ namespace stoker::text {
 
 using TokenId = std::int32_t;
 
+// Byte offsets [begin, end) into a text.
+struct TextSpan {
+  std::size_t begin = 0, end = 0;
+  bool operator==(const TextSpan&) const = default;
+};
+
 class Tokenizer {
  public:
   // `folder` holds tokenizer.json (and optionally tokenizer_config.json).
@@ -31,6 +37,14 @@ class Tokenizer {
   // Appends the ids of `text` to `out`. Invalid UTF-8: see the README (defined behaviour).
   virtual void encode(std::string_view text, std::vector<TokenId>* out) const = 0;
   std::vector<TokenId> encode(std::string_view text) const;
+  // encode(), and for each id appended the bytes of `text` it comes from (appended to
+  // `offsets`): in order, together covering the text. What HF's offsets say, in bytes: a token
+  // made from text NFC changed covers the original bytes of the characters it was made from
+  // (resolved per run of characters NFC changes together); bytes an invalid UTF-8 repair replaced
+  // map to the bytes they replaced. Two tokens splitting one character both cover its bytes
+  // partially (jinja::assistant_mask widens them to the character, as HF's char offsets are).
+  virtual void encode_with_offsets(std::string_view text, std::vector<TokenId>* ids,
+                                   std::vector<TextSpan>* offsets) const = 0;
 
   virtual std::string decode(std::span<const TokenId> ids) const = 0;
   virtual std::optional<TokenId> token_to_id(std::string_view token) const = 0;

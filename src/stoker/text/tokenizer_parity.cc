@@ -280,6 +280,53 @@ int check(const Options& o, const std::string& variant, int count) {
   if (skipped) std::printf(", %d strings with Unicode 15+ letters skipped (fallback regex)", skipped);
   std::printf("\n");
 
+  // Offsets (labels are computed from them, text/labels.h): HF's in code points, stoker's in
+  // bytes. Compared on the strings NFC leaves alone; where NFC changes the text stoker maps a
+  // token to the whole run of characters NFC changed together (HF maps per character), so those
+  // strings are only checked for ids and order.
+  const std::string oout = o.work + "/offsets_" + variant + ".json";
+  if (!run_oracle("offsets", o.node_path, o.oracle, tok_json, in, oout)) {
+    std::fprintf(stderr, "tokenizer_parity: running the reference (offsets) failed\n");
+    return 1;
+  }
+  const auto offsets = nlohmann::json::parse(*stoker::read_text_file(oout));
+  int obad = 0, non_nfc = 0;
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    const std::string& str = strings[i];
+    std::vector<TokenId> ids;
+    std::vector<stoker::text::TextSpan> spans;
+    (*tok)->encode_with_offsets(str, &ids, &spans);
+    bool ok = ids == (*tok)->encode(str) && spans.size() == ids.size();
+    for (std::size_t t = 1; ok && t < spans.size(); ++t) ok = spans[t - 1].begin <= spans[t].begin;
+    if (ok && stoker::text::detail::nfc(str) == str) {
+      std::vector<std::size_t> cp(str.size() + 1, 0);  // byte -> code point index
+      std::size_t n = 0;
+      for (std::size_t b = 0; b < str.size(); ++b) {
+        if ((static_cast<unsigned char>(str[b]) & 0xC0) != 0x80) ++n;
+        cp[b + 1] = n;
+      }
+      const auto& want = offsets[i]["offsets"];
+      ok = want.size() == spans.size();
+      for (std::size_t t = 0; ok && t < spans.size(); ++t) {
+        // A token ending inside a character: HF's char offsets cover that character.
+        std::size_t e = spans[t].end;
+        while (e < str.size() && (static_cast<unsigned char>(str[e]) & 0xC0) == 0x80) ++e;
+        std::size_t b = spans[t].begin;
+        while (b > 0 && (static_cast<unsigned char>(str[b]) & 0xC0) == 0x80) --b;
+        ok = want[t][0].get<std::size_t>() == cp[b] && want[t][1].get<std::size_t>() == cp[e];
+      }
+    } else if (ok) {
+      ++non_nfc;
+    }
+    if (!ok && obad++ < 10) {
+      std::fprintf(stderr, "OFFSETS MISMATCH [%s] #%zu %s\n  rust: %s\n", variant.c_str(), i,
+                   nlohmann::json(str).dump().c_str(), offsets[i]["offsets"].dump().c_str());
+    }
+  }
+  std::printf("[%s] offsets: %zu/%zu strings identical (%d where NFC changes the text: ids and order "
+              "only)\n", variant.c_str(), strings.size() - obad, strings.size(), non_nfc);
+  bad += obad;
+
   std::vector<std::vector<TokenId>> runs;
   std::mt19937_64 rng(o.seed + 1);
   for (std::size_t i = 0; i < 1000 && i < strings.size(); ++i) runs.push_back(expected[i]);

@@ -302,5 +302,45 @@ TEST(TokenizerTest, EncodeIsThreadSafe) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+// encode_with_offsets: the same ids as encode(); offsets in order, covering the text; on text
+// NFC leaves alone each token is the bytes it spans (tokenizer_parity checks them against HF's);
+// where NFC changes a run, its tokens cover the original run; an invalid byte's U+FFFD maps back.
+TEST(TokenizerTest, OffsetsCoverTheTextTokenByToken) {
+  REQUIRE_REAL(t, "qwen2_5");
+  const std::string texts[] = {"Hello, my dog is cute", "<|im_start|>user\nSee 图片 👍🏽 now\n\n  ok<|im_end|>",
+                               "caf\xc3\xa9 e\xcc\x81 x\xcc\x81\xcc\x82y", "bad \xff\xfe byte", ""};
+  for (const std::string& s : texts) {
+    std::vector<TokenId> ids;
+    std::vector<TextSpan> off;
+    t->encode_with_offsets(s, &ids, &off);
+    ASSERT_EQ(ids, t->encode(s)) << s;
+    ASSERT_EQ(off.size(), ids.size());
+    std::size_t covered = 0;
+    for (std::size_t i = 0; i < off.size(); ++i) {
+      EXPECT_LE(off[i].begin, off[i].end);
+      EXPECT_LE(off[i].end, s.size());
+      if (i > 0) EXPECT_LE(off[i - 1].begin, off[i].begin) << s;
+      EXPECT_LE(off[i].begin, covered) << "no gap before token " << i << " of " << s;
+      covered = std::max(covered, off[i].end);
+    }
+    EXPECT_EQ(covered, s.size()) << s;
+  }
+  // NFC-stable text: each token's own bytes (a token holding part of a character decodes to
+  // U+FFFD: skipped).
+  std::vector<TokenId> ids;
+  std::vector<TextSpan> off;
+  const std::string s = texts[1];
+  t->encode_with_offsets(s, &ids, &off);
+  int checked = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const TokenId id = ids[i];
+    const std::string bytes = t->decode({&id, 1});
+    if (bytes.find("\xef\xbf\xbd") != std::string::npos) continue;
+    EXPECT_EQ(bytes, s.substr(off[i].begin, off[i].end - off[i].begin)) << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
 }  // namespace
 }  // namespace stoker::text

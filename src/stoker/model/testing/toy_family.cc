@@ -5,68 +5,71 @@
 namespace stoker::model::testing {
 namespace {
 
-using text::Segment;
+constexpr std::string_view kImageMarker = "<|box_start|>";
+constexpr std::string_view kModalities[] = {"image"};
 
-// "<role>: " (never supervised), the message's parts (an assistant's supervised), "\n"
-// (supervised after an assistant message, as an end of turn).
+// "<role>: " (never supervised), the message's parts (an assistant's supervised; an image is
+// one <|box_start|>), "\n" (supervised after an assistant message, as an end of turn).
 class ToyRenderer final : public text::ChatRenderer {
  public:
-  Result<text::RenderedChat> render(const dataset::Conversation& c) const override {
-    text::RenderedChat out;
-    for (std::size_t m = 0; m < c.messages.size(); ++m) {
-      const dataset::Message& msg = c.messages[m];
-      const int mi = static_cast<int>(m);
+  Result<text::ChatText> render(const dataset::Conversation& c) const override {
+    text::ChatText out;
+    for (const dataset::Message& msg : c.messages) {
       const bool assistant = msg.role == dataset::Role::kAssistant;
       const char* role = assistant ? "assistant" : msg.role == dataset::Role::kSystem ? "system" : "user";
-      out.segments.push_back({Segment::Kind::kText, std::string(role) + ": ", false, -1, mi});
+      out.text += std::string(role) + ": ";
+      const std::size_t begin = out.text.size();
       for (const dataset::Part& p : msg.parts) {
         if (p.kind == dataset::Part::Kind::kText) {
-          out.segments.push_back({Segment::Kind::kText, p.value, assistant, -1, mi});
+          out.text += p.value;
         } else if (p.kind == dataset::Part::Kind::kImage) {
-          out.segments.push_back({Segment::Kind::kImage, "<image>", false, out.num_images++, mi});
+          out.text += kImageMarker;
         } else {
           return invalid_argument("the toy model takes no videos");
         }
       }
-      out.segments.push_back({Segment::Kind::kText, "\n", assistant, -1, mi});
+      out.text += "\n";
+      if (assistant) out.supervised.push_back({begin, out.text.size()});
     }
     return out;
   }
+  std::string describe() const override { return "the toy template; labels: assistant turns"; }
 };
 
-// An image: one <|box_start|> per patch (no merge); text is text.
-class ToyExpander final : public text::PlaceholderExpander {
+// An image: one <|box_start|> per patch (no merge).
+class ToyPlaceholders final : public text::MediaPlaceholders {
  public:
-  Status expand(const text::RenderedChat& chat, const text::Tokenizer& tok,
-                std::span<const text::VisionGrid> images, std::span<const text::VisionGrid>,
-                std::vector<text::Piece>* pieces, std::vector<text::VisionSpan>* spans) const override {
-    std::optional<text::TokenId> box = tok.token_to_id("<|box_start|>");
-    if (!box) return invalid_argument("tokenizer has no <|box_start|> token");
-    for (const Segment& s : chat.segments) {
-      if (s.kind == Segment::Kind::kText) {
-        pieces->push_back({true, s.text, 0, 1, s.supervised, s.message_index, -1});
-        continue;
-      }
-      const text::VisionGrid& g = images[static_cast<std::size_t>(s.media_index)];
-      const std::int64_t count = std::int64_t{g.grid_t} * g.grid_h * g.grid_w;
-      spans->push_back({false, s.media_index, 0, 0, count});
-      pieces->push_back({false, {}, *box, count, false, s.message_index,
-                         static_cast<int>(spans->size()) - 1});
+  explicit ToyPlaceholders(text::TokenId box) : box_(box) {}
+  std::span<const std::string_view> modalities() const override { return kModalities; }
+  Status find(std::string_view text, std::vector<text::Placeholder>* out) const override {
+    for (std::size_t pos = 0; (pos = text.find(kImageMarker, pos)) != std::string_view::npos;
+         pos += kImageMarker.size()) {
+      out->push_back({pos, pos + kImageMarker.size(), pos, pos + kImageMarker.size(), 0});
     }
     return ok_status();
   }
+  Status expand(const text::Placeholder&, const text::VisionGrid& g,
+                std::vector<text::Expansion>* out) const override {
+    const std::int64_t count = std::int64_t{g.grid_t} * g.grid_h * g.grid_w;
+    out->push_back({text::Expansion::Kind::kRun, {}, box_, count, 0});
+    return ok_status();
+  }
+
+ private:
+  text::TokenId box_;
 };
 
 class ToyModel final : public Model {
  public:
-  ToyModel(std::unique_ptr<text::Tokenizer> tok, image::ImageProcessor image, std::int64_t pad)
-      : tok_(std::move(tok)), image_(std::move(image)), pad_(pad) {}
+  ToyModel(std::unique_ptr<text::Tokenizer> tok, image::ImageProcessor image, std::int64_t pad,
+           text::TokenId box)
+      : tok_(std::move(tok)), image_(std::move(image)), pad_(pad), placeholders_(box) {}
   std::string_view family() const override { return "toy"; }
   const image::ImageProcessor* image_processor() const override { return &image_; }
   const video::VideoProcessor* video_processor() const override { return nullptr; }
   const text::Tokenizer& tokenizer() const override { return *tok_; }
   const text::ChatRenderer& renderer() const override { return renderer_; }
-  const text::PlaceholderExpander& expander() const override { return expander_; }
+  const text::MediaPlaceholders& placeholders() const override { return placeholders_; }
   int position_rows() const override { return 1; }
   Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& s,
                                               const SampleMedia&) const override {
@@ -81,7 +84,7 @@ class ToyModel final : public Model {
   image::ImageProcessor image_;
   std::int64_t pad_;
   ToyRenderer renderer_;
-  ToyExpander expander_;
+  ToyPlaceholders placeholders_;
 };
 
 class ToyFamily final : public Family {
@@ -99,7 +102,9 @@ class ToyFamily final : public Family {
     STOKER_ASSIGN_OR_RETURN(image::ImageProcessor image, image::ImageProcessor::create(c));
     std::optional<text::TokenId> pad = tok->token_to_id("<|fim_pad|>");
     if (!pad) return invalid_argument("toy model: the tokenizer has no <|fim_pad|> token");
-    return std::unique_ptr<Model>(new ToyModel(std::move(tok), std::move(image), *pad));
+    std::optional<text::TokenId> box = tok->token_to_id(kImageMarker);
+    if (!box) return invalid_argument("toy model: the tokenizer has no <|box_start|> token");
+    return std::unique_ptr<Model>(new ToyModel(std::move(tok), std::move(image), *pad, *box));
   }
   Result<std::string> default_tokenizer_dir(const std::string&) const override {
     return not_found("the toy model has no tokenizer of its own: pass one (--tokenizer DIR)");

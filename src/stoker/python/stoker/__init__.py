@@ -34,7 +34,7 @@ _Path = Union[str, "os.PathLike[str]"]
 _Paths = Union[_Path, Sequence[_Path]]
 __all__ = [
     "Loader", "StokerError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError",
-    "DeadlineExceededError", "ERROR_CLASSES", "live_tensors", "serve", "finish",
+    "DeadlineExceededError", "ERROR_CLASSES", "live_tensors", "serve", "StokerWarning", "finish",
 ]
 
 
@@ -77,6 +77,10 @@ class StokerError(RuntimeError):
     """Base of every stoker error; `.code` is stoker's error code name ("DataLoss", ...)."""
 
     code: str = "Internal"
+
+
+class StokerWarning(UserWarning):
+    """What stoker goes on with but says: a forced resume, a state without a fingerprint."""
 
 
 class InvalidArgumentError(StokerError, ValueError):
@@ -293,12 +297,8 @@ class Loader:
             _refuse_server_options(options)
             state = None
             if resume_state is not None:
-                if not isinstance(resume_state, dict):
-                    _options.fail("resume_state must be a dict with epoch, position, errors, "
-                                  f"got {resume_state!r} ({type(resume_state).__name__})")
-                count = _options.int_in(0, _options.U64)
-                state = {k: count(f"resume_state['{k}']", v) for k, v in resume_state.items()
-                         if k in ("epoch", "position", "errors", "packs", "plan")}
+                state = _options.check_state(resume_state, "resume_state")
+                state.pop("fingerprint", None)  # served: the server owns the order
             self._client = _stoker.RawClient(
                 target, int(timeout_s * 1000), -1 if kw["rank"] is None else kw["rank"],
                 -1 if kw["world_size"] is None else kw["world_size"], state,
@@ -369,20 +369,27 @@ class Loader:
         return out
 
     # -- state ----------------------------------------------------------------------------------
-    def state_dict(self) -> Dict[str, int]:
-        """Position after the last batch this iterator yielded: a few ints."""
+    def state_dict(self) -> Dict[str, Any]:
+        """Position after the last batch this iterator yielded: a few ints, and the fingerprint
+        of what decided the order (data, seed, batch size, packing, max_length, model)."""
         self._local_only("state_dict")
         s = self._raw.state_before_last() if self._stash is not None else self._raw.state()
         s["version"] = 1
         return s
 
-    def load_state_dict(self, state: Dict[str, int]) -> None:
-        """Resume before the first batch: delivers exactly what was not delivered (any world size)."""
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Resume before the first batch: delivers exactly what was not delivered (any world size).
+        Checked like every option (InvalidArgumentError naming the key and the value): a dict
+        from state_dict(), its numbers within this data (a position past the end is refused), its
+        fingerprint this Loader's — a state written with another seed, batch size, dataset, ...
+        is refused naming the field, unless force_resume=True: then it resumes and warns
+        (StokerWarning). A state without a fingerprint (an older stoker) resumes with a warning."""
         self._local_only("load_state_dict")
-        if int(state.get("version", 1)) != 1:
-            raise InvalidArgumentError(f"unknown stoker state version {state.get('version')}")
-        self._raw.resume({k: int(state[k]) for k in ("epoch", "position", "errors", "packs", "plan")
-                          if k in state})
+        note = self._raw.resume(_options.check_state(state, "load_state_dict: state"))
+        if note:
+            import warnings
+
+            warnings.warn(f"stoker: load_state_dict: {note}", StokerWarning, stacklevel=2)
 
     def stats(self) -> Dict[str, Any]:
         """Engine counters (wait ratio, per-stage busy time and utilisation) + hand-off cost.

@@ -12,6 +12,7 @@ prefetch against the arena, ...), naming them as Python does.
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -181,13 +182,67 @@ def _pixel_dtype(name: str, value: Any) -> str:
 _pixel_dtype.desc = "'float32', 'bfloat16' or a torch dtype"
 
 
+_STATE_NUMBERS = {"epoch": (0, U64), "position": (0, U64), "errors": (0, U64),
+                  "packs": (0, U64), "plan": (1, 2**32 - 1)}
+_FP_NAME = frozenset("abcdefghijklmnopqrstuvwxyz_")
+_FP_VALUE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/+-")
+
+
+def check_state(value: Any, name: str = "state") -> Dict[str, Any]:
+    """A state_dict() handed back (load_state_dict, resume_state): untrusted like any option.
+    A dict (any Mapping) of: version (1), epoch and position (required), errors, packs and plan
+    (packing), fingerprint (a dict of short str → str, what decided the order). Anything else —
+    another type, an unknown key, a value that is not an int in range, a bool — raises
+    InvalidArgumentError naming the key and the value. Whether the numbers fit this Loader's data
+    (a position past the end) and whether the fingerprint matches is the engine's check."""
+    from collections.abc import Mapping
+
+    if not isinstance(value, Mapping):
+        fail(f"{name} must be a dict from state_dict() (epoch, position, errors, ...), "
+             f"{_got(value)}")
+    out: Dict[str, Any] = {}
+    for key, v in value.items():
+        if not isinstance(key, str) or key not in (*_STATE_NUMBERS, "version", "fingerprint"):
+            fail(f"{name}: unknown key {key!r} (a state_dict() has version, epoch, position, "
+                 "errors, packs, plan, fingerprint)")
+        where = f"{name}['{key}']"
+        if key == "version":
+            if not _is_int(v) or int(v) != 1:
+                fail(f"{where} must be 1 (this stoker's state version), {_got(v)}")
+        elif key == "fingerprint":
+            if not isinstance(v, Mapping) or len(v) > 16:
+                fail(f"{where} must be a dict of at most 16 str → str (from state_dict()), "
+                     f"{_got(v)}")
+            fp = {}
+            for fk, fv in v.items():
+                if not isinstance(fk, str) or not 0 < len(fk) <= 32 or \
+                        not set(fk) <= _FP_NAME:
+                    fail(f"{where}: a key must be a str of a-z and _ (1 to 32), {_got(fk)}")
+                if not isinstance(fv, str) or not 0 < len(fv) <= 80 or \
+                        not set(fv) <= _FP_VALUE:
+                    fail(f"{where}['{fk}'] must be a str of 1 to 80 of A-Z a-z 0-9 . _ : / + -, "
+                         f"{_got(fv)}")
+                fp[fk] = fv
+            out[key] = fp
+        else:
+            lo, hi = _STATE_NUMBERS[key]
+            out[key] = int_in(lo, hi)(where, v)
+    for key in ("epoch", "position"):
+        if key not in out:
+            fail(f"{name}['{key}'] is missing (a state_dict() has epoch and position), "
+                 f"got keys {sorted(map(str, value.keys()))}")
+    if ("packs" in out) != ("plan" in out):
+        fail(f"{name}: packs and plan go together (a packing state), got keys "
+             f"{sorted(out.keys())}")
+    out.pop("version", None)
+    return out
+
+
 def _state(name: str, value: Any) -> Dict[str, int]:
-    if not isinstance(value, dict):
-        fail(f"{name} must be a dict with epoch, position, errors, "
-             f"got {value!r} ({type(value).__name__})")
-    count = int_in(0, U64)
-    return {k: count(f"{name}['{k}']", v) for k, v in value.items()
-            if k in ("epoch", "position", "errors", "packs", "plan")}
+    # Served mode: the numbers travel to the server (it owns the position); no fingerprint.
+    s = check_state(value, name)
+    s.pop("fingerprint", None)
+    return s
 
 
 _state.desc = "a state dict"
@@ -203,10 +258,27 @@ _as_is.desc = "anything"
 SCHEMA: List[Dict[str, Any]] = _stoker.option_schema()
 
 
+def _json_object(name: str, value: Any) -> str:
+    """chat_template_kwargs: a dict (sent as JSON) or its JSON text (checked by the C++ side)."""
+    if isinstance(value, dict):
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError) as e:
+            fail(f"{name} must hold JSON values only: {e}")
+    if isinstance(value, str):
+        return value
+    fail(f"{name} must be a dict or a JSON object str, {_got(value)}")
+
+
+_json_object.desc = "a dict or a JSON object str"
+
+
 def _checker(spec: Dict[str, Any]) -> Checker:
     kind = spec["kind"]
     if spec["name"] == "pixel_dtype":  # Python also takes torch dtypes
         c = _pixel_dtype
+    elif spec["name"] == "chat_template_kwargs":
+        c = _json_object
     elif kind == "bool":
         c = boolean
     elif kind in ("int", "bytes", "uint"):
@@ -246,7 +318,13 @@ def check_options(options: Dict[str, Any], who: str = "Loader") -> Dict[str, Any
     for name, value in options.items():
         checker = table.get(name)
         if checker is None:
-            fail(f"{who}: unknown option '{name}'")
+            hint = ""
+            if name == "window" and who != "serve":
+                hint = (" (window is serve()'s batches a rank may hold; the Loader's samples in "
+                        "flight are sample_window)")
+            elif name in (LOADER_OPTIONS if who == "serve" else SERVE_OPTIONS):
+                hint = f" (an option of {'Loader' if who == 'serve' else 'serve()'})"
+            fail(f"{who}: unknown option '{name}'{hint}")
         out[name] = checker(name, value)
     return out
 

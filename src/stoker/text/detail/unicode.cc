@@ -287,6 +287,27 @@ std::string to_valid_utf8_lossy(std::string_view s) {
   return out;
 }
 
+std::string to_valid_utf8_lossy(std::string_view s, std::vector<std::size_t>* origin) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  origin->clear();
+  std::size_t i = 0, bad = 0;
+  while (i < s.size()) {
+    const std::size_t len = valid_len(s, i, &bad);
+    if (len) {
+      out.append(s.substr(i, len));
+      for (std::size_t k = 0; k < len; ++k) origin->push_back(i + k);
+      i += len;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      origin->insert(origin->end(), 3, i);
+      i += bad;
+    }
+  }
+  origin->push_back(s.size());
+  return out;
+}
+
 bool is_nfc_quick(std::string_view s) {
   const ClassTable& t = class_table();
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());

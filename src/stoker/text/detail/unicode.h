@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stoker::text::detail {
 
@@ -62,6 +63,9 @@ bool is_valid_utf8(std::string_view s);
 // Replaces each maximal invalid subsequence with U+FFFD (the Unicode "maximal subpart" practice,
 // as Rust's String::from_utf8_lossy and Python's errors="replace" do).
 std::string to_valid_utf8_lossy(std::string_view s);
+// The same, and for each byte of the result (plus one past its end) the byte of `s` it comes
+// from: a U+FFFD's three bytes map to the start of the subsequence it replaces.
+std::string to_valid_utf8_lossy(std::string_view s, std::vector<std::size_t>* origin);
 
 // True when every code point is NFC-stable (then nfc(s) == s). `s` must be valid UTF-8.
 bool is_nfc_quick(std::string_view s);
