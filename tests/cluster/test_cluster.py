@@ -11,7 +11,8 @@ the receiver's normalise + patchify is bit-identical — also for the samples (i
 the receiver prepares on its own lane (default) mixed with the workers'. Also: the summary's wire
 bytes per sample
 (uint8 at least 4x below float; encoded below uint8), a receiver alone (no workers), and flag
-mismatches between ranks refused naming the rank.
+mismatches between ranks refused naming the rank. With --finish device (issue 26) every wire
+delivers `stoker run --finish device`'s bytes (uint8 rows, finished on the trainer's device).
 
 Run by ctest (labels integration, mpi) with STOKER_BIN set; standalone:
     STOKER_BIN=build/stoker /usr/bin/python3 -m pytest -q tests/cluster/test_cluster.py
@@ -292,6 +293,38 @@ def test_videos_with_packing(video_dataset, tmp_path, wire):
                                "slot" if wire == "uint8" else "node", ["--wire", wire, *pack])
     assert outputs(work) == ref
     assert summary["local_samples"] > 0
+
+
+# Issue 26: --finish device. The receiver's batches carry each patch's resized uint8 bytes (and
+# the value tables) instead of pixel rows, whatever the wire: float ships those rows as the
+# workers wrote them, uint8 ships the resized frames and the receiver only cuts them into rows (no
+# arithmetic), encoded is decoded and resized on the receiver. Each equals `stoker run --finish
+# device` (whose batches tests/python_api/test_finish.py finishes to the CPU path's bit for bit);
+# on that path the float and uint8 wires cost the same bytes.
+@pytest.fixture(scope="module")
+def finish_runs(video_dataset, tmp_path_factory):
+    data = str(video_dataset / "data.jsonl")
+    extra = [*VIDEO_COMMON, "--finish", "device"]
+    ref = outputs(stoker_run(data, tmp_path_factory.mktemp("fref"), extra))
+    runs = {wire: cluster(data, tmp_path_factory.mktemp(f"f{wire}"), 3, "node",
+                          ["--wire", wire, *extra]) for wire in ("float", "uint8", "encoded")}
+    return ref, runs
+
+
+@pytest.mark.parametrize("wire", ["float", "uint8", "encoded"])
+def test_finish_device_on_every_wire(finish_runs, video_reference, wire):
+    ref, runs = finish_runs
+    work, summary, _ = runs[wire]
+    assert ref[0] and ref[0] != video_reference[0]  # other tensors than the CPU path's batches
+    assert (ref[1], ref[2]) == video_reference[1:]   # the same samples delivered and failed
+    assert outputs(work) == ref
+    assert summary["local_samples"] > 0 and all(r["samples"] > 0 for r in summary["ranks"][1:])
+
+
+def test_finish_device_wire_bytes(finish_runs):
+    _, runs = finish_runs
+    per = {wire: runs[wire][1]["wire_bytes_per_sample"] for wire in runs}
+    assert per["float"] == per["uint8"] > per["encoded"] > 0, per
 
 
 # A trainer rank of --serve: iterates its shard through stoker.Loader(connect=...) (or, as the
