@@ -23,6 +23,7 @@
 #include "stoker/bench/harness.h"
 #include "stoker/bench/paths.h"
 #include "stoker/bench/peer.h"
+#include "stoker/bench/torch_bench.h"
 #include "stoker/model/model_config.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/shm/server.h"
@@ -68,8 +69,10 @@ double percentile(std::vector<double> v, double p) {
 }
 
 pipeline::LoaderConfig loader_config(const LadderOptions& o, const std::string& manifest,
-                                     pipeline::Mode mode) {
+                                     pipeline::Mode mode,
+                                     pipeline::Finish finish = pipeline::Finish::kCpu) {
   pipeline::LoaderConfig c;
+  c.finish = finish;  // kDevice: uint8 rows, finished by the trainer (issue 26)
   c.data = {manifest};
   c.model = o.model;
   c.tokenizer = o.tokenizer;
@@ -108,13 +111,15 @@ Result<Production> measure_production(const LadderOptions& o, const std::string&
 
 // The simulated trainer: wait for a batch, hold it for the step, drop it.
 Result<ModeResult> run_in_process(const std::string& name, pipeline::Mode mode, const LadderOptions& o,
-                                  const std::string& manifest, double step_ms) {
+                                  const std::string& manifest, double step_ms,
+                                  pipeline::Finish finish = pipeline::Finish::kCpu) {
   ModeResult r;
   r.name = name;
   reset_peak_rss();
   const double cpu0 = process_cpu_s(), rq0 = run_delay_s();
   const std::int64_t t_start = now_ns();
-  STOKER_ASSIGN_OR_RETURN(auto loader, pipeline::Loader::create(loader_config(o, manifest, mode)));
+  STOKER_ASSIGN_OR_RETURN(auto loader,
+                          pipeline::Loader::create(loader_config(o, manifest, mode, finish)));
   const auto step = std::chrono::nanoseconds(static_cast<std::int64_t>(step_ms * 1e6));
   for (int i = 0; i < o.steps; ++i) {
     const std::int64_t t0 = now_ns();
@@ -349,6 +354,50 @@ void print_table(const std::vector<ModeResult>& results, int cores, int fill_ste
               fill_steps + 1, fill_steps, fill_steps, cores);
 }
 
+// finish=device against prefetch at the same step, and what stoker.finish costs per batch in
+// torch on this CPU (bench/finish_bench.py --run finish-time: the same set, 16 batches after the
+// first, torch at 1 thread) — on a GPU that work is the device's, inside its step.
+void print_finish_line(const LadderOptions& o, const std::string& manifest,
+                       const std::vector<ModeResult>& results, double step_ms) {
+  const ModeResult* cpu = nullptr;
+  const ModeResult* dev = nullptr;
+  for (const ModeResult& r : results) {
+    if (r.name == "prefetch") cpu = &r;
+    if (r.name == "finish=dev") dev = &r;
+  }
+  if (dev == nullptr) return;
+  const Summary d = summarize(*dev, o.prefetch);
+  std::printf("finish=device (prefetch, uint8 rows) at the same %.1f ms step: wait %.2f%%", step_ms,
+              d.wait_pct);
+  if (cpu != nullptr) {
+    const Summary c = summarize(*cpu, o.prefetch);
+    std::printf(" vs finish=cpu %.2f%%; CPU per sample %.2f vs %.2f ms; peak RSS %.0f vs %.0f MB",
+                c.wait_pct,
+                dev->stats.samples > 0 ? 1e3 * dev->cpu_s / dev->stats.samples : 0.0,
+                cpu->stats.samples > 0 ? 1e3 * cpu->cpu_s / cpu->stats.samples : 0.0,
+                dev->rss_mb, cpu->rss_mb);
+  }
+  std::printf("\n");
+  auto out = capture_python_bench(
+      "finish_bench.py", {"--run", "finish-time", "--data", manifest, "--batch-size",
+                          std::to_string(o.batch_size), "--threads", std::to_string(o.threads),
+                          "--max-batches", "16"});
+  const std::string line = out.ok() ? last_json_line(*out) : "";
+  double mean_ms = 0, p50_ms = 0;
+  int batches = 0;
+  if (!line.empty() &&
+      std::sscanf(line.c_str(), "{\"batches\": %d, \"mean_ms\": %lf, \"p50_ms\": %lf", &batches,
+                  &mean_ms, &p50_ms) == 3 && batches > 0) {
+    std::printf("torch finish on cpu (stoker.finish(batch, device='cpu'), torch 1.13, 1 thread, "
+                "%d batches of %d): %.1f ms per batch (p50 %.1f ms), %.0f%% of the %.1f ms step; "
+                "not in the wait above (on a GPU the device does it inside its step)\n",
+                batches, o.batch_size, mean_ms, p50_ms, 100 * mean_ms / step_ms, step_ms);
+  } else {
+    std::printf("torch finish on cpu: not measured (%s)\n",
+                out.ok() ? "no result line" : out.error().message().c_str());
+  }
+}
+
 Status run(const LadderOptions& opt_in) {
   LadderOptions o = opt_in;
   if (o.batch_size <= 0) o.batch_size = o.quick ? 4 : 8;
@@ -386,10 +435,11 @@ Status run(const LadderOptions& opt_in) {
       o.arena_bytes, 2 * static_cast<std::uint64_t>(o.prefetch + 5) * prod.max_block);
   const double step_ms = o.step_ms >= 0 ? o.step_ms : 1.25 * prod_ms;
   if (o.steps <= 0) {
-    // Serial ≈ cores×production + step, concurrent ≈ production + step, prefetch and zero-copy
-    // ≈ step: about 8.5 production times per step over the four modes on 2 cores.
+    // Serial ≈ cores×production + step, concurrent ≈ production + step, prefetch, zero-copy
+    // and finish=device ≈ step: about 9.75 production times per step over the five modes on 2
+    // cores.
     const double budget_ms = o.quick ? 24'000 : 240'000;
-    const double per_step = (cores + 1) * prod_ms + 3 * step_ms + prod_ms;
+    const double per_step = (cores + 1) * prod_ms + 4 * step_ms + prod_ms;
     // Enough steps that the ring's fill-up (a few steps) is a small part of the steady state.
     o.steps = std::clamp(static_cast<int>(budget_ms / per_step), o.quick ? 10 : 40,
                          o.quick ? 150 : 400);
@@ -421,6 +471,14 @@ Status run(const LadderOptions& opt_in) {
     if (!zc.ok()) return std::move(zc).error().with_context("mode zero-copy");
     results.push_back(std::move(*zc));
   }
+  // Issue 26: prefetch with finish=device at the same simulated step — the batches hold uint8
+  // rows; the trainer's device would finish them inside its step (a table lookup on the GPU).
+  if (wanted("finish-device")) {
+    auto r = run_in_process("finish=dev", pipeline::Mode::kPrefetch, o, manifest, step_ms,
+                            pipeline::Finish::kDevice);
+    if (!r.ok()) return std::move(r).error().with_context("mode finish-device");
+    results.push_back(std::move(*r));
+  }
 
   const double load_after = load_average();
   print_table(results, cores, o.prefetch);
@@ -438,7 +496,7 @@ Status run(const LadderOptions& opt_in) {
 
   // The issue's acceptance: prefetch and zero-copy ≤ 2% steady-state wait; serial the baseline.
   for (const ModeResult& r : results) {
-    if (r.name != "prefetch" && r.name != "zero-copy") continue;
+    if (r.name != "prefetch" && r.name != "zero-copy" && r.name != "finish=dev") continue;
     Summary s = summarize(r, o.prefetch);
     std::printf("%s: %.2f%% %s 2%% steady state (%.2f%% with the ring fill)", r.name.c_str(),
                 s.wait_pct, s.wait_pct <= 2 ? "<=" : ">", s.wait_all_pct);
@@ -460,6 +518,7 @@ Status run(const LadderOptions& opt_in) {
     }
     std::printf("\n");
   }
+  print_finish_line(o, manifest, results, step_ms);
   std::printf("total %.1f s\n", total.elapsed_s());
   return ok_status();
 }

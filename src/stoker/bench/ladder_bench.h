@@ -22,8 +22,9 @@ namespace stoker::bench {
 
 inline constexpr char kLadderHelp[] = R"(usage: stoker bench ladder [options]
 
-Runs one dataset against a simulated GPU trainer in four modes: serial, concurrent, prefetch,
-zero-copy (prefetch in this process, trainer in a separate process fed through shared memory).
+Runs one dataset against a simulated GPU trainer in five modes: serial, concurrent, prefetch,
+zero-copy (prefetch in this process, trainer in a separate process fed through shared memory),
+finish=device (prefetch whose batches hold uint8 rows for the trainer's device to finish).
 
 options:
   --quick             small synthetic set, steps sized to finish in well under 45 s
@@ -39,14 +40,16 @@ options:
   --threads T         CPU pool threads (default: the CPUs this process may use)
   --prefetch K        ready batches kept ahead in prefetch modes (default 4)
   --worker-sched C    scheduling class of the loader's threads: batch (default), idle, normal
-  --modes LIST        comma-separated subset of serial,concurrent,prefetch,zero-copy (default all)
+  --modes LIST        comma-separated subset of serial,concurrent,prefetch,zero-copy,
+                      finish-device (prefetch with uint8 rows for the trainer's device; then also
+                      the torch time of stoker.finish per batch on this CPU) (default all)
   --out DIR           ladder.csv, ladder.png (default ./ladder-out)
 )";
 
 struct LadderOptions {
   bool quick = false;
   std::string data, model{model::kDefaultModel}, tokenizer, out = "ladder-out";
-  std::string modes = "serial,concurrent,prefetch,zero-copy";
+  std::string modes = "serial,concurrent,prefetch,zero-copy,finish-device";
   int batch_size = 0, steps = 0, threads = 0, prefetch = 4;  // 0: sized by the benchmark
   std::uint64_t arena_bytes = std::uint64_t{1} << 30;  // sized from the warm-up's largest batch
   double step_ms = -1;                                  // -1: 1.25 × production

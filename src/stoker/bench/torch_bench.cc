@@ -19,10 +19,11 @@ fs::path build_tree_package() {
       return dir;
   return {};
 }
-}  // namespace
 
-Result<int> run_torch_bench(const std::vector<std::string>& args, const std::string& python) {
-  STOKER_ASSIGN_OR_RETURN(fs::path script, find_bench_file("torch_bench.py"));
+Result<std::vector<std::string>> python_bench_argv(const std::string& script_name,
+                                                   const std::vector<std::string>& args,
+                                                   const std::string& python) {
+  STOKER_ASSIGN_OR_RETURN(fs::path script, find_bench_file(script_name));
   std::vector<std::string> argv = {python, script.string(), "--stoker-bin",
                                    (executable_dir() / "stoker").string()};
   if (fs::path pkg = build_tree_package(); !pkg.empty()) {
@@ -34,7 +35,29 @@ Result<int> run_torch_bench(const std::vector<std::string>& args, const std::str
                      ": build the stoker_python target) nor importable by " + python);
   }
   argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+}  // namespace
+
+Result<int> run_python_bench(const std::string& script_name, const std::vector<std::string>& args,
+                             const std::string& python) {
+  STOKER_ASSIGN_OR_RETURN(auto argv, python_bench_argv(script_name, args, python));
   return run_passthrough(argv, single_thread_env());
+}
+
+Result<std::string> capture_python_bench(const std::string& script_name,
+                                         const std::vector<std::string>& args,
+                                         const std::string& python) {
+  STOKER_ASSIGN_OR_RETURN(auto argv, python_bench_argv(script_name, args, python));
+  return run_capture(argv, single_thread_env());
+}
+
+Result<int> run_torch_bench(const std::vector<std::string>& args, const std::string& python) {
+  return run_python_bench("torch_bench.py", args, python);
+}
+
+Result<int> run_finish_bench(const std::vector<std::string>& args, const std::string& python) {
+  return run_python_bench("finish_bench.py", args, python);
 }
 
 }  // namespace stoker::bench

@@ -13,6 +13,7 @@ int run_bench_image(int argc, char** argv);
 int run_bench_tokenizer(int argc, char** argv);
 int run_bench_ladder(int argc, char** argv);
 int run_bench_torch(int argc, char** argv);
+int run_bench_finish(int argc, char** argv);
 int run_bench_s3(int argc, char** argv);
 int run_bench_loader(int argc, char** argv);
 int run_bench_packing(int argc, char** argv);
@@ -43,6 +44,8 @@ int run_bench(int argc, char** argv) {
        run_bench_ladder},
       {"torch", "stoker's Python Loader vs torch DataLoader(num_workers=2) + the HF slow image "
        "processor, image-only set", run_bench_torch},
+      {"finish", "Loader CPU per image: finish=cpu (float pixel_values) vs finish=device (uint8 "
+       "rows + stoker.finish in torch, bit-identical)", run_bench_finish},
       {"s3", "fetch throughput from S3 (s3rver + delaying nginx): stoker vs boto3 + "
        "ThreadPoolExecutor", run_bench_s3},
       {"loader", "CPU per image: pipeline::Loader (no trainer) vs ImageProcessor::process() "

@@ -76,7 +76,30 @@ def finish(batch: Dict[str, Any], device: Any = None, dtype: Any = None,
     other entries are passed through as they are (move them with .to(device) as usual). A batch
     without uint8 rows (finish="cpu") is returned unchanged. `non_blocking` is handed to the
     copies to the device. Costs one upload of the uint8 bytes (1/8 of float32 pixel_values for
-    an image) and three table lookups per pixel on the device.
+    an image, 1/4 for a video) and one table lookup per output value on the device.
+
+    The rules (why the result is the CPU path's, bit for bit, on any device):
+      rescale + normalise  the table holds, for each channel c and byte x, the value the CPU
+                           kernel that writes pixel_values makes of x — images:
+                           v = float32(float64(x) * rescale_factor) (round to nearest even),
+                           then (v - mean[c]) / std[c] in float32, each step one correctly
+                           rounded IEEE operation (the Highway kernel's FMA form is used on the
+                           CPU only where it was verified equal to this on all 256 bytes of each
+                           channel); videos: (float32(x) - float32(255*mean[c])) /
+                           float32(255*std[c]) in float32, compiled without contraction. The
+                           table is that kernel's own output, computed in the engine.
+      on the device        no float arithmetic at all: out = table[c, x] (index_select), then
+                           copies — so neither the device's rounding mode, flush-to-zero, nor a
+                           fused multiply-add (which the CPU path has nowhere that would change a
+                           bit) can make a difference.
+      bfloat16             round-to-nearest-even of that float32 (the CPU kernel's rule); a
+                           bfloat16 table (pixel_dtype="bfloat16") is used as it is, a float32
+                           table asked for dtype=torch.bfloat16 is rounded by torch's
+                           float32 -> bfloat16 conversion, also round-to-nearest-even. float32
+                           from a bfloat16 table is refused (the bits are gone).
+      layout               row r, column ((c*T + t)*P + y)*P + x, as the HF processor; an
+                           image's one stored frame is repeated temporal_patch_size times
+                           (X_repeat), a video row holds its group's T frames.
     """
     import torch
 
