@@ -63,35 +63,37 @@ def batch_bytes(b):
     return sum(t.numel() * t.element_size() for t in b.values() if hasattr(t, "element_size"))
 
 
-def finished_rows(stoker, b, off, n, stride):
-    """Rows off..off+n (every `stride`-th) of the batch's pixel_values, as float tensors: the
-    CPU path's own, or stoker.finish of those uint8 rows (finish="device")."""
+def finished_rows(stoker, b, stride):
+    """Every `stride`-th row of the batch's pixel_values, as a float tensor: the CPU path's own,
+    or stoker.finish of those uint8 rows (finish="device"). None without images."""
     if "pixel_values" in b:
-        return b["pixel_values"][off:off + n:stride]
-    part = {"pixel_values_uint8": b["pixel_values_uint8"][off:off + n:stride],
+        return b["pixel_values"][::stride]
+    if "pixel_values_uint8" not in b:
+        return None
+    part = {"pixel_values_uint8": b["pixel_values_uint8"][::stride],
             "pixel_values_lut": b["pixel_values_lut"],
             "pixel_values_repeat": b["pixel_values_repeat"]}
     return stoker.finish(part, device="cpu")["pixel_values"]
 
 
 def digest_batch(stoker, b, stride):
-    """{sample id: [rows, t, h, w, crc32 of every `stride`-th finished row]} for one batch."""
+    """{the batch's sample ids: [images, rows, CRC-32 of its grids, CRC-32 of every `stride`-th
+    finished row]}: both contenders deliver the same batches (same seed and options)."""
     import numpy as np
 
-    grids, ids = b["image_grid_thw"].tolist(), b["sample_ids"].tolist()
-    if len(grids) != len(ids):
-        raise SystemExit(f"expected one image per sample, got {len(grids)} grids for {len(ids)}")
-    out, off = {}, 0
-    for sid, (t, h, w) in zip(ids, grids):
-        n = t * h * w
-        rows = finished_rows(stoker, b, off, n, stride)
-        out[str(sid)] = [n, t, h, w, zlib.crc32(np.ascontiguousarray(rows.numpy()))]
-        off += n
-    u8 = b.get("pixel_values_uint8")
-    total = (u8 if u8 is not None else b["pixel_values"]).shape[0]
-    if off != total:
-        raise SystemExit(f"the batch has {total} rows, the grids {off}")
-    return out
+    ids = ",".join(str(i) for i in b["sample_ids"].tolist())
+    grid = b.get("image_grid_thw")
+    rows = finished_rows(stoker, b, stride)
+    if grid is None or rows is None:
+        return {ids: [0, 0, 0, 0]}
+    n = int(grid.prod(dim=1).sum())
+    return {ids: [int(grid.shape[0]), n, zlib.crc32(np.ascontiguousarray(grid.numpy())),
+                  zlib.crc32(np.ascontiguousarray(rows.numpy()))]}
+
+
+def images_in(b):
+    grid = b.get("image_grid_thw")
+    return 0 if grid is None else int(grid.shape[0])
 
 
 def buffered_samples(batch_size, prefetch=PREFETCH):
@@ -113,7 +115,7 @@ def run_one(args):
     it = iter(loader)
     results, window = [], {}
     fin = {"s": 0.0, "images": 0, "batches": 0}
-    ring = {"bytes": 0, "samples": 0}
+    ring = {"bytes": 0, "samples": 0, "images": 0}
     first = True
     for e in range(epochs):
         timed = e >= args.warmup
@@ -137,13 +139,14 @@ def run_one(args):
                 window["next"] += time.thread_time() - t
                 ring["bytes"] += batch_bytes(b)
                 ring["samples"] += int(b["sample_ids"].shape[0])
+                ring["images"] += images_in(b)
             if args.run == "device" and not timed:  # the whole batch, timed apart
                 t = time.thread_time()
                 f = stoker.finish(b, device="cpu")
                 del f
                 if not first:
                     fin["s"] += time.thread_time() - t
-                    fin["images"] += int(b["image_grid_thw"].shape[0])
+                    fin["images"] += images_in(b)
                     fin["batches"] += 1
             first = False
             digests.update(digest_batch(stoker, b, stride))
@@ -162,6 +165,7 @@ def run_one(args):
     print(json.dumps({
         "epochs": results, "window_s": window_s,
         "window_samples": sum(r["samples"] for r in results if r["timed"]),
+        "window_images": ring["images"],
         "loader_cpu_s": window_cpu - own + window["next"], "consumer_cpu_s": own - window["next"],
         "finish": fin, "ring_bytes_per_sample": ring["bytes"] / max(1, ring["samples"]),
         "arena_plan": stats.get("arena_plan"), "arena_planned_bytes": stats.get("arena_planned_bytes"),
@@ -184,7 +188,7 @@ def run_finish_time(args):
         del f
         if i > 0:
             times.append(time.thread_time() - t)
-            images += int(b["image_grid_thw"].shape[0]) if "image_grid_thw" in b else 0
+            images += images_in(b)
         if len(times) >= args.max_batches:
             break
     times.sort()
@@ -194,18 +198,23 @@ def run_finish_time(args):
 
 
 def compare(res, n_records):
-    ref, problems, compared = res["cpu"]["epochs"], [], 0
+    """Every batch of every epoch, by its sample ids; every record delivered in every epoch."""
+    ref, problems, batches, images = res["cpu"]["epochs"], [], 0, 0
     for e, (mine, theirs) in enumerate(zip(res["device"]["epochs"], ref)):
         for who, r in (("cpu", theirs), ("device", mine)):
-            if len(r["digests"]) != n_records:
-                problems.append(f"finish={who} epoch {e + 1}: {len(r['digests'])} samples, "
+            if r["samples"] != n_records:
+                problems.append(f"finish={who} epoch {e + 1}: {r['samples']} samples, "
                                 f"expected {n_records}")
-        for sid, d in theirs["digests"].items():
-            compared += 1
-            if mine["digests"].get(sid) != d:
-                problems.append(f"epoch {e + 1} sample {sid}: finish=device "
-                                f"{mine['digests'].get(sid)} vs finish=cpu {d}")
-    return problems, compared
+        if len(mine["digests"]) != len(theirs["digests"]):
+            problems.append(f"epoch {e + 1}: {len(mine['digests'])} batches vs "
+                            f"{len(theirs['digests'])}")
+        for ids, d in theirs["digests"].items():
+            batches += 1
+            images += d[0]
+            if mine["digests"].get(ids) != d:
+                problems.append(f"epoch {e + 1} batch of samples {ids}: finish=device "
+                                f"{mine['digests'].get(ids)} vs finish=cpu {d}")
+    return problems, batches, images
 
 
 def main():
@@ -215,6 +224,10 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int, default=None, help="records = images (64 quick, 256)")
     ap.add_argument("--size", default="1920x1080", help="image size WxH (1920x1080)")
+    ap.add_argument("--set", default="photo", choices=["photo", "mixed"],
+                    help="photo: one photo-like JPEG per record (--size); mixed: the default "
+                         "`stoker synth` mix (text-only, multi-image, JPEG/PNG/WebP, every mode "
+                         "and size: the README demo's kind of set)")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2, help="the Loader's CPU threads")
     ap.add_argument("--pixel-dtype", default="float32", choices=["float32", "bfloat16"])
@@ -237,15 +250,18 @@ def main():
     tmp = tempfile.TemporaryDirectory(prefix="stoker-bench-finish-")
     if args.data is None:
         out = os.path.join(tmp.name, "synth")
-        subprocess.run([args.stoker_bin, "synth", "--images-only", "--out", out, "--n", str(n),
-                        "--seed", "1", "--size", args.size], check=True, capture_output=True)
+        what = ["--images-only", "--size", args.size] if args.set == "photo" else []
+        subprocess.run([args.stoker_bin, "synth", "--out", out, "--n", str(n), "--seed", "1",
+                        *what], check=True, capture_output=True)
         args.data = os.path.join(out, "data.jsonl")
     with open(args.data, encoding="utf-8") as f:
         n = sum(1 for ln in f if ln.strip())
     buffered = buffered_samples(args.batch_size)
     if args.passes is None:
         args.passes = max(1, -(-WINDOW_FACTOR * buffered // n))
-    print(f"stoker bench finish: {n} records, one photo-like {args.size} JPEG each; batch "
+    kind = (f"one photo-like {args.size} JPEG each" if args.set == "photo" else
+            "the synth mix (text-only, multi-image, JPEG/PNG/WebP of every mode and size)")
+    print(f"stoker bench finish: {n} records, {kind}; batch "
           f"{args.batch_size}, Loader threads={args.threads}, prefetch {PREFETCH}, pixel dtype "
           f"{args.pixel_dtype}; {os.cpu_count()} CPUs; each side: {args.warmup} warm-up epoch(s), "
           f"then {args.passes} timed epoch(s) as one window of {n * args.passes} samples "
@@ -278,9 +294,10 @@ def report(res, args, n):
     for who in ("cpu", "device"):
         r = res[who]
         k = r["window_samples"]
-        per[who] = 1e3 * r["loader_cpu_s"] / k
+        per[who] = 1e3 * r["loader_cpu_s"] / max(1, r["window_images"])
         print(f"{'finish=' + who:15} {k / r['window_s']:10.2f} {per[who]:20.2f} "
-              f"{1e3 * r['consumer_cpu_s'] / k:18.2f} {r['ring_bytes_per_sample']:21,.0f} "
+              f"{1e3 * r['consumer_cpu_s'] / max(1, r['window_images']):18.2f} "
+              f"{r['ring_bytes_per_sample']:21,.0f} "
               f"{(r['arena_planned_bytes'] or 0) / 2**20:18.1f} {r['peak_rss_mb']:12.0f}")
     print("  Loader CPU: the process's CPU over the window less the consumer thread's, plus its "
           "time in next() and releasing batches; consumer: the digests (CRC-32 of every 8th "
@@ -297,17 +314,18 @@ def report(res, args, n):
               f"timed apart over {f['batches']} warm-up batches): "
               f"{1e3 * f['s'] / f['images']:.2f} ms per image, "
               f"{1e3 * f['s'] / f['batches']:.1f} ms per batch of {args.batch_size}")
-    problems, compared = compare(res, n)
+    problems, batches, images = compare(res, n)
     if problems:
-        print(f"outputs compared: {compared} samples, {len(problems)} DIFFER; first:")
+        print(f"outputs compared: {batches} batches, {len(problems)} DIFFER; first:")
         for p in problems[:8]:
             print("  " + p)
         print("MISMATCH: finish=device's finished pixels differ from finish=cpu's; no ratio")
         sys.stdout.flush()
         raise SystemExit(1)
     epochs = args.warmup + args.passes
-    print(f"outputs compared: {compared} samples over {epochs} epochs (rows, grid, CRC-32 of every "
-          f"finished row in warm-up, every {TIMED_ROW_STRIDE}th in timed epochs), identical")
+    print(f"outputs compared: {batches} batches ({images} images) over {epochs} epochs (sample "
+          f"ids, rows, grids, CRC-32 of every finished pixel_values row in warm-up, every "
+          f"{TIMED_ROW_STRIDE}th in timed epochs), identical")
     print(f"Loader CPU per image: finish=cpu {per['cpu']:.2f} ms, finish=device "
           f"{per['device']:.2f} ms (target ratio >= 1.5)")
     print(f"ratio: {per['cpu'] / per['device']:.2f}")
