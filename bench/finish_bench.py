@@ -1,35 +1,37 @@
 """`stoker bench finish`: the production Loader finishing pixels on the CPU (finish="cpu", the
 default: batches hold float32 pixel_values) vs handing the resized uint8 bytes to the trainer's
 device (finish="device": batches hold pixel_values_uint8 + the value table; stoker.finish builds
-pixel_values there, bit-identical — issue 26), on the same image-only dataset (photo-like JPEGs,
-one per record: `stoker synth --images-only`; 1920x1080, 256 records, 64 with --quick).
+pixel_values there, bit-identical — issue 26), on the same images: `--set photo` (default: one
+photo-like JPEG per record, `stoker synth --images-only`, 1920x1080; 256 records, 64 with
+--quick) or `--set mixed` (the default `stoker synth` mix: text-only, multi-image, JPEG/PNG/WebP
+of every mode and size — the README demo's kind of set).
 
 Policy (both contenders, each in its own process so its CPU and peak RSS are its own): the Loader
 is created once with prefetch 4, `--warmup` epochs are iterated untimed, then `--passes` timed
 epochs as one window (at least 4x what the Loader buffers; the Loader is given one epoch more
 than is iterated, so it is producing at the window's end as at its start — bench/README.md,
-`bench torch`). The consumer, the same on both sides, digests every sample of every epoch — rows,
-grid, CRC-32 of every row (warm-up) or of every 8th row (timed epochs) of the FINISHED
-pixel_values: the device contender finishes them with stoker.finish(batch, device="cpu") (the
-rows it digests: all in warm-up, every 8th in timed epochs) — and the digests of every epoch are
-compared by sample id. Nothing is printed as a ratio unless every digest matched (else MISMATCH,
-exit 1).
+`bench torch`). The consumer, the same on both sides, digests every batch of every epoch — its
+sample ids, image rows, grids and the CRC-32 of every finished pixel_values row (warm-up) or of
+every 8th (timed epochs); the device contender finishes those rows with stoker.finish(...,
+device="cpu"), 2048 rows at a time — and the digests of every epoch are compared batch by batch.
+No ratio is printed unless every digest matched (else MISMATCH, exit 1).
 
 Measured:
 - Loader CPU per image over the window = the process's CPU − the consumer thread's CPU + the
   consumer thread's CPU inside next() and the batch's release (what the Loader costs the caller's
   thread); the consumer's digests and its torch finish are not the Loader's.
-- torch finish on cpu, timed apart: stoker.finish of every whole warm-up batch but the first (the
-  thread's CPU, torch at 1 thread, the output freed inside the timing) — per image and per batch.
-  On a CUDA device it is a table lookup on the GPU: no host CPU but the upload of the uint8 bytes.
+- torch finish on cpu, timed apart in its own process: stoker.finish of whole batches (one
+  epoch, the first batch excluded; thread CPU, torch at 1 thread, the output freed inside the
+  timing) — per image and per batch. On a CUDA device it is a table lookup on the GPU: no host
+  CPU but the upload of the uint8 bytes.
 - bytes per sample in the ring: the batch block's tensors (all of them) ÷ its samples, over the
-  window; the arena's plan (prefetch 4 + 2 batches) and the process's peak RSS.
+  window; the arena's plan (prefetch 4 + 2 batches) and each contender's peak RSS.
 - samples/s over the window: the consumer's work is in the loop on both sides (a CRC of 1/8 of the
-  rows; on the device side also 1/8 of the finish on this CPU), printed beside it.
+  rows; on the device side also the finish of those rows on this CPU), printed beside it.
 `ratio: N` = Loader CPU per image, finish="cpu" ÷ finish="device" (target >= 1.5).
 
-`--run finish-time --data D --batch-size B` (used by `stoker bench ladder`): one JSON line with
-the torch finish time per batch on cpu of D's batches (finish="device", default options).
+`--run finish-time --data D --batch-size B` (also used by `stoker bench ladder`): one JSON line
+with the torch finish time per batch on cpu of D's batches (finish="device").
 Run with Debian's /usr/bin/python3 (torch 1.13, numpy).
 """
 from __future__ import annotations
@@ -63,17 +65,31 @@ def batch_bytes(b):
     return sum(t.numel() * t.element_size() for t in b.values() if hasattr(t, "element_size"))
 
 
-def finished_rows(stoker, b, stride):
-    """Every `stride`-th row of the batch's pixel_values, as a float tensor: the CPU path's own,
-    or stoker.finish of those uint8 rows (finish="device"). None without images."""
+CHUNK_ROWS = 2048  # rows finished and digested at a time (the consumer's memory stays small)
+
+
+def finished_crc(stoker, b, stride):
+    """CRC-32 of every `stride`-th row of the batch's finished pixel_values: the CPU path's own
+    rows, or stoker.finish of those uint8 rows (finish="device"), CHUNK_ROWS at a time — the same
+    bytes in the same order on both sides, so the same CRC. None without images."""
+    import numpy as np
+
     if "pixel_values" in b:
-        return b["pixel_values"][::stride]
-    if "pixel_values_uint8" not in b:
+        rows, finish = b["pixel_values"][::stride], False
+    elif "pixel_values_uint8" in b:
+        rows, finish = b["pixel_values_uint8"][::stride], True
+    else:
         return None
-    part = {"pixel_values_uint8": b["pixel_values_uint8"][::stride],
-            "pixel_values_lut": b["pixel_values_lut"],
-            "pixel_values_repeat": b["pixel_values_repeat"]}
-    return stoker.finish(part, device="cpu")["pixel_values"]
+    crc = 0
+    for i in range(0, rows.shape[0], CHUNK_ROWS):
+        part = rows[i:i + CHUNK_ROWS]
+        if finish:
+            part = stoker.finish({"pixel_values_uint8": part,
+                                  "pixel_values_lut": b["pixel_values_lut"],
+                                  "pixel_values_repeat": b["pixel_values_repeat"]},
+                                 device="cpu")["pixel_values"]
+        crc = zlib.crc32(np.ascontiguousarray(part.numpy()), crc)
+    return crc
 
 
 def digest_batch(stoker, b, stride):
@@ -83,12 +99,11 @@ def digest_batch(stoker, b, stride):
 
     ids = ",".join(str(i) for i in b["sample_ids"].tolist())
     grid = b.get("image_grid_thw")
-    rows = finished_rows(stoker, b, stride)
-    if grid is None or rows is None:
+    crc = finished_crc(stoker, b, stride)
+    if grid is None or crc is None:
         return {ids: [0, 0, 0, 0]}
     n = int(grid.prod(dim=1).sum())
-    return {ids: [int(grid.shape[0]), n, zlib.crc32(np.ascontiguousarray(grid.numpy())),
-                  zlib.crc32(np.ascontiguousarray(rows.numpy()))]}
+    return {ids: [int(grid.shape[0]), n, zlib.crc32(np.ascontiguousarray(grid.numpy())), crc]}
 
 
 def images_in(b):
@@ -114,9 +129,7 @@ def run_one(args):
                            finish=args.run, pixel_dtype=args.pixel_dtype)
     it = iter(loader)
     results, window = [], {}
-    fin = {"s": 0.0, "images": 0, "batches": 0}
     ring = {"bytes": 0, "samples": 0, "images": 0}
-    first = True
     for e in range(epochs):
         timed = e >= args.warmup
         stride = TIMED_ROW_STRIDE if timed else 1
@@ -140,15 +153,6 @@ def run_one(args):
                 ring["bytes"] += batch_bytes(b)
                 ring["samples"] += int(b["sample_ids"].shape[0])
                 ring["images"] += images_in(b)
-            if args.run == "device" and not timed:  # the whole batch, timed apart
-                t = time.thread_time()
-                f = stoker.finish(b, device="cpu")
-                del f
-                if not first:
-                    fin["s"] += time.thread_time() - t
-                    fin["images"] += images_in(b)
-                    fin["batches"] += 1
-            first = False
             digests.update(digest_batch(stoker, b, stride))
             samples += int(b["sample_ids"].shape[0])
             t = time.thread_time()
@@ -167,7 +171,7 @@ def run_one(args):
         "window_samples": sum(r["samples"] for r in results if r["timed"]),
         "window_images": ring["images"],
         "loader_cpu_s": window_cpu - own + window["next"], "consumer_cpu_s": own - window["next"],
-        "finish": fin, "ring_bytes_per_sample": ring["bytes"] / max(1, ring["samples"]),
+        "ring_bytes_per_sample": ring["bytes"] / max(1, ring["samples"]),
         "arena_plan": stats.get("arena_plan"), "arena_planned_bytes": stats.get("arena_planned_bytes"),
         "arena_peak_bytes": stats.get("arena_peak_bytes"), "peak_rss_mb": peak_rss_mb()}))
 
@@ -180,21 +184,26 @@ def run_finish_time(args):
 
     torch.set_num_threads(1)
     loader = stoker.Loader(args.data, batch_size=args.batch_size, threads=args.threads,
-                           finish="device", seed=0, max_length=args.max_length)
-    times, images = [], 0
-    for i, b in enumerate(loader):
-        t = time.thread_time()
-        f = stoker.finish(b, device="cpu")
-        del f
-        if i > 0:
-            times.append(time.thread_time() - t)
-            images += images_in(b)
+                           finish="device", seed=0, max_length=args.max_length,
+                           pixel_dtype=args.pixel_dtype, epochs=2)
+    times, images, i = [], 0, 0
+    for _ in range(2):  # a second epoch when the first has too few batches
+        for b in loader:
+            t = time.thread_time()
+            f = stoker.finish(b, device="cpu")
+            del f
+            if i > 0:
+                times.append(time.thread_time() - t)
+                images += images_in(b)
+            i += 1
+            if len(times) >= args.max_batches:
+                break
         if len(times) >= args.max_batches:
             break
     times.sort()
     print(json.dumps({"batches": len(times), "mean_ms": 1e3 * sum(times) / max(1, len(times)),
                       "p50_ms": 1e3 * times[len(times) // 2] if times else 0.0,
-                      "images": images}))
+                      "images": images, "total_s": sum(times)}))
 
 
 def compare(res, n_records):
@@ -284,6 +293,18 @@ def main():
             sys.stderr.write(p.stderr)
             raise SystemExit(f"finish={who} run failed")
         res[who] = json.loads(p.stdout.strip().splitlines()[-1])
+    # torch's finish of whole batches on this CPU, in its own process (its outputs are not in
+    # the contenders' RSS): every batch of one epoch but the first.
+    cmd = [sys.executable, os.path.abspath(__file__), "--stoker-bin", args.stoker_bin,
+           "--run", "finish-time", "--data", args.data, "--batch-size", str(args.batch_size),
+           "--threads", str(args.threads), "--max-length", str(MAX_LENGTH),
+           "--max-batches", str(max(1, -(-n // args.batch_size) - 1)),
+           "--pixel-dtype", args.pixel_dtype]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr)
+        raise SystemExit("the torch finish timing failed")
+    res["finish"] = json.loads(p.stdout.strip().splitlines()[-1])
     report(res, args, n)
 
 
@@ -305,15 +326,18 @@ def report(res, args, n):
           "samples/s: the window, consumer work in the loop on both sides")
     for who in ("cpu", "device"):
         print(f"arena finish={who}: {res[who]['arena_plan']}")
-    f = res["device"]["finish"]
+    f = res["finish"]
     b_cpu, b_dev = res["cpu"]["ring_bytes_per_sample"], res["device"]["ring_bytes_per_sample"]
     print(f"bytes per sample in the ring: finish=cpu {b_cpu:,.0f} ({args.pixel_dtype} "
           f"pixel_values), finish=device {b_dev:,.0f} (uint8), {b_cpu / b_dev:.2f}x fewer")
-    if f["images"]:
-        print(f"torch finish on cpu (stoker.finish(batch, device='cpu'), torch 1.13, 1 thread, "
-              f"timed apart over {f['batches']} warm-up batches): "
-              f"{1e3 * f['s'] / f['images']:.2f} ms per image, "
-              f"{1e3 * f['s'] / f['batches']:.1f} ms per batch of {args.batch_size}")
+    if not f["images"]:
+        print("torch finish on cpu: no batch with images was timed")
+    else:
+        print(f"torch finish on cpu, timed apart (stoker.finish(batch, device='cpu') of whole "
+              f"batches, torch 1.13 at 1 thread, its own process, {f['batches']} batches after the "
+              f"first): {1e3 * f['total_s'] / f['images']:.2f} ms per image, {f['mean_ms']:.1f} ms "
+              f"per batch of {args.batch_size} (p50 {f['p50_ms']:.1f}); on a CUDA device: a table "
+              f"lookup on the GPU, no host CPU")
     problems, batches, images = compare(res, n)
     if problems:
         print(f"outputs compared: {batches} batches, {len(problems)} DIFFER; first:")
