@@ -4,7 +4,7 @@
 usage: plot_ladder.py ladder.csv ladder.png [step_ms [fill_steps]]
 
 Reads the CSV (mode,step,wait_ms,step_ms) that the bench writes and draws wait_ms per step for
-serial / concurrent / prefetch / zero-copy on a symlog axis (waits range from ~0 to hundreds of
+serial / concurrent / prefetch / zero-copy / finish=dev (prefetch, uint8 rows) on a symlog axis (waits range from ~0 to hundreds of
 ms). Steps 0..fill_steps (start-up, then the prefetch ring filling; default 0) are drawn but
 shaded: the bench's steady-state numbers exclude them, as the legend's numbers do.
 Debian's /usr/bin/python3 with matplotlib, Agg backend (no display needed).
@@ -17,9 +17,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["serial", "concurrent", "prefetch", "zero-copy"]
+ORDER = ["serial", "concurrent", "prefetch", "zero-copy", "finish=dev"]
 COLORS = {"serial": "#d62728", "concurrent": "#ff7f0e", "prefetch": "#2ca02c",
-          "zero-copy": "#1f77b4"}
+          "zero-copy": "#1f77b4", "finish=dev": "#9467bd"}
 
 
 def main(argv):
