@@ -393,8 +393,11 @@ do_check() {
   local fail=0 n=$hosts
   # 1. placement: one rank per host spreads (--map-by node), --map-by slot fills host 0 first.
   local by_node by_slot want_node="" want_slot="" i
-  by_node=$( (mpirun_bed -np "$n" --map-by node hostname) 2>&1 | sort | tr '\n' ' ')
-  by_slot=$( (mpirun_bed -np 2 --map-by slot hostname) 2>&1 | sort | tr '\n' ' ')
+  # Open MPI's rsh launcher may warn that setpgid lost a race with its child's exec (EACCES, a
+  # harmless warning on stderr, seen once in the test suite): that line is not a placement.
+  local benign='plm:rsh: Warning: setpgid'
+  by_node=$( (mpirun_bed -np "$n" --map-by node hostname) 2>&1 | grep -v "$benign" | sort | tr '\n' ' ')
+  by_slot=$( (mpirun_bed -np 2 --map-by slot hostname) 2>&1 | grep -v "$benign" | sort | tr '\n' ' ')
   for ((i = 0; i < n; i++)); do want_node+="$(host_name "$i") "; done
   want_slot="$(host_name 0) $(host_name 0) "
   if [ "$by_node" = "$want_node" ]; then echo "check: --map-by node -np $n: $by_node ok"

@@ -10,7 +10,10 @@
   code Internal while its client saw a clean end; now the summary names the rank and DataLoss,
   the exit code is 1, and the client's Loader raises StokerError (code DataLoss) after the
   batches before it.
-- The state's error counter saturates at 2^64-1 (it wrapped to 0).
+- The state's error counter never wraps: it saturates in the engine (it wrapped to 0 from a state
+  claiming 2^64-1 errors), and since #28 a state claiming more errors than samples consumed is
+  refused at start naming the field, so a run's counter stays far below the top; a valid count is
+  carried over and added to.
 Cheap (~15 s)."""
 from __future__ import annotations
 
@@ -98,11 +101,20 @@ def test_the_error_counter_saturates(stoker_bin, tmp_path):
     state = tmp_path / "in.state"
     state.write_text(f"stoker-state v1 epoch=0 position=0 errors={top}\nbatches=0\n")
     out = tmp_path / "out.state"
-    # Half the records bad: failures are counted before the last batch whatever the order.
-    r = run(stoker_bin, dataset(tmp_path / "d.jsonl", 20, bad=set(range(10))), "--resume", str(state),
-            "--state-file", str(out), "--max-error-rate", "1")
+    data = dataset(tmp_path / "d.jsonl", 20, bad=set(range(10)))
+    r = run(stoker_bin, data, "--resume", str(state), "--state-file", str(out), "--max-error-rate", "1")
+    assert r.returncode == 2, r.stderr
+    assert f"errors {top} is more than the samples consumed by epoch 0 position 0" in r.stderr, r.stderr
+    assert not out.exists()
+    # A count a run can have written (epoch 1 of 20 records: at most 20 failed) is carried over and
+    # added to: half the records bad; the last state is written with the last batch, so the bad
+    # records after it in the order are not in it (15 < errors <= 25).
+    state.write_text("stoker-state v1 epoch=1 position=0 errors=15\nbatches=0\n")
+    r = run(stoker_bin, data, "--resume", str(state), "--state-file", str(out), "--max-error-rate", "1",
+            "--epochs", "2", "--force-resume")
     assert r.returncode == 0, r.stderr
-    assert f"errors={top}" in out.read_text(), out.read_text()
+    m = re.search(r"errors=(\d+)", out.read_text())
+    assert m and 15 < int(m.group(1)) <= 25, out.read_text()
 
 
 def test_serve_reports_a_budget_stop_and_the_client_sees_an_error(stoker_bin, tmp_path):

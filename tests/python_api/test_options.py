@@ -96,7 +96,7 @@ BAD = [
     ("prefetch", 2**31 - 1, "prefetch must be an int in [1, 1024]"),
     ("arena_bytes", 2**46, f"arena_bytes must be an int in [4096, {ARENA_MAX}]"),
     # arena_mb: the same option in MiB (as --arena-mb), its range the same one in MiB
-    ("arena_mb", 0, f"arena_mb must be None or an int in [1, {ARENA_MAX >> 20}] (this machine's"),
+    ("arena_mb", 0, f"arena_mb must be None or an int in [1, {ARENA_MAX >> 20}] (3/4 of this machine's memory"),
     ("arena_mb", MEMORY, f"arena_mb must be None or an int in [1, {ARENA_MAX >> 20}]"),
     ("arena_mb", 64.0, "arena_mb must be None or an int in [1, "),
 ]
@@ -197,7 +197,7 @@ def test_cpp_checks_again_before_narrowing(stoker, dataset):
          "prefetch must be an int in [1, 16] (one ready batch per 64 KiB of the 1 MiB arena, "
          "arena_bytes), got 17"),
         ({"trace_sample": 2}, "trace_sample needs trace=FILE"),
-        ({"arena_mb": 0}, f"arena_mb must be an int in [1, {MEMORY >> 20}]"),
+        ({"arena_mb": 0}, f"arena_mb must be an int in [1, {ARENA_MAX >> 20}] (3/4 of this machine's memory"),
         ({"arena_mb": True}, "arena_mb must be an int in [1, "),
         ({"arena_mb": 64, "arena_bytes": 64 << 20},
          "arena_mb and arena_bytes are the same option (MiB / bytes): give one"),

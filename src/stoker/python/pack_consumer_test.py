@@ -341,7 +341,7 @@ def test_packing_options_are_checked(data):
     it = iter(loader)
     next(it)
     sd = loader.state_dict()
-    assert set(sd) == {"epoch", "position", "errors", "packs", "plan", "version"}
+    assert set(sd) == {"epoch", "position", "errors", "packs", "plan", "version", "fingerprint"}
     again = stoker.Loader(data=data, packing=True, max_tokens=MAX_TOKENS, max_length=MAX_TOKENS,
                           pack_window=12, mode="serial")
     again.load_state_dict(sd)
