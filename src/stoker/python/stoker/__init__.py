@@ -224,6 +224,7 @@ class Loader:
         max_error_rate: float = 0.10,
         error_report: Optional[_Path] = None,
         pixel_dtype: Any = "float32",
+        finish: str = "cpu",
         padding: str = "longest",
         io_threads: int = 4,
         arena_bytes: int = 1 << 30,
@@ -247,7 +248,7 @@ class Loader:
             seed=seed, rank=rank, world_size=world_size, threads=threads, prefetch=prefetch,
             mode=mode, epochs=epochs, strict=strict, max_errors=max_errors,
             max_error_rate=max_error_rate, error_report=error_report, pixel_dtype=pixel_dtype,
-            padding=padding, io_threads=io_threads, arena_bytes=arena_bytes,
+            finish=finish, padding=padding, io_threads=io_threads, arena_bytes=arena_bytes,
             trust_media_paths=trust_media_paths, max_object_bytes=max_object_bytes,
             max_record_bytes=max_record_bytes, io_deadline_ms=io_deadline_ms, imds=imds,
             packing=packing, max_tokens=max_tokens, pack_format=pack_format)

@@ -58,6 +58,7 @@ class Loader:
         max_error_rate: float = ...,
         error_report: Optional[_PathLike] = ...,
         pixel_dtype: Union[str, torch.dtype] = ...,
+        finish: str = ...,
         padding: str = ...,
         io_threads: int = ...,
         arena_bytes: int = ...,
