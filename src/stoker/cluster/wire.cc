@@ -173,7 +173,7 @@ std::uint64_t payload_bytes(const pipeline::Medium& m, Wire wire, const pipeline
     case Wire::kUint8: return m.resized_bytes();
     case Wire::kFloat:
       return static_cast<std::uint64_t>(m.rows()) *
-             static_cast<std::uint64_t>(m.modality().columns(env)) *
+             static_cast<std::uint64_t>(m.columns(env)) *
              (dtype == image::PixelDType::kFloat32 ? 4 : 2);
   }
   return 0;

@@ -36,18 +36,26 @@ class Tracer;
 namespace stoker::video {
 class VideoProcessor;
 }
+namespace stoker::audio {
+class AudioProcessor;
+}
 
 namespace stoker::pipeline {
 
 class MediaKind;
+class Medium;
 
 // What media plan and produce with: the model's processors (null: the model takes no such media).
 struct MediaEnv {
   const image::ImageProcessor* image = nullptr;
   const video::VideoProcessor* video = nullptr;
+  const audio::AudioProcessor* audio = nullptr;
 };
 
-// One per-medium tensor of a modality: [media, width] (width 0: [media]).
+// One per-medium tensor of a modality: [media, width] (width 0: [media]; kBatchWidth: the
+// batch's width of the modality's rows tensor — audio's feature_attention_mask [clips, frames]).
+// A medium writes its own columns() values of a kBatchWidth row; the rest is zero.
+inline constexpr int kBatchWidth = -1;
 struct MetaTensor {
   std::string_view name;
   batch::DType dtype = batch::DType::kInt64;
@@ -64,6 +72,14 @@ struct Modality {
   // holding such media. This is the order batches have always had (their hashes depend on it).
   bool always = false;
   std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width
+  // > 0: the rows tensor is [rows / rows_group, rows_group, width] (audio: input_features
+  // [clips, n_mels, frames], a clip being n_mels rows); 0: [rows, width].
+  std::int64_t rows_group = 0;
+  // Called at prepare once all of a sample's media are planned, with the sample's media of this
+  // modality (in order), before their grids are read: for plans that depend on the sample's
+  // other media of the modality (Qwen3-Omni pads a sample's clips to the longest). May change
+  // the media's plans; an error fails the sample (stage decode, naming the first medium).
+  Status (*plan_sample)(const MediaEnv& env, std::span<Medium* const> media) = nullptr;
 };
 
 // Where produce() runs: the tracer when this sample's spans are kept (else null), its record id.
@@ -82,6 +98,13 @@ class Medium {
   virtual std::int64_t rows() const = 0;           // rows of its modality's rows tensor
   virtual text::VisionGrid grid() const = 0;       // what the template expands, positions use
   virtual double second_per_grid() const { return 0; }  // videos: second_per_grid_t
+  // Its rows' width: the modality's (images, videos), or its own where that varies by medium
+  // (audio frames, Qwen3-Omni). A batch's rows tensor is as wide as its widest medium; a
+  // narrower medium's rows are produced rows() × columns() contiguous and then spread to the
+  // batch's width by the engine, the rest zero (spread_rows).
+  virtual std::int64_t columns(const MediaEnv& env) const { return modality().columns(env); }
+  // Audio: the clip's feature_attention_mask sum (TMRoPE's audio length); 0 for others.
+  virtual std::int64_t audio_frames() const { return 0; }
   virtual std::uint64_t held_bytes() const = 0;    // encoded bytes kept until emit
   // Emit order: the batch's media are claimed costliest first (estimated work).
   virtual std::int64_t cost() const { return rows(); }
@@ -152,5 +175,9 @@ std::vector<MediumSlot> place_media(std::uint8_t* base, const batch::BatchLayout
 // Each medium's rows of its modality's meta tensors (grids, seconds).
 void write_media_meta(std::uint8_t* base, const batch::BatchLayout& layout,
                       std::span<const MediumSlot> slots);
+// Media narrower than their batch's rows tensor (Medium::columns): their rows, produced
+// contiguous at the slot, moved to the tensor's row stride and the gaps zeroed.
+void spread_rows(const MediaEnv& env, std::uint8_t* base, const batch::BatchLayout& layout,
+                 std::span<const MediumSlot> slots);
 
 }  // namespace stoker::pipeline

@@ -183,6 +183,8 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   const std::span<const Modality* const> mods = modalities();
   std::vector<std::vector<text::VisionGrid>> grids(mods.size());
   std::vector<double> seconds;
+  std::vector<std::int64_t> audio_frames;
+  std::vector<std::size_t> first_index;  // each medium's index among its modality's
   {
     obs::Span plan_span(trace, "plan", "media", static_cast<std::int64_t>(in.parts.size()));
     for (const Fetched::MediaPart& mp : in.parts) {
@@ -196,17 +198,39 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
         out.failure = decode_failure(ctx, in.item, modality, mp.index, medium.error());
         return out;
       }
-      grids[static_cast<std::size_t>(modality_rank(modality))].push_back((*medium)->grid());
-      if (modality.name == "video") seconds.push_back((*medium)->second_per_grid());
+      first_index.push_back(mp.index);
       out.media.push_back(std::move(medium).value());
+    }
+    // Plans that depend on the sample's other media of their modality (Qwen3-Omni's clips).
+    for (const Modality* mod : mods) {
+      if (mod->plan_sample == nullptr) continue;
+      std::vector<Medium*> of_kind;
+      std::size_t first = 0;
+      for (std::size_t j = 0; j < out.media.size(); ++j) {
+        if (&out.media[j]->modality() != mod) continue;
+        if (of_kind.empty()) first = first_index[j];
+        of_kind.push_back(out.media[j].get());
+      }
+      if (of_kind.empty()) continue;
+      if (Status st = mod->plan_sample(ctx.media, of_kind); !st.ok()) {
+        out.failure = decode_failure(ctx, in.item, *mod, first, st.error());
+        return out;
+      }
+    }
+    for (const auto& m : out.media) {
+      const Modality& modality = m->modality();
+      grids[static_cast<std::size_t>(modality_rank(modality))].push_back(m->grid());
+      if (modality.name == "video") seconds.push_back(m->second_per_grid());
+      if (modality.name == "audio") audio_frames.push_back(m->audio_frames());
     }
   }
   std::vector<text::MediaOfKind> media;
-  std::span<const text::VisionGrid> images, videos;
+  std::span<const text::VisionGrid> images, videos, audios;
   for (std::size_t r = 0; r < mods.size(); ++r) {
     media.push_back({mods[r]->name, grids[r]});
     if (mods[r]->name == "image") images = grids[r];
     if (mods[r]->name == "video") videos = grids[r];
+    if (mods[r]->name == "audio") audios = grids[r];
   }
   // The model's template, placeholders and position rule (model/family.h).
   const model::Model& model = *ctx.model;
@@ -227,7 +251,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   out.tokens = std::move(tokens).value();
   std::optional<obs::Span> rope_span(std::in_place, trace, "rope");
   Result<std::vector<std::int64_t>> positions =
-      model.positions(out.tokens, {images, videos, seconds});
+      model.positions(out.tokens, {images, videos, seconds, audios, audio_frames});
   rope_span.reset();
   if (!positions.ok()) {
     out.failure = failure(ctx, in.item, FailureStage::kRope, positions.error());

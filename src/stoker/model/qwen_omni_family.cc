@@ -1,0 +1,353 @@
+// The Qwen2.5-Omni family behind the family seam (family.h): the thinker's inputs — images and
+// videos as Qwen2.5-VL (patch 14, merge 2, temporal patch 2), audio as Whisper log-mel features
+// (audio/processor.h: padding "max_length" to 300 s, tokens (L−1)//2+1 → (t−2)//2+1), the chat
+// template through the Jinja engine with the Omni placeholders (<|vision_bos|><|IMAGE|>,
+// <|vision_bos|><|VIDEO|>, <|audio_bos|><|AUDIO|>, each expanded to its medium's token run), and
+// TMRoPE positions (batch/omni_rope.h: transformers' get_rope_index of Qwen2.5-Omni, int64).
+// Specs: the preset "qwen2.5-omni", or a Hugging Face folder whose config.json says model_type
+// "qwen2_5_omni" / "qwen2_5_omni_thinker" (its tokenizer files and chat template; the preset's
+// template when it has none).
+// Token ids: transformers' Qwen2_5OmniThinkerConfig defaults (audio 151646, image 151655, video
+// 151656, vision_bos 151652, audio_bos 151647), the ids batch/omni_rope.h's parity test uses; the
+// token names (<|AUDIO|>, <|audio_bos|>, <|audio_eos|>, <|vision_bos|>, <|vision_eos|>,
+// <|IMAGE|>, <|VIDEO|>) are the processor's and the template's. The preset has no tokenizer of
+// its own: it reads the installed Qwen2.5 files and renames the added tokens at those ids to the
+// Omni names (Qwen2.5-Omni's vocabulary and merges are taken to be Qwen2.5's: UNCONFIRMED
+// against the hub files; a folder with the real files is used as it is).
+// Not yet: use_audio_in_video (a video part asking for its audio track fails its sample, naming
+// it), Qwen3-Omni (float positions, patch 32), Qwen2-Audio.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "stoker/audio/processor.h"
+#include "stoker/base/hash.h"
+#include "stoker/base/option_name.h"
+#include "stoker/batch/omni_rope.h"
+#include "stoker/jinja/chat_template_files.h"
+#include "stoker/jinja/chat_variables.h"
+#include "stoker/model/family.h"
+#include "stoker/model/model_config.h"
+#include "stoker/text/jinja_chat.h"
+#include "stoker/text/qwen_vl.h"
+#include "stoker/video/processor.h"
+
+namespace stoker::model {
+namespace {
+
+constexpr std::string_view kPreset = "qwen2.5-omni";
+
+// transformers @134856d3 tests/models/qwen2_5_omni/test_processor_qwen2_5_omni.py
+// prepare_processor_dict()["chat_template"] (byte-identical to tests/jinja/templates/
+// qwen2_5_omni.jinja, PROVENANCE.md there; qwen_omni_family_test checks it).
+constexpr std::string_view kTemplate =
+    R"TPL({% set audio_count = namespace(value=0) %}{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}{% for message in messages %}{% if loop.first and message['role'] != 'system' %}<|im_start|>system
+You are a helpful assistant.<|im_end|>
+{% endif %}<|im_start|>{{ message['role'] }}
+{% if message['content'] is string %}{{ message['content'] }}<|im_end|>
+{% else %}{% for content in message['content'] %}{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}{% set image_count.value = image_count.value + 1 %}{% if add_vision_id %}Picture {{ image_count.value }}: {% endif %}<|vision_bos|><|IMAGE|><|vision_eos|>{% elif content['type'] == 'audio' or 'audio' in content or 'audio_url' in content %}{% set audio_count.value = audio_count.value + 1 %}{% if add_audio_id %}Audio {{ audio_count.value }}: {% endif %}<|audio_bos|><|AUDIO|><|audio_eos|>{% elif content['type'] == 'video' or 'video' in content %}{% set video_count.value = video_count.value + 1 %}{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}<|vision_bos|><|VIDEO|><|vision_eos|>{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>
+{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% endif %})TPL";
+
+struct OmniNames {
+  int id;
+  const char* name;
+};
+// The Omni names of the added tokens at the Qwen2.5 ids (the preset's tokenizer).
+constexpr OmniNames kOmniTokens[] = {
+    {151646, "<|AUDIO|>"},      {151647, "<|audio_bos|>"}, {151648, "<|audio_eos|>"},
+    {151652, "<|vision_bos|>"}, {151653, "<|vision_eos|>"}, {151655, "<|IMAGE|>"},
+    {151656, "<|VIDEO|>"}};
+
+constexpr std::string_view kImage = "<|IMAGE|>", kVideo = "<|VIDEO|>", kAudio = "<|AUDIO|>";
+constexpr std::string_view kVisionBos = "<|vision_bos|>", kVisionEos = "<|vision_eos|>";
+constexpr std::string_view kAudioBos = "<|audio_bos|>", kAudioEos = "<|audio_eos|>";
+constexpr std::string_view kModalities[] = {"image", "video", "audio"};
+
+Result<std::string> read_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return not_found("cannot read " + p.string());
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The Qwen2.5 tokenizer files with the Omni names at the Omni ids.
+Result<std::unique_ptr<text::Tokenizer>> preset_tokenizer(const std::string& dir) {
+  namespace fs = std::filesystem;
+  STOKER_ASSIGN_OR_RETURN(std::string tok, read_text(fs::path(dir) / "tokenizer.json"));
+  std::string cfg;
+  if (Result<std::string> c = read_text(fs::path(dir) / "tokenizer_config.json"); c.ok()) cfg = *c;
+  nlohmann::json t = nlohmann::json::parse(tok, nullptr, false);
+  if (t.is_discarded() || !t.contains("added_tokens")) {
+    return invalid_argument(dir + "/tokenizer.json: not a tokenizer with added tokens");
+  }
+  for (auto& a : t["added_tokens"]) {
+    for (const OmniNames& n : kOmniTokens) {
+      if (a.value("id", -1) == n.id) a["content"] = n.name;
+    }
+  }
+  if (!cfg.empty()) {
+    nlohmann::json c = nlohmann::json::parse(cfg, nullptr, false);
+    if (!c.is_discarded() && c.contains("added_tokens_decoder")) {
+      for (const OmniNames& n : kOmniTokens) {
+        const std::string key = std::to_string(n.id);
+        if (c["added_tokens_decoder"].contains(key)) c["added_tokens_decoder"][key]["content"] = n.name;
+      }
+      c.erase("additional_special_tokens");
+      cfg = c.dump();
+    }
+  }
+  return text::Tokenizer::from_json(t.dump(), cfg);
+}
+
+bool preceded_by(std::string_view text, std::size_t pos, std::string_view s) {
+  return pos >= s.size() && text.compare(pos - s.size(), s.size(), s) == 0;
+}
+
+struct OmniIds {
+  text::TokenId image = 0, video = 0, audio = 0;
+};
+
+// <|vision_bos|><|IMAGE|>, <|vision_bos|><|VIDEO|>, <|audio_bos|><|AUDIO|>: the pad is the medium
+// (a run of its tokens), the block (bos … eos) never labelled.
+class OmniPlaceholders final : public text::MediaPlaceholders {
+ public:
+  OmniPlaceholders(OmniIds ids, int merge) : ids_(ids), merge_(merge) {}
+  std::span<const std::string_view> modalities() const override { return kModalities; }
+  Status find(std::string_view text, std::vector<text::Placeholder>* out) const override {
+    std::size_t pos = 0;
+    while ((pos = text.find("<|", pos)) != std::string_view::npos) {
+      int m = -1;
+      std::string_view pad;
+      for (int k = 0; k < 3; ++k) {
+        const std::string_view cand = k == 0 ? kImage : k == 1 ? kVideo : kAudio;
+        if (text.compare(pos, cand.size(), cand) == 0) {
+          m = k;
+          pad = cand;
+        }
+      }
+      if (m < 0) {
+        pos += 2;
+        continue;
+      }
+      const std::string_view bos = m == 2 ? kAudioBos : kVisionBos;
+      const std::string_view eos = m == 2 ? kAudioEos : kVisionEos;
+      if (!preceded_by(text, pos, bos)) {
+        return invalid_argument("the rendered chat has " + std::string(pad) + " at byte " +
+                                std::to_string(pos) + " outside " + std::string(bos) +
+                                std::string(pad) + std::string(eos) +
+                                " (a record's text that spells the token a medium expands to)");
+      }
+      text::Placeholder p;
+      p.modality = m;
+      p.begin = pos;
+      p.end = pos + pad.size();
+      p.block_begin = pos - bos.size();
+      p.block_end = text.compare(p.end, eos.size(), eos) == 0 ? p.end + eos.size() : p.end;
+      out->push_back(p);
+      pos = p.end;
+    }
+    return ok_status();
+  }
+  Status expand(const text::Placeholder& p, const text::VisionGrid& g,
+                std::vector<text::Expansion>* out) const override {
+    if (p.modality == 2) {
+      if (g.tokens <= 0) return invalid_argument("audio with no tokens");
+      out->push_back({text::Expansion::Kind::kRun, {}, ids_.audio, g.tokens, 0});
+      return ok_status();
+    }
+    const std::int64_t n = std::int64_t{g.grid_t} * g.grid_h * g.grid_w;
+    if (g.grid_h <= 0 || g.grid_w <= 0 || g.grid_t <= 0 || n % (merge_ * merge_) != 0) {
+      return invalid_argument("bad grid");
+    }
+    out->push_back({text::Expansion::Kind::kRun, {}, p.modality == 0 ? ids_.image : ids_.video,
+                    n / (merge_ * merge_), 0});
+    return ok_status();
+  }
+
+ private:
+  OmniIds ids_;
+  int merge_;
+};
+
+class OmniModel final : public Model {
+ public:
+  OmniModel(std::unique_ptr<text::Tokenizer> tok, image::ImageProcessor image,
+            video::VideoProcessor video, audio::AudioProcessor audio,
+            std::unique_ptr<text::JinjaRenderer> renderer, std::uint64_t template_hash,
+            OmniIds ids, batch::OmniRopeConfig rope)
+      : tok_(std::move(tok)),
+        image_(std::move(image)),
+        video_(std::move(video)),
+        audio_(std::move(audio)),
+        renderer_(std::move(renderer)),
+        template_hash_(template_hash),
+        placeholders_(ids, rope.spatial_merge_size),
+        rope_(rope),
+        pad_(model::pad_id(*tok_)) {}
+
+  std::string_view family() const override { return "qwen2_5_omni"; }
+  const image::ImageProcessor* image_processor() const override { return &image_; }
+  const video::VideoProcessor* video_processor() const override { return &video_; }
+  const audio::AudioProcessor* audio_processor() const override { return &audio_; }
+  const text::Tokenizer& tokenizer() const override { return *tok_; }
+  const text::ChatRenderer& renderer() const override { return *renderer_; }
+  const text::MediaPlaceholders& placeholders() const override { return placeholders_; }
+  int position_rows() const override { return 3; }
+  Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& s,
+                                              const SampleMedia& media) const override {
+    std::vector<batch::GridTHW> ig, vg;
+    for (int i = 0; i < s.num_images; ++i) {
+      ig.push_back({media.images[i].grid_t, media.images[i].grid_h, media.images[i].grid_w});
+    }
+    for (int i = 0; i < s.num_videos; ++i) {
+      vg.push_back({media.videos[i].grid_t, media.videos[i].grid_h, media.videos[i].grid_w});
+    }
+    std::size_t n_audio = 0;
+    for (const text::VisionSpan& v : s.vision) n_audio += v.modality == "audio";
+    if (n_audio > media.audio_frames.size()) return invalid_argument("audio runs without lengths");
+    std::span<const std::int32_t> ids(s.input_ids.data(), s.input_ids.size());
+    STOKER_ASSIGN_OR_RETURN(
+        batch::OmniRopeIndex r,
+        batch::get_omni_rope_index(ids, ig, vg,
+                                   media.video_seconds.subspan(0, std::min<std::size_t>(
+                                                                      media.video_seconds.size(), vg.size())),
+                                   media.audio_frames.subspan(0, n_audio), false, rope_));
+    std::vector<std::int64_t> out(r.positions.size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int64_t>(r.positions[i]);
+    return out;
+  }
+  std::int64_t pad_id() const override { return pad_; }
+  std::string fingerprint() const override {
+    return Model::fingerprint() + "\nomni.rope=2.5\ntemplate=" + std::to_string(template_hash_);
+  }
+
+ private:
+  std::unique_ptr<text::Tokenizer> tok_;
+  image::ImageProcessor image_;
+  video::VideoProcessor video_;
+  audio::AudioProcessor audio_;
+  std::unique_ptr<text::JinjaRenderer> renderer_;
+  std::uint64_t template_hash_;
+  OmniPlaceholders placeholders_;
+  batch::OmniRopeConfig rope_;
+  std::int64_t pad_;
+};
+
+bool is_omni_folder(const std::string& spec) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec, ec)) return false;
+  Result<std::string> cfg = read_text(std::filesystem::path(spec) / "config.json");
+  if (!cfg.ok()) return false;
+  nlohmann::json j = nlohmann::json::parse(*cfg, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return false;
+  const std::string t = j.value("model_type", "");
+  return t == "qwen2_5_omni" || t == "qwen2_5_omni_thinker";
+}
+
+class QwenOmniFamily final : public Family {
+ public:
+  std::string_view name() const override { return "qwen2_5_omni"; }
+  bool claims(const std::string& spec) const override {
+    return spec == kPreset || is_omni_folder(spec);
+  }
+  Result<std::unique_ptr<Model>> open(const std::string& spec,
+                                      const ModelOptions& options) const override {
+    const bool folder = spec != kPreset;
+    // Vision as Qwen2.5-VL's processor (patch 14): the folder's preprocessor settings over it.
+    STOKER_ASSIGN_OR_RETURN(ModelConfig vl, preset("qwen2.5-vl"));
+    if (folder) {
+      if (Result<std::string> pp = read_text(std::filesystem::path(spec) / "preprocessor_config.json");
+          pp.ok()) {
+        STOKER_RETURN_IF_ERROR(parse_preprocessor_config(*pp, &vl.image));
+      }
+    }
+    vl.image.apply_exif_orientation = options.apply_exif_orientation;
+    vl.image.resize_rules = options.small_images;
+    std::string tok_dir = options.tokenizer;
+    if (tok_dir.empty()) {
+      STOKER_ASSIGN_OR_RETURN(tok_dir, default_tokenizer_dir(spec));
+    }
+    std::unique_ptr<text::Tokenizer> tok;
+    if (folder || !options.tokenizer.empty()) {
+      STOKER_ASSIGN_OR_RETURN(tok, text::Tokenizer::load(tok_dir));
+    } else {
+      STOKER_ASSIGN_OR_RETURN(tok, preset_tokenizer(tok_dir));
+    }
+    OmniIds ids;
+    for (auto [text, id] : {std::pair{kImage, &ids.image}, std::pair{kVideo, &ids.video},
+                            std::pair{kAudio, &ids.audio}}) {
+      std::optional<text::TokenId> t = tok->token_to_id(text);
+      if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer in " + tok_dir + " has no " + std::string(text));
+      *id = *t;
+    }
+    batch::OmniRopeConfig rope = batch::OmniRopeConfig::qwen25_omni();
+    rope.spatial_merge_size = vl.image.merge_size;
+    rope.image_token_id = ids.image;
+    rope.video_token_id = ids.video;
+    rope.audio_token_id = ids.audio;
+    for (auto [text, id] : {std::pair{kVisionBos, &rope.vision_start_token_id},
+                            std::pair{kAudioBos, &rope.audio_start_token_id}}) {
+      std::optional<text::TokenId> t = tok->token_to_id(text);
+      if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer has no " + std::string(text));
+      *id = *t;
+    }
+    // The template: the folder's (processor's, then tokenizer's default), else the preset's.
+    std::string source(kTemplate), origin = "Qwen2.5-Omni template (preset)";
+    if (folder) {
+      for (jinja::Loader l : {jinja::Loader::kProcessor, jinja::Loader::kTokenizer}) {
+        Result<jinja::ChatTemplates> t = jinja::discover_chat_templates(spec, l);
+        if (!t.ok() || t->named.empty()) continue;
+        STOKER_ASSIGN_OR_RETURN(source, jinja::select_chat_template(*t, options.chat_template, false, l));
+        origin = spec + "/" + t->origin;
+        break;
+      }
+    }
+    std::uint64_t h = fnv1a64(source);
+    h = fnv1a64(std::string_view("\0", 1), h);
+    const std::uint64_t template_hash = fnv1a64(options.chat_template_kwargs, h);
+    text::JinjaChatOptions o;
+    o.origin = origin;
+    o.turns = text::qwen_turn_markers();
+    STOKER_ASSIGN_OR_RETURN(o.special_tokens, jinja::special_tokens_from_folder(tok_dir));
+    STOKER_ASSIGN_OR_RETURN(o.kwargs, text::template_kwargs(options.chat_template_kwargs,
+                                                            option_name("chat_template_kwargs",
+                                                                        "--chat-template-kwargs")));
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
+                            text::JinjaRenderer::create(source, "", std::move(o)));
+    STOKER_ASSIGN_OR_RETURN(image::ImageProcessor image, image::ImageProcessor::create(vl.image));
+    video::VideoProcessorConfig vcfg;
+    vcfg.patch_size = vl.image.patch_size;
+    vcfg.temporal_patch_size = vl.image.temporal_patch_size;
+    vcfg.merge_size = vl.image.merge_size;
+    vcfg.mean = vl.image.image_mean;
+    vcfg.std = vl.image.image_std;
+    STOKER_ASSIGN_OR_RETURN(video::VideoProcessor video, video::VideoProcessor::create(vcfg));
+    STOKER_ASSIGN_OR_RETURN(audio::AudioProcessor audio,
+                            audio::AudioProcessor::create(audio::AudioModel::kQwen25Omni));
+    return std::unique_ptr<Model>(new OmniModel(std::move(tok), std::move(image), std::move(video),
+                                                std::move(audio), std::move(renderer),
+                                                template_hash, ids, rope));
+  }
+  Result<std::string> default_tokenizer_dir(const std::string& spec) const override {
+    if (spec != kPreset) return spec;
+    STOKER_ASSIGN_OR_RETURN(ModelConfig vl, preset("qwen2.5-vl"));
+    return model::default_tokenizer_dir(vl);
+  }
+  std::vector<std::string> presets() const override { return {std::string(kPreset)}; }
+};
+
+}  // namespace
+
+std::vector<const Family*> qwen_omni_families() {
+  static const QwenOmniFamily k25;
+  return {&k25};
+}
+
+std::string_view qwen25_omni_template() { return kTemplate; }
+
+}  // namespace stoker::model
