@@ -8,7 +8,9 @@ references:
   the ffmpeg CLI, numpy mean, Debian's libsoxr through ctypes at python-soxr's HQ settings, the
   transformers NumPy Whisper extractor; nothing there imports stoker): max |diff| <= 1e-5, masks
   identical;
-* the <|AUDIO|> run of each clip = the Qwen2.5-Omni token formula on the reference mask sum;
+* the <|AUDIO|> run of each clip = the Qwen2.5-Omni token formula on the reference mask sum; a
+  video with use_audio_in_video: its block = the processor's 2-second interleave of its video and
+  track tokens (omni_rope_reference.aiv_placeholder);
 * position_ids = get_rope_index of Qwen2.5-Omni written from transformers in torch
   (tests/python/omni_rope_reference.py) on the sample's ids, grids, seconds and audio lengths.
 """
@@ -33,7 +35,7 @@ from conftest import _stoker_bin  # noqa: E402
 import stoker  # noqa: E402
 from stoker import _stoker  # noqa: E402
 
-AUDIO, AUDIO_BOS, IMAGE, VIDEO = 151646, 151647, 151655, 151656
+AUDIO, AUDIO_BOS, AUDIO_EOS, IMAGE, VIDEO = 151646, 151647, 151648, 151655, 151656
 MODEL = "qwen2.5-omni"
 COMMON = dict(batch_size=3, seed=7, epochs=1)
 CLI = ["--model", MODEL, "--batch-size", "3", "--seed", "7", "--epochs", "1", "--threads", "1",
@@ -49,8 +51,7 @@ def data(tmp_path_factory):
                     "--max-side", "128", "--videos", "2", "--audio", "10", "--threads", "1"],
                    check=True, capture_output=True)
     records = [json.loads(l) for l in (d / "data.jsonl").read_text().splitlines()]
-    # use_audio_in_video is not taken yet (the video kind refuses it for audio models).
-    records = [r for r in records if "use_audio_in_video" not in json.dumps(r)]
+    assert any("use_audio_in_video" in json.dumps(r) for r in records)  # a video with its track
     audios = [p["audio"] for r in records for m in r["messages"] if isinstance(m["content"], list)
               for p in m["content"] if p.get("type") == "audio"]
     images = sorted(str(p.relative_to(d)) for p in (d / "images").iterdir())
@@ -74,26 +75,32 @@ def data(tmp_path_factory):
 
 
 def audio_parts(record):
-    """(path, offset, duration) of each audio in record order."""
+    """(path, start, end, video index or None) of each audio in order of appearance: audio parts,
+    and the tracks of video parts with use_audio_in_video (qwen-omni-utils' order)."""
     if "messages" in record:
+        videos = 0
         for m in record["messages"]:
             if isinstance(m["content"], list):
                 for p in m["content"]:
                     if p.get("type") == "audio":
-                        yield p["audio"], p.get("audio_start"), p.get("audio_end")
+                        yield p["audio"], p.get("audio_start"), p.get("audio_end"), None
+                    elif p.get("type") == "video":
+                        if p.get("use_audio_in_video") or record.get("use_audio_in_video"):
+                            yield p["video"], p.get("video_start"), p.get("video_end"), videos
+                        videos += 1
         return
     entries = record.get("audios", [])
     text = "".join(t["value"] for t in record["conversations"])
     assert text.count("<audio>") == len(entries)
     for e in entries:
         if isinstance(e, str):
-            yield e, None, None
+            yield e, None, None, None
         else:
-            yield e["audio"], e.get("audio_start"), e.get("audio_end")
+            yield e["audio"], e.get("audio_start"), e.get("audio_end"), None
 
 
 def reference_clip(root, part):
-    path, start, end = part
+    path, start, end, _ = part
     offset = start or 0.0
     duration = None if end is None else end - offset
     wave = ref.librosa_load(str(root / path), offset=offset, duration=duration)[0]
@@ -152,36 +159,36 @@ def test_features_tokens_positions_match_the_references(data):
             rec = by_index[sid]
             seq = ids[row][att[row] == 1].tolist()
             n_img = sum(1 for i in range(1, len(seq)) if seq[i] == IMAGE and seq[i - 1] != IMAGE)
-            n_vid = sum(1 for i in range(1, len(seq)) if seq[i] == VIDEO and seq[i - 1] != VIDEO)
-            runs = []
-            i = 0
-            while i < len(seq):
-                if seq[i] == AUDIO:
-                    j = i
-                    while j < len(seq) and seq[j] == AUDIO:
-                        j += 1
-                    assert seq[i - 1] == AUDIO_BOS
-                    runs.append(j - i)
-                    i = j
-                else:
-                    i += 1
+            n_vid = sum(1 for i in range(1, len(seq)) if seq[i] == VIDEO and seq[i - 1] in (151652, AUDIO_BOS))
+            # Each audio block: the tokens between <|audio_bos|> and <|audio_eos|>.
+            blocks = []
+            for i, t in enumerate(seq):
+                if t == AUDIO_BOS:
+                    blocks.append(seq[i + 1:seq.index(AUDIO_EOS, i)])
             parts = list(audio_parts(rec))
-            assert len(parts) == len(runs), rec["id"] if "id" in rec else sid
+            assert len(parts) == len(blocks), rec.get("id", sid)
             lengths = []
+            in_video = any(p[3] is not None for p in parts)
             for k, part in enumerate(parts):
                 f, m, tokens = reference_clip(root, part)
+                if part[3] is None:
+                    expect_block = [AUDIO] * tokens
+                else:  # the processor's audio-in-video layout for this video and track
+                    v = vid + part[3]
+                    layout = rope_ref.aiv_placeholder(MODEL, vgrids[v], vsec[v], tokens, 25)
+                    expect_block = [AUDIO if x == "A" else VIDEO for x in layout]
+                assert blocks[k] == expect_block, (rec.get("id"), k)
                 got = feats[clip]
                 assert got.shape == f.shape
                 diff = float(np.abs(got - f).max())
                 worst = max(worst, diff)
                 assert diff <= 1e-5, (rec.get("id"), k, diff)
                 assert np.array_equal(fmask[clip], m), (rec.get("id"), k)
-                assert runs[k] == tokens, (rec.get("id"), k, runs[k], tokens)
                 lengths.append(int(m.sum()))
                 clip += 1
                 seen_clips += 1
             expect, _ = rope_ref.rope_25(seq, igrids[img:img + n_img], vgrids[vid:vid + n_vid],
-                                         [1] * len(seq), False, lengths, vsec[vid:vid + n_vid])
+                                         [1] * len(seq), in_video, lengths, vsec[vid:vid + n_vid])
             assert np.array_equal(pos[:, row, :][:, att[row] == 1], np.asarray(expect)), sid
             img += n_img
             vid += n_vid

@@ -14,8 +14,11 @@
 // its own: it reads the installed Qwen2.5 files and renames the added tokens at those ids to the
 // Omni names (Qwen2.5-Omni's vocabulary and merges are taken to be Qwen2.5's: UNCONFIRMED
 // against the hub files; a folder with the real files is used as it is).
-// Not yet: use_audio_in_video (a video part asking for its audio track fails its sample, naming
-// it), Qwen3-Omni (float positions, patch 32), Qwen2-Audio.
+// use_audio_in_video (a video part's or the record's key): the video's audio track is an audio
+// medium (pipeline/media_audio.cc) whose tokens the video's placeholder interleaves with the
+// video's in 2-second chunks (batch::audio_in_video_layout), positions with use_audio_in_video
+// (all of a sample's videos, or none: the processor's flag is per call).
+// Not yet: Qwen3-Omni (float positions, patch 32), Qwen2-Audio.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -109,14 +112,15 @@ bool preceded_by(std::string_view text, std::size_t pos, std::string_view s) {
 }
 
 struct OmniIds {
-  text::TokenId image = 0, video = 0, audio = 0;
+  text::TokenId image = 0, video = 0, audio = 0, audio_bos = 0, audio_eos = 0;
 };
 
 // <|vision_bos|><|IMAGE|>, <|vision_bos|><|VIDEO|>, <|audio_bos|><|AUDIO|>: the pad is the medium
 // (a run of its tokens), the block (bos … eos) never labelled.
 class OmniPlaceholders final : public text::MediaPlaceholders {
  public:
-  OmniPlaceholders(OmniIds ids, int merge) : ids_(ids), merge_(merge) {}
+  OmniPlaceholders(OmniIds ids, batch::OmniRopeConfig rope)
+      : ids_(ids), merge_(rope.spatial_merge_size), rope_(rope) {}
   std::span<const std::string_view> modalities() const override { return kModalities; }
   Status find(std::string_view text, std::vector<text::Placeholder>* out) const override {
     std::size_t pos = 0;
@@ -164,6 +168,17 @@ class OmniPlaceholders final : public text::MediaPlaceholders {
     if (g.grid_h <= 0 || g.grid_w <= 0 || g.grid_t <= 0 || n % (merge_ * merge_) != 0) {
       return invalid_argument("bad grid");
     }
+    if (p.modality == 1 && g.tokens > 0) {
+      // use_audio_in_video (processing_qwen2_5_omni.py): <|vision_bos|><|audio_bos|> + the
+      // video's and its track's tokens in 2-second chunks + <|audio_eos|><|vision_eos|>.
+      out->push_back({text::Expansion::Kind::kToken, {}, ids_.audio_bos, 1, 0});
+      for (const batch::TokenRun& r : batch::audio_in_video_layout(
+               rope_, {g.grid_t, g.grid_h, g.grid_w}, g.second_per_grid, g.tokens)) {
+        out->push_back({text::Expansion::Kind::kRun, {}, r.audio ? ids_.audio : ids_.video, r.count, 0});
+      }
+      out->push_back({text::Expansion::Kind::kToken, {}, ids_.audio_eos, 1, 0});
+      return ok_status();
+    }
     out->push_back({text::Expansion::Kind::kRun, {}, p.modality == 0 ? ids_.image : ids_.video,
                     n / (merge_ * merge_), 0});
     return ok_status();
@@ -172,6 +187,7 @@ class OmniPlaceholders final : public text::MediaPlaceholders {
  private:
   OmniIds ids_;
   int merge_;
+  batch::OmniRopeConfig rope_;
 };
 
 class OmniModel final : public Model {
@@ -186,7 +202,7 @@ class OmniModel final : public Model {
         audio_(std::move(audio)),
         renderer_(std::move(renderer)),
         template_hash_(template_hash),
-        placeholders_(ids, rope.spatial_merge_size),
+        placeholders_(ids, rope),
         rope_(rope),
         pad_(model::pad_id(*tok_)) {}
 
@@ -201,6 +217,14 @@ class OmniModel final : public Model {
   Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& s,
                                               const SampleMedia& media) const override {
     std::vector<batch::GridTHW> ig, vg;
+    // use_audio_in_video is per call in transformers: every video of the sample, or none.
+    int with_track = 0;
+    for (int i = 0; i < s.num_videos; ++i) with_track += media.videos[i].tokens > 0;
+    if (with_track != 0 && with_track != s.num_videos) {
+      return invalid_argument("use_audio_in_video on " + std::to_string(with_track) + " of the " +
+                              std::to_string(s.num_videos) + " videos of the sample (the model's "
+                              "processor takes it for all of a call's videos or none)");
+    }
     for (int i = 0; i < s.num_images; ++i) {
       ig.push_back({media.images[i].grid_t, media.images[i].grid_h, media.images[i].grid_w});
     }
@@ -209,6 +233,7 @@ class OmniModel final : public Model {
     }
     std::size_t n_audio = 0;
     for (const text::VisionSpan& v : s.vision) n_audio += v.modality == "audio";
+    if (with_track > 0) n_audio += static_cast<std::size_t>(s.num_videos);
     if (n_audio > media.audio_frames.size()) return invalid_argument("audio runs without lengths");
     std::span<const std::int32_t> ids(s.input_ids.data(), s.input_ids.size());
     STOKER_ASSIGN_OR_RETURN(
@@ -216,7 +241,7 @@ class OmniModel final : public Model {
         batch::get_omni_rope_index(ids, ig, vg,
                                    media.video_seconds.subspan(0, std::min<std::size_t>(
                                                                       media.video_seconds.size(), vg.size())),
-                                   media.audio_frames.subspan(0, n_audio), false, rope_));
+                                   media.audio_frames.subspan(0, n_audio), with_track > 0, rope_));
     std::vector<std::int64_t> out(r.positions.size());
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int64_t>(r.positions[i]);
     return out;
@@ -283,6 +308,11 @@ class QwenOmniFamily final : public Family {
                             std::pair{kAudio, &ids.audio}}) {
       std::optional<text::TokenId> t = tok->token_to_id(text);
       if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer in " + tok_dir + " has no " + std::string(text));
+      *id = *t;
+    }
+    for (auto [text, id] : {std::pair{kAudioBos, &ids.audio_bos}, std::pair{kAudioEos, &ids.audio_eos}}) {
+      std::optional<text::TokenId> t = tok->token_to_id(text);
+      if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer has no " + std::string(text));
       *id = *t;
     }
     batch::OmniRopeConfig rope = batch::OmniRopeConfig::qwen25_omni();

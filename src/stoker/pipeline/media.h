@@ -105,6 +105,9 @@ class Medium {
   virtual std::int64_t columns(const MediaEnv& env) const { return modality().columns(env); }
   // Audio: the clip's feature_attention_mask sum (TMRoPE's audio length); 0 for others.
   virtual std::int64_t audio_frames() const { return 0; }
+  // Audio: the track of the video medium just before it (use_audio_in_video): its tokens are
+  // placed by that video's placeholder, not by an audio placeholder of its own.
+  virtual bool in_video() const { return false; }
   virtual std::uint64_t held_bytes() const = 0;    // encoded bytes kept until emit
   // Emit order: the batch's media are claimed costliest first (estimated work).
   virtual std::int64_t cost() const { return rows(); }
@@ -139,7 +142,13 @@ class MediaKind {
   virtual Result<std::unique_ptr<Medium>> load(ByteReader& r) const = 0;
 };
 
-// The registry. Built in: image, video file, frame-list video. A kind registered later is asked
+// The audio track of a video part with use_audio_in_video (media_audio.cc): an audio medium of
+// the video's bytes (range video_start … video_end) whose in_video() is true. Null env.audio:
+// FailedPrecondition.
+Result<std::unique_ptr<Medium>> plan_video_audio(const MediaEnv& env, const dataset::Part& part,
+                                                 std::vector<std::uint8_t> bytes);
+
+// The registry. Built in: image, video file, frame-list video, audio. A kind registered later is asked
 // first (takes()); its modality joins the list when first seen. Not thread-safe against
 // concurrent lookups: register before the first Loader is made.
 void register_media_kind(const MediaKind* kind);

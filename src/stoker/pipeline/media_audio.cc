@@ -71,8 +71,10 @@ void to_bf16(const float* in, std::size_t n, std::uint8_t* out) {
 
 class AudioMedium final : public Medium {
  public:
-  AudioMedium(audio::LoadOptions options, std::int64_t samples, std::vector<std::uint8_t> bytes)
-      : options_(options), samples_(samples), bytes_(std::move(bytes)) {}
+  AudioMedium(audio::LoadOptions options, std::int64_t samples, std::vector<std::uint8_t> bytes,
+              bool in_video = false)
+      : options_(options), samples_(samples), bytes_(std::move(bytes)), in_video_(in_video) {}
+  bool in_video() const override { return in_video_; }
 
   const MediaKind& kind() const override;
   std::int64_t rows() const override { return n_mels_; }
@@ -109,6 +111,7 @@ class AudioMedium final : public Medium {
   void save(ByteWriter& w, bool with_bytes) const override {
     w.put(options_.offset_s);
     w.put(options_.duration_s);
+    w.put<std::uint8_t>(in_video_ ? 1 : 0);
     for (std::int64_t v : {samples_, n_mels_, frames_, mask_, tokens_}) w.put(v);
     w.vec(with_bytes ? bytes_ : std::vector<std::uint8_t>());
   }
@@ -132,7 +135,10 @@ class AudioMedium final : public Medium {
   static Result<std::unique_ptr<Medium>> load(ByteReader& r) {
     audio::LoadOptions o;
     std::int64_t v[5];
-    if (!r.get(&o.offset_s) || !r.get(&o.duration_s)) return data_loss("audio plan");
+    std::uint8_t in_video = 0;
+    if (!r.get(&o.offset_s) || !r.get(&o.duration_s) || !r.get(&in_video) || in_video > 1) {
+      return data_loss("audio plan");
+    }
     for (std::int64_t& x : v) {
       if (!r.get(&x)) return data_loss("audio plan");
     }
@@ -145,7 +151,7 @@ class AudioMedium final : public Medium {
         mask < 0 || mask > frames || tokens < 0 || tokens > frames) {
       return data_loss("audio plan");
     }
-    auto m = std::make_unique<AudioMedium>(o, samples, std::move(bytes));
+    auto m = std::make_unique<AudioMedium>(o, samples, std::move(bytes), in_video == 1);
     m->set_call(n_mels, frames, mask, tokens);
     return std::unique_ptr<Medium>(std::move(m));
   }
@@ -187,7 +193,25 @@ class AudioMedium final : public Medium {
   std::int64_t samples_ = 0;  // 16 kHz samples (exact: from the header, or from a decode)
   std::int64_t n_mels_ = 128, frames_ = 0, mask_ = 0, tokens_ = 0;
   std::vector<std::uint8_t> bytes_;
+  bool in_video_ = false;
 };
+
+// An audio medium from a clip's bytes (an audio part, or a video's track).
+Result<std::unique_ptr<Medium>> plan_clip_medium(const MediaEnv& env, const dataset::Part& part,
+                                                 std::vector<std::uint8_t> bytes, bool in_video) {
+  if (env.audio == nullptr) return failed_precondition("this model takes no audio");
+  const audio::LoadOptions o = load_options(*env.audio, part);
+  STOKER_ASSIGN_OR_RETURN(audio::AudioInfo info, audio::probe(bytes, o.limits));
+  STOKER_ASSIGN_OR_RETURN(audio::ClipPlan clip, audio::plan_clip(info, o));
+  std::int64_t samples = clip.samples;
+  if (!clip.exact) {
+    // An estimated length (MP3, FFmpeg): the decode is the truth (≈1 ms per second of audio).
+    STOKER_ASSIGN_OR_RETURN(audio::Waveform w, audio::load(bytes, o));
+    samples = static_cast<std::int64_t>(w.samples.size());
+    if (samples == 0) return data_loss("audio: no samples in the requested range");
+  }
+  return std::unique_ptr<Medium>(new AudioMedium(o, samples, std::move(bytes), in_video));
+}
 
 // The sample's clips in one feature-extractor call (audio/plan.h).
 Status plan_audio_sample(const MediaEnv& env, std::span<Medium* const> media) {
@@ -214,18 +238,7 @@ class AudioKind final : public MediaKind {
   }
   Result<std::unique_ptr<Medium>> plan(const MediaEnv& env, const dataset::Part& part,
                                        std::vector<std::vector<std::uint8_t>> bytes) const override {
-    if (env.audio == nullptr) return failed_precondition("this model takes no audio");
-    const audio::LoadOptions o = load_options(*env.audio, part);
-    STOKER_ASSIGN_OR_RETURN(audio::AudioInfo info, audio::probe(bytes[0], o.limits));
-    STOKER_ASSIGN_OR_RETURN(audio::ClipPlan clip, audio::plan_clip(info, o));
-    std::int64_t samples = clip.samples;
-    if (!clip.exact) {
-      // An estimated length (MP3, FFmpeg): the decode is the truth (≈1 ms per second of audio).
-      STOKER_ASSIGN_OR_RETURN(audio::Waveform w, audio::load(bytes[0], o));
-      samples = static_cast<std::int64_t>(w.samples.size());
-      if (samples == 0) return data_loss("audio: no samples in the requested range");
-    }
-    return std::unique_ptr<Medium>(new AudioMedium(o, samples, std::move(bytes[0])));
+    return plan_clip_medium(env, part, std::move(bytes[0]), false);
   }
   Result<std::unique_ptr<Medium>> load(ByteReader& r) const override {
     return AudioMedium::load(r);
@@ -240,5 +253,12 @@ const MediaKind& AudioMedium::kind() const { return kAudioKind; }
 }  // namespace
 
 const MediaKind& audio_kind() { return kAudioKind; }
+
+Result<std::unique_ptr<Medium>> plan_video_audio(const MediaEnv& env, const dataset::Part& part,
+                                                 std::vector<std::uint8_t> bytes) {
+  Result<std::unique_ptr<Medium>> m = plan_clip_medium(env, part, std::move(bytes), true);
+  if (!m.ok()) return std::move(m.error().with_context("its audio track (use_audio_in_video)"));
+  return m;
+}
 
 }  // namespace stoker::pipeline

@@ -194,9 +194,6 @@ class VideoFileKind final : public MediaKind {
   Result<std::unique_ptr<Medium>> plan(const MediaEnv& env, const dataset::Part& part,
                                        std::vector<std::vector<std::uint8_t>> bytes) const override {
     if (env.video == nullptr) return failed_precondition("this model takes no videos");
-    if (part.video.use_audio_in_video && env.audio != nullptr) {
-      return unimplemented("use_audio_in_video: a video's audio track is not taken yet");
-    }
     STOKER_ASSIGN_OR_RETURN(auto reader, video::VideoReader::open(bytes[0], env.video->config().limits));
     STOKER_ASSIGN_OR_RETURN(video::VideoPlan plan, env.video->plan(*reader, video_options(part.video)));
     return std::unique_ptr<Medium>(new VideoFileMedium(std::move(plan), std::move(bytes[0])));

@@ -193,6 +193,20 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
           std::make_move_iterator(in.bytes.begin() + static_cast<std::ptrdiff_t>(mp.first)),
           std::make_move_iterator(in.bytes.begin() + static_cast<std::ptrdiff_t>(mp.first + mp.count)));
       const Modality& modality = mp.kind->modality();
+      // use_audio_in_video under a model that takes audio: the video's track is an audio medium
+      // right after it (its bytes copied before the video keeps them).
+      const bool track = part.kind == dataset::Part::Kind::kVideo && part.video.use_audio_in_video &&
+                         ctx.media.audio != nullptr;
+      std::vector<std::uint8_t> track_bytes;
+      if (track) {
+        if (!part.frames.empty()) {
+          out.failure = decode_failure(ctx, in.item, modality, mp.index,
+                                       invalid_argument("use_audio_in_video: a video given as "
+                                                        "frames has no audio track"));
+          return out;
+        }
+        track_bytes = bytes[0];
+      }
       Result<std::unique_ptr<Medium>> medium = mp.kind->plan(ctx.media, part, std::move(bytes));
       if (!medium.ok()) {
         out.failure = decode_failure(ctx, in.item, modality, mp.index, medium.error());
@@ -200,6 +214,15 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
       }
       first_index.push_back(mp.index);
       out.media.push_back(std::move(medium).value());
+      if (track) {
+        Result<std::unique_ptr<Medium>> audio = plan_video_audio(ctx.media, part, std::move(track_bytes));
+        if (!audio.ok()) {
+          out.failure = decode_failure(ctx, in.item, modality, mp.index, audio.error());
+          return out;
+        }
+        first_index.push_back(mp.index);
+        out.media.push_back(std::move(audio).value());
+      }
     }
     // Plans that depend on the sample's other media of their modality (Qwen3-Omni's clips).
     for (const Modality* mod : mods) {
@@ -217,8 +240,19 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
         return out;
       }
     }
+    const Modality* previous = nullptr;  // the modality of the medium before (a track's video)
     for (const auto& m : out.media) {
       const Modality& modality = m->modality();
+      if (m->in_video() && previous != nullptr) {
+        // The track's tokens go into its video's placeholder (and its length into the
+        // positions, in order of appearance); no audio placeholder of its own.
+        std::vector<text::VisionGrid>& vg = grids[static_cast<std::size_t>(modality_rank(*previous))];
+        vg.back().tokens = m->grid().tokens;
+        vg.back().second_per_grid = seconds.back();
+        audio_frames.push_back(m->audio_frames());
+        continue;
+      }
+      previous = &modality;
       grids[static_cast<std::size_t>(modality_rank(modality))].push_back(m->grid());
       if (modality.name == "video") seconds.push_back(m->second_per_grid());
       if (modality.name == "audio") audio_frames.push_back(m->audio_frames());
@@ -263,9 +297,15 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   // returned now (the window bounds how many wait).
   std::vector<int> seen(mods.size(), 0);
   std::vector<std::unique_ptr<Medium>> kept;
+  bool previous_kept = false;
   for (std::unique_ptr<Medium>& m : out.media) {
+    if (m->in_video()) {  // kept with its video
+      if (previous_kept) kept.push_back(std::move(m));
+      continue;
+    }
     const std::size_t r = static_cast<std::size_t>(modality_rank(m->modality()));
-    if (seen[r]++ < out.tokens.media_used[r]) kept.push_back(std::move(m));
+    previous_kept = seen[r]++ < out.tokens.media_used[r];
+    if (previous_kept) kept.push_back(std::move(m));
   }
   out.media = std::move(kept);
   in.bytes.clear();
