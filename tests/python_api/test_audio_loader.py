@@ -217,3 +217,37 @@ def test_run_loader_packing_and_cluster_deliver_identical_batches(data, tmp_path
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         assert out.read_text().split() == expect, wire
+
+
+SERVER = """
+import json, sys
+import stoker
+print(json.dumps(stoker.serve(sys.argv[1], socket=sys.argv[2], model="qwen2.5-omni", batch_size=3,
+                              seed=7, epochs=1, threads=1, arena_bytes=768 << 20,
+                              max_error_rate=0.0, idle_timeout_s=60)))
+"""
+
+
+def test_served_batches_carry_the_audio_tensors(data, tmp_path):
+    """`stoker.serve` → Loader(connect=...) over the shm hand-off: the same batch hashes as the
+    in-process Loader (input_features and feature_attention_mask included)."""
+    _, path, _ = data
+    sock = str(tmp_path / "s.sock")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(stoker.__file__))
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(path), sock], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        client = stoker.Loader(connect=sock, connect_timeout_s=60)
+        served = []
+        for b in client:
+            assert "input_features" in b or "pixel_values" in b
+            served.append(f"{batch_hash(b):016x}")
+            del b
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert served == loader_hashes(path)
