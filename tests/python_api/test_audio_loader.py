@@ -251,3 +251,42 @@ def test_served_batches_carry_the_audio_tensors(data, tmp_path):
             proc.kill()
             proc.wait()
     assert served == loader_hashes(path)
+
+
+def test_qwen2_audio_preset(data):
+    """Qwen2-Audio: features padded/truncated to 30 s (the synth set's 31 s clip is cut), the same
+    token formula, its template's "Audio N: " prefix, 1-D positions 0..L-1."""
+    root, _, records = data
+    audio_only = [r for r in records if "messages" in r and all(
+        p.get("type") in ("audio", "text") for m in r["messages"] if isinstance(m["content"], list)
+        for p in m["content"])]
+    audio_only = [r for r in audio_only if any(True for _ in audio_parts(r))]
+    assert len(audio_only) >= 8
+    path = root / "audio_only.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in audio_only))
+    binary = pathlib.Path(_stoker_bin()).resolve().parent  # build/ or PREFIX/bin
+    tok = next(d / "share/stoker/tokenizers/qwen2_5/tokenizer.json" for d in (binary, binary.parent)
+               if (d / "share/stoker/tokenizers/qwen2_5/tokenizer.json").exists())
+    vocab = json.loads(tok.read_text())["model"]["vocab"]
+    text_of = {i: t.replace("\u0120", " ") for t, i in vocab.items()}
+    loader = stoker.Loader(str(path), model="qwen2-audio", arena_bytes=256 << 20,
+                           max_error_rate=0.0, batch_size=4, seed=1)
+    n = 0
+    for b in loader:
+        ids, att = b["input_ids"].numpy(), b["attention_mask"].numpy()
+        assert tuple(b["position_ids"].shape) == tuple(ids.shape)
+        feats, fmask = b["input_features"].numpy(), b["feature_attention_mask"].numpy()
+        assert feats.shape[1:] == (128, 3000)
+        for row, sid in enumerate(b["sample_ids"].numpy().tolist()):
+            seq = ids[row][att[row] == 1].tolist()
+            assert b["position_ids"][row][att[row] == 1].tolist() == list(range(len(seq)))
+            (part,) = list(audio_parts(audio_only[sid]))
+            wave = ref.librosa_load(str(root / part[0]))[0]
+            f, m, tokens = ref.features_for_model("qwen2-audio", [wave], vectorized=True)
+            assert float(np.abs(feats[row] - f[0]).max()) <= 1e-5
+            assert np.array_equal(fmask[row], m[0])
+            assert seq.count(AUDIO) == tokens[0]
+            start = seq.index(AUDIO_BOS)
+            assert "".join(text_of.get(t, "?") for t in seq[start - 5:start]).endswith("Audio 1: ")
+            n += 1
+    assert n == len(audio_only)

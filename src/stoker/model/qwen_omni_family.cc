@@ -18,7 +18,9 @@
 // medium (pipeline/media_audio.cc) whose tokens the video's placeholder interleaves with the
 // video's in 2-second chunks (batch::audio_in_video_layout), positions with use_audio_in_video
 // (all of a sample's videos, or none: the processor's flag is per call).
-// Not yet: Qwen3-Omni (float positions, patch 32), Qwen2-Audio.
+// Qwen2-Audio ("qwen2-audio", folders of model_type "qwen2_audio"): below. Not yet: Qwen3-Omni
+// (its positions are float32 — t·spg·13 unrounded — and the engine's position tensors are int64;
+// patch 32; its own template and token names).
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -371,12 +373,143 @@ class QwenOmniFamily final : public Family {
   std::vector<std::string> presets() const override { return {std::string(kPreset)}; }
 };
 
+// transformers @0851a87d src/transformers/models/qwen2_audio/processing_qwen2_audio.py
+// default_chat_template (byte-identical to tests/jinja/templates/qwen2_audio.jinja).
+constexpr std::string_view kQwen2AudioTemplate =
+    R"TPL({% set audio_count = namespace(value=0) %}{% for message in messages %}{% if loop.first and message['role'] != 'system' %}<|im_start|>system
+You are a helpful assistant.<|im_end|>
+{% endif %}<|im_start|>{{ message['role'] }}
+{% if message['content'] is string %}{{ message['content'] }}<|im_end|>
+{% else %}{% for content in message['content'] %}{% if 'audio' in content or 'audio_url' in content %}{% set audio_count.value = audio_count.value + 1 %}Audio {{ audio_count.value }}: <|audio_bos|><|AUDIO|><|audio_eos|>
+{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>
+{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% endif %})TPL";
+
+// Qwen2-Audio (Qwen2AudioForConditionalGeneration): audio only — Whisper features padded to 30 s
+// (truncated beyond), the same token formula as Qwen2.5-Omni, `<|audio_bos|><|AUDIO|>` expanded,
+// and the language model's own 1-D positions (0 … L−1; no mRoPE). Images and videos: none (a
+// record with one fails its sample at plan). Preset tokenizer: as the Omni preset's (the
+// Qwen2.5 files with <|AUDIO|>/<|audio_bos|>/<|audio_eos|> at 151646–151648, the ids of
+// Qwen2AudioConfig.audio_token_index and the processor; the rest of the vocabulary taken to be
+// Qwen2's: UNCONFIRMED against the hub files).
+class Qwen2AudioModel final : public Model {
+ public:
+  Qwen2AudioModel(std::unique_ptr<text::Tokenizer> tok, audio::AudioProcessor audio,
+                  std::unique_ptr<text::JinjaRenderer> renderer, std::uint64_t template_hash,
+                  OmniIds ids)
+      : tok_(std::move(tok)),
+        audio_(std::move(audio)),
+        renderer_(std::move(renderer)),
+        template_hash_(template_hash),
+        placeholders_(ids, batch::OmniRopeConfig::qwen25_omni()),
+        pad_(model::pad_id(*tok_)) {}
+  std::string_view family() const override { return "qwen2_audio"; }
+  const image::ImageProcessor* image_processor() const override { return nullptr; }
+  const video::VideoProcessor* video_processor() const override { return nullptr; }
+  const audio::AudioProcessor* audio_processor() const override { return &audio_; }
+  const text::Tokenizer& tokenizer() const override { return *tok_; }
+  const text::ChatRenderer& renderer() const override { return *renderer_; }
+  const text::MediaPlaceholders& placeholders() const override { return placeholders_; }
+  int position_rows() const override { return 1; }
+  Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& s,
+                                              const SampleMedia&) const override {
+    std::vector<std::int64_t> p(s.input_ids.size());
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::int64_t>(i);
+    return p;
+  }
+  std::int64_t pad_id() const override { return pad_; }
+  std::string fingerprint() const override {
+    return Model::fingerprint() + "\ntemplate=" + std::to_string(template_hash_);
+  }
+
+ private:
+  std::unique_ptr<text::Tokenizer> tok_;
+  audio::AudioProcessor audio_;
+  std::unique_ptr<text::JinjaRenderer> renderer_;
+  std::uint64_t template_hash_;
+  OmniPlaceholders placeholders_;
+  std::int64_t pad_;
+};
+
+bool is_qwen2_audio_folder(const std::string& spec) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec, ec)) return false;
+  Result<std::string> cfg = read_text(std::filesystem::path(spec) / "config.json");
+  if (!cfg.ok()) return false;
+  nlohmann::json j = nlohmann::json::parse(*cfg, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.value("model_type", "") == "qwen2_audio";
+}
+
+class Qwen2AudioFamily final : public Family {
+ public:
+  std::string_view name() const override { return "qwen2_audio"; }
+  bool claims(const std::string& spec) const override {
+    return spec == "qwen2-audio" || is_qwen2_audio_folder(spec);
+  }
+  Result<std::unique_ptr<Model>> open(const std::string& spec,
+                                      const ModelOptions& options) const override {
+    const bool folder = spec != "qwen2-audio";
+    std::string tok_dir = options.tokenizer;
+    if (tok_dir.empty()) {
+      STOKER_ASSIGN_OR_RETURN(tok_dir, default_tokenizer_dir(spec));
+    }
+    std::unique_ptr<text::Tokenizer> tok;
+    if (folder || !options.tokenizer.empty()) {
+      STOKER_ASSIGN_OR_RETURN(tok, text::Tokenizer::load(tok_dir));
+    } else {
+      STOKER_ASSIGN_OR_RETURN(tok, preset_tokenizer(tok_dir));
+    }
+    OmniIds ids;
+    for (auto [text, id] : {std::pair{kAudio, &ids.audio}, std::pair{kAudioBos, &ids.audio_bos},
+                            std::pair{kAudioEos, &ids.audio_eos}}) {
+      std::optional<text::TokenId> t = tok->token_to_id(text);
+      if (!t) return invalid_argument("the Qwen2-Audio tokenizer in " + tok_dir + " has no " + std::string(text));
+      *id = *t;
+    }
+    std::string source(kQwen2AudioTemplate), origin = "Qwen2-Audio template (preset)";
+    if (folder) {
+      for (jinja::Loader l : {jinja::Loader::kProcessor, jinja::Loader::kTokenizer}) {
+        Result<jinja::ChatTemplates> t = jinja::discover_chat_templates(spec, l);
+        if (!t.ok() || t->named.empty()) continue;
+        STOKER_ASSIGN_OR_RETURN(source, jinja::select_chat_template(*t, options.chat_template, false, l));
+        origin = spec + "/" + t->origin;
+        break;
+      }
+    }
+    std::uint64_t h = fnv1a64(source);
+    h = fnv1a64(std::string_view("\0", 1), h);
+    const std::uint64_t template_hash = fnv1a64(options.chat_template_kwargs, h);
+    text::JinjaChatOptions o;
+    o.origin = origin;
+    o.turns = text::qwen_turn_markers();
+    STOKER_ASSIGN_OR_RETURN(o.special_tokens, jinja::special_tokens_from_folder(tok_dir));
+    STOKER_ASSIGN_OR_RETURN(o.kwargs, text::template_kwargs(options.chat_template_kwargs,
+                                                            option_name("chat_template_kwargs",
+                                                                        "--chat-template-kwargs")));
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
+                            text::JinjaRenderer::create(source, "", std::move(o)));
+    STOKER_ASSIGN_OR_RETURN(audio::AudioProcessor audio,
+                            audio::AudioProcessor::create(audio::AudioModel::kQwen2Audio));
+    return std::unique_ptr<Model>(new Qwen2AudioModel(std::move(tok), std::move(audio),
+                                                      std::move(renderer), template_hash, ids));
+  }
+  Result<std::string> default_tokenizer_dir(const std::string& spec) const override {
+    if (spec != "qwen2-audio") return spec;
+    STOKER_ASSIGN_OR_RETURN(ModelConfig vl, preset("qwen2.5-vl"));
+    return model::default_tokenizer_dir(vl);
+  }
+  std::vector<std::string> presets() const override { return {"qwen2-audio"}; }
+};
+
 }  // namespace
 
 std::vector<const Family*> qwen_omni_families() {
   static const QwenOmniFamily k25;
-  return {&k25};
+  static const Qwen2AudioFamily k2a;
+  return {&k25, &k2a};
 }
+
+std::string_view qwen2_audio_template() { return kQwen2AudioTemplate; }
 
 std::string_view qwen25_omni_template() { return kTemplate; }
 
