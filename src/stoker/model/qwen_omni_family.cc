@@ -36,6 +36,7 @@
 #include "stoker/jinja/chat_variables.h"
 #include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
+#include "stoker/model/qwen_omni.h"
 #include "stoker/text/jinja_chat.h"
 #include "stoker/text/qwen_vl.h"
 #include "stoker/video/processor.h"
