@@ -1,5 +1,5 @@
 // The media-kind seam: every medium of a sample — an image, a video file, a video given as a
-// list of frames; audio next — is a Medium behind one interface, made by its MediaKind. A kind
+// list of frames, an audio clip (or a video's audio track) — is a Medium behind one interface, made by its MediaKind. A kind
 // says which record parts it takes and what to fetch for one, and plans a Medium from the fetched
 // bytes (prepare: headers / packet scans only, nothing decoded). A Medium knows its plan — rows
 // in its modality's tensor, the grid the template expands and positions use, the bytes it holds
@@ -10,7 +10,8 @@
 // pixel_values_videos + video_grid_thw + second_per_grid_ts) and how errors name a medium
 // ("video 1": the modality and the medium's index among the sample's media of that modality).
 // Kinds register in a registry (register_media_kind); the built-in ones: image, video file,
-// frame-list video (media_image.cc, media_video.cc; the video processing itself is video/'s).
+// frame-list video, audio (media_image.cc, media_video.cc, media_audio.cc; the processing itself
+// is video/'s and audio/'s). "audio": input_features [clips, 128, frames] + feature_attention_mask.
 // Kinds, modalities and planned media are immutable and thread-safe; produce() may run on any
 // thread (the emit helpers), one call per medium at a time.
 #pragma once
