@@ -18,9 +18,9 @@
 // medium (pipeline/media_audio.cc) whose tokens the video's placeholder interleaves with the
 // video's in 2-second chunks (batch::audio_in_video_layout), positions with use_audio_in_video
 // (all of a sample's videos, or none: the processor's flag is per call).
-// Qwen2-Audio ("qwen2-audio", folders of model_type "qwen2_audio"): below. Not yet: Qwen3-Omni
-// (its positions are float32 — t·spg·13 unrounded — and the engine's position tensors are int64;
-// patch 32; its own template and token names).
+// Qwen2-Audio ("qwen2-audio", folders of model_type "qwen2_audio") and Qwen3-Omni (folders only:
+// its tokenizer and template come from the folder; positions must be whole: t·spg·13 is a float
+// in transformers and stoker's position_ids are int64) below.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -71,6 +71,17 @@ constexpr OmniNames kOmniTokens[] = {
 constexpr std::string_view kImage = "<|IMAGE|>", kVideo = "<|VIDEO|>", kAudio = "<|AUDIO|>";
 constexpr std::string_view kVisionBos = "<|vision_bos|>", kVisionEos = "<|vision_eos|>";
 constexpr std::string_view kAudioBos = "<|audio_bos|>", kAudioEos = "<|audio_eos|>";
+
+// The placeholder tokens of a family, as its processor spells them.
+struct OmniTokenNames {
+  std::string_view image, video, audio, vision_bos, vision_eos, audio_bos, audio_eos;
+};
+constexpr OmniTokenNames kQwen25Names = {kImage, kVideo, kAudio, kVisionBos, kVisionEos,
+                                         kAudioBos, kAudioEos};
+// Qwen3-Omni (processing_qwen3_omni_moe.py; ms-swift template/templates/qwen.py l.893–925).
+constexpr OmniTokenNames kQwen3Names = {"<|image_pad|>", "<|video_pad|>", "<|audio_pad|>",
+                                        "<|vision_start|>", "<|vision_end|>", "<|audio_start|>",
+                                        "<|audio_end|>"};
 constexpr std::string_view kModalities[] = {"image", "video", "audio"};
 
 Result<std::string> read_text(const std::filesystem::path& p) {
@@ -122,8 +133,8 @@ struct OmniIds {
 // (a run of its tokens), the block (bos … eos) never labelled.
 class OmniPlaceholders final : public text::MediaPlaceholders {
  public:
-  OmniPlaceholders(OmniIds ids, batch::OmniRopeConfig rope)
-      : ids_(ids), merge_(rope.spatial_merge_size), rope_(rope) {}
+  OmniPlaceholders(OmniIds ids, batch::OmniRopeConfig rope, OmniTokenNames names = kQwen25Names)
+      : ids_(ids), merge_(rope.spatial_merge_size), rope_(rope), names_(names) {}
   std::span<const std::string_view> modalities() const override { return kModalities; }
   Status find(std::string_view text, std::vector<text::Placeholder>* out) const override {
     std::size_t pos = 0;
@@ -131,7 +142,7 @@ class OmniPlaceholders final : public text::MediaPlaceholders {
       int m = -1;
       std::string_view pad;
       for (int k = 0; k < 3; ++k) {
-        const std::string_view cand = k == 0 ? kImage : k == 1 ? kVideo : kAudio;
+        const std::string_view cand = k == 0 ? names_.image : k == 1 ? names_.video : names_.audio;
         if (text.compare(pos, cand.size(), cand) == 0) {
           m = k;
           pad = cand;
@@ -141,8 +152,8 @@ class OmniPlaceholders final : public text::MediaPlaceholders {
         pos += 2;
         continue;
       }
-      const std::string_view bos = m == 2 ? kAudioBos : kVisionBos;
-      const std::string_view eos = m == 2 ? kAudioEos : kVisionEos;
+      const std::string_view bos = m == 2 ? names_.audio_bos : names_.vision_bos;
+      const std::string_view eos = m == 2 ? names_.audio_eos : names_.vision_eos;
       if (!preceded_by(text, pos, bos)) {
         return invalid_argument("the rendered chat has " + std::string(pad) + " at byte " +
                                 std::to_string(pos) + " outside " + std::string(bos) +
@@ -191,6 +202,7 @@ class OmniPlaceholders final : public text::MediaPlaceholders {
   OmniIds ids_;
   int merge_;
   batch::OmniRopeConfig rope_;
+  OmniTokenNames names_;
 };
 
 class OmniModel final : public Model {
@@ -198,18 +210,20 @@ class OmniModel final : public Model {
   OmniModel(std::unique_ptr<text::Tokenizer> tok, image::ImageProcessor image,
             video::VideoProcessor video, audio::AudioProcessor audio,
             std::unique_ptr<text::JinjaRenderer> renderer, std::uint64_t template_hash,
-            OmniIds ids, batch::OmniRopeConfig rope)
+            OmniIds ids, batch::OmniRopeConfig rope, OmniTokenNames names)
       : tok_(std::move(tok)),
         image_(std::move(image)),
         video_(std::move(video)),
         audio_(std::move(audio)),
         renderer_(std::move(renderer)),
         template_hash_(template_hash),
-        placeholders_(ids, rope),
+        placeholders_(ids, rope, names),
         rope_(rope),
         pad_(model::pad_id(*tok_)) {}
 
-  std::string_view family() const override { return "qwen2_5_omni"; }
+  std::string_view family() const override {
+    return rope_.family == batch::OmniFamily::kQwen3Omni ? "qwen3_omni" : "qwen2_5_omni";
+  }
   const image::ImageProcessor* image_processor() const override { return &image_; }
   const video::VideoProcessor* video_processor() const override { return &video_; }
   const audio::AudioProcessor* audio_processor() const override { return &audio_; }
@@ -246,12 +260,27 @@ class OmniModel final : public Model {
                                                                       media.video_seconds.size(), vg.size())),
                                    media.audio_frames.subspan(0, n_audio), with_track > 0, rope_));
     std::vector<std::int64_t> out(r.positions.size());
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int64_t>(r.positions[i]);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = static_cast<std::int64_t>(r.positions[i]);
+      // Qwen3-Omni's video time index t·second_per_grid·13 is a float32 in transformers; the
+      // engine's position_ids are int64, so a fractional one fails the sample (never rounded).
+      if (static_cast<double>(out[i]) != r.positions[i]) {
+        return invalid_argument("Qwen3-Omni position " + std::to_string(r.positions[i]) +
+                                " at token " + std::to_string(i % s.input_ids.size()) +
+                                " is not an integer (a video's time index t·second_per_grid·" +
+                                std::to_string(rope_.position_id_per_seconds) +
+                                "): stoker's position_ids are int64; sample such videos at an fps "
+                                "that makes second_per_grid·13 whole (fps 2: 1 s)");
+      }
+    }
     return out;
   }
   std::int64_t pad_id() const override { return pad_; }
   std::string fingerprint() const override {
-    return Model::fingerprint() + "\nomni.rope=2.5\ntemplate=" + std::to_string(template_hash_);
+    return Model::fingerprint() + "\nomni.rope=" +
+           std::to_string(static_cast<int>(rope_.family)) + ":" +
+           std::to_string(rope_.position_id_per_seconds) + "\ntemplate=" +
+           std::to_string(template_hash_);
   }
 
  private:
@@ -364,7 +393,7 @@ class QwenOmniFamily final : public Family {
                             audio::AudioProcessor::create(audio::AudioModel::kQwen25Omni));
     return std::unique_ptr<Model>(new OmniModel(std::move(tok), std::move(image), std::move(video),
                                                 std::move(audio), std::move(renderer),
-                                                template_hash, ids, rope));
+                                                template_hash, ids, rope, kQwen25Names));
   }
   Result<std::string> default_tokenizer_dir(const std::string& spec) const override {
     if (spec != kPreset) return spec;
@@ -502,12 +531,115 @@ class Qwen2AudioFamily final : public Family {
   std::vector<std::string> presets() const override { return {"qwen2-audio"}; }
 };
 
+// Qwen3-Omni (folders only: model_type "qwen3_omni_moe" / "qwen3_omni_moe_thinker"; stoker ships
+// no Qwen3-Omni tokenizer or template): the folder's tokenizer and chat template, vision as
+// Qwen3-VL's processor (patch 16, merge 2: factor 32) under the folder's preprocessor_config.json,
+// audio with Qwen3-Omni's rules (a sample's clips padded to its longest, no truncation, 13 tokens
+// per 100 frames), the Qwen3 placeholder names, TMRoPE with position_id_per_seconds from
+// config.json (thinker_config, default 13) and token-level audio-in-video merging. Positions must
+// be whole numbers (see OmniModel::positions).
+bool is_qwen3_omni_folder(const std::string& spec, nlohmann::json* config = nullptr) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec, ec)) return false;
+  Result<std::string> cfg = read_text(std::filesystem::path(spec) / "config.json");
+  if (!cfg.ok()) return false;
+  nlohmann::json j = nlohmann::json::parse(*cfg, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return false;
+  const std::string t = j.value("model_type", "");
+  if (t != "qwen3_omni_moe" && t != "qwen3_omni_moe_thinker") return false;
+  if (config != nullptr) *config = std::move(j);
+  return true;
+}
+
+class Qwen3OmniFamily final : public Family {
+ public:
+  std::string_view name() const override { return "qwen3_omni"; }
+  bool claims(const std::string& spec) const override { return is_qwen3_omni_folder(spec); }
+  Result<std::unique_ptr<Model>> open(const std::string& spec,
+                                      const ModelOptions& options) const override {
+    nlohmann::json cfg;
+    if (!is_qwen3_omni_folder(spec, &cfg)) {
+      return invalid_argument(spec + ": not a Qwen3-Omni model folder (config.json model_type)");
+    }
+    const nlohmann::json& thinker =
+        cfg.contains("thinker_config") && cfg["thinker_config"].is_object() ? cfg["thinker_config"] : cfg;
+    STOKER_ASSIGN_OR_RETURN(ModelConfig vl, preset("qwen3-vl"));
+    if (Result<std::string> pp = read_text(std::filesystem::path(spec) / "preprocessor_config.json");
+        pp.ok()) {
+      STOKER_RETURN_IF_ERROR(parse_preprocessor_config(*pp, &vl.image));
+    }
+    vl.image.apply_exif_orientation = options.apply_exif_orientation;
+    vl.image.resize_rules = options.small_images;
+    const std::string tok_dir = options.tokenizer.empty() ? spec : options.tokenizer;
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tok, text::Tokenizer::load(tok_dir));
+    OmniIds ids;
+    batch::OmniRopeConfig rope = batch::OmniRopeConfig::qwen3_omni();
+    for (auto [text, id] : {std::pair{kQwen3Names.image, &ids.image},
+                            std::pair{kQwen3Names.video, &ids.video},
+                            std::pair{kQwen3Names.audio, &ids.audio},
+                            std::pair{kQwen3Names.audio_bos, &ids.audio_bos},
+                            std::pair{kQwen3Names.audio_eos, &ids.audio_eos},
+                            std::pair{kQwen3Names.vision_bos, &rope.vision_start_token_id}}) {
+      std::optional<text::TokenId> t = tok->token_to_id(text);
+      if (!t) return invalid_argument("the Qwen3-Omni tokenizer in " + tok_dir + " has no " + std::string(text));
+      *id = *t;
+    }
+    rope.spatial_merge_size = vl.image.merge_size;
+    rope.image_token_id = ids.image;
+    rope.video_token_id = ids.video;
+    rope.audio_token_id = ids.audio;
+    rope.audio_start_token_id = ids.audio_bos;
+    if (thinker.contains("position_id_per_seconds") && thinker["position_id_per_seconds"].is_number()) {
+      rope.position_id_per_seconds = thinker["position_id_per_seconds"].get<double>();
+    }
+    std::string source, origin;
+    for (jinja::Loader l : {jinja::Loader::kProcessor, jinja::Loader::kTokenizer}) {
+      Result<jinja::ChatTemplates> t = jinja::discover_chat_templates(spec, l);
+      if (!t.ok() || t->named.empty()) continue;
+      STOKER_ASSIGN_OR_RETURN(source, jinja::select_chat_template(*t, options.chat_template, false, l));
+      origin = spec + "/" + t->origin;
+      break;
+    }
+    if (source.empty()) {
+      return invalid_argument(spec + ": no chat template in the folder (stoker has no stock "
+                              "Qwen3-Omni template)");
+    }
+    std::uint64_t h = fnv1a64(source);
+    h = fnv1a64(std::string_view("\0", 1), h);
+    const std::uint64_t template_hash = fnv1a64(options.chat_template_kwargs, h);
+    text::JinjaChatOptions o;
+    o.origin = origin;
+    o.turns = text::qwen_turn_markers();
+    STOKER_ASSIGN_OR_RETURN(o.special_tokens, jinja::special_tokens_from_folder(tok_dir));
+    STOKER_ASSIGN_OR_RETURN(o.kwargs, text::template_kwargs(options.chat_template_kwargs,
+                                                            option_name("chat_template_kwargs",
+                                                                        "--chat-template-kwargs")));
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
+                            text::JinjaRenderer::create(source, "", std::move(o)));
+    STOKER_ASSIGN_OR_RETURN(image::ImageProcessor image, image::ImageProcessor::create(vl.image));
+    video::VideoProcessorConfig vcfg;
+    vcfg.patch_size = vl.image.patch_size;
+    vcfg.temporal_patch_size = vl.image.temporal_patch_size;
+    vcfg.merge_size = vl.image.merge_size;
+    vcfg.mean = vl.image.image_mean;
+    vcfg.std = vl.image.image_std;
+    STOKER_ASSIGN_OR_RETURN(video::VideoProcessor video, video::VideoProcessor::create(vcfg));
+    STOKER_ASSIGN_OR_RETURN(audio::AudioProcessor audio,
+                            audio::AudioProcessor::create(audio::AudioModel::kQwen3Omni));
+    return std::unique_ptr<Model>(new OmniModel(std::move(tok), std::move(image), std::move(video),
+                                                std::move(audio), std::move(renderer),
+                                                template_hash, ids, rope, kQwen3Names));
+  }
+  Result<std::string> default_tokenizer_dir(const std::string& spec) const override { return spec; }
+};
+
 }  // namespace
 
 std::vector<const Family*> qwen_omni_families() {
   static const QwenOmniFamily k25;
   static const Qwen2AudioFamily k2a;
-  return {&k25, &k2a};
+  static const Qwen3OmniFamily k3;
+  return {&k25, &k2a, &k3};
 }
 
 std::string_view qwen2_audio_template() { return kQwen2AudioTemplate; }
