@@ -205,6 +205,66 @@ class OmniPlaceholders final : public text::MediaPlaceholders {
   OmniTokenNames names_;
 };
 
+// The chat template a model renders — the folder's (processor's, then tokenizer's default
+// choice), else `stock` (empty: none, an error) — through the Jinja engine with the tokenizer
+// folder's special tokens and the kwargs option; `*hash`: FNV-1a of the template and the kwargs.
+Result<std::unique_ptr<text::JinjaRenderer>> omni_renderer(const std::string& spec, bool folder,
+                                                           std::string_view stock,
+                                                           std::string_view stock_label,
+                                                           const std::string& tok_dir,
+                                                           const ModelOptions& options,
+                                                           std::uint64_t* hash) {
+  std::string source(stock), origin = std::string(stock_label) + " template (preset)";
+  if (folder) {
+    for (jinja::Loader l : {jinja::Loader::kProcessor, jinja::Loader::kTokenizer}) {
+      Result<jinja::ChatTemplates> t = jinja::discover_chat_templates(spec, l);
+      if (!t.ok() || t->named.empty()) continue;
+      STOKER_ASSIGN_OR_RETURN(source, jinja::select_chat_template(*t, options.chat_template, false, l));
+      origin = spec + "/" + t->origin;
+      break;
+    }
+  }
+  if (source.empty()) {
+    return invalid_argument(spec + ": no chat template in the folder (stoker has no stock " +
+                            std::string(stock_label) + " template)");
+  }
+  std::uint64_t h = fnv1a64(source);
+  h = fnv1a64(std::string_view("\0", 1), h);
+  *hash = fnv1a64(options.chat_template_kwargs, h);
+  text::JinjaChatOptions o;
+  o.origin = origin;
+  o.turns = text::qwen_turn_markers();
+  STOKER_ASSIGN_OR_RETURN(o.special_tokens, jinja::special_tokens_from_folder(tok_dir));
+  STOKER_ASSIGN_OR_RETURN(o.kwargs, text::template_kwargs(options.chat_template_kwargs,
+                                                          option_name("chat_template_kwargs",
+                                                                      "--chat-template-kwargs")));
+  return text::JinjaRenderer::create(source, "", std::move(o));
+}
+
+// The video processor of a vision config (patch, temporal patch, merge, mean/std).
+Result<video::VideoProcessor> omni_video(const image::ImageProcessorConfig& c) {
+  video::VideoProcessorConfig v;
+  v.patch_size = c.patch_size;
+  v.temporal_patch_size = c.temporal_patch_size;
+  v.merge_size = c.merge_size;
+  v.mean = c.image_mean;
+  v.std = c.image_std;
+  return video::VideoProcessor::create(v);
+}
+
+// A folder's config.json model_type ("" when it is not a folder with one).
+std::string folder_model_type(const std::string& spec, nlohmann::json* config = nullptr) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec, ec)) return {};
+  Result<std::string> cfg = read_text(std::filesystem::path(spec) / "config.json");
+  if (!cfg.ok()) return {};
+  nlohmann::json j = nlohmann::json::parse(*cfg, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return {};
+  std::string t = j.value("model_type", "");
+  if (config != nullptr) *config = std::move(j);
+  return t;
+}
+
 class OmniModel final : public Model {
  public:
   OmniModel(std::unique_ptr<text::Tokenizer> tok, image::ImageProcessor image,
@@ -296,13 +356,7 @@ class OmniModel final : public Model {
 };
 
 bool is_omni_folder(const std::string& spec) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(spec, ec)) return false;
-  Result<std::string> cfg = read_text(std::filesystem::path(spec) / "config.json");
-  if (!cfg.ok()) return false;
-  nlohmann::json j = nlohmann::json::parse(*cfg, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return false;
-  const std::string t = j.value("model_type", "");
+  const std::string t = folder_model_type(spec);
   return t == "qwen2_5_omni" || t == "qwen2_5_omni_thinker";
 }
 
@@ -358,37 +412,12 @@ class QwenOmniFamily final : public Family {
       if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer has no " + std::string(text));
       *id = *t;
     }
-    // The template: the folder's (processor's, then tokenizer's default), else the preset's.
-    std::string source(kTemplate), origin = "Qwen2.5-Omni template (preset)";
-    if (folder) {
-      for (jinja::Loader l : {jinja::Loader::kProcessor, jinja::Loader::kTokenizer}) {
-        Result<jinja::ChatTemplates> t = jinja::discover_chat_templates(spec, l);
-        if (!t.ok() || t->named.empty()) continue;
-        STOKER_ASSIGN_OR_RETURN(source, jinja::select_chat_template(*t, options.chat_template, false, l));
-        origin = spec + "/" + t->origin;
-        break;
-      }
-    }
-    std::uint64_t h = fnv1a64(source);
-    h = fnv1a64(std::string_view("\0", 1), h);
-    const std::uint64_t template_hash = fnv1a64(options.chat_template_kwargs, h);
-    text::JinjaChatOptions o;
-    o.origin = origin;
-    o.turns = text::qwen_turn_markers();
-    STOKER_ASSIGN_OR_RETURN(o.special_tokens, jinja::special_tokens_from_folder(tok_dir));
-    STOKER_ASSIGN_OR_RETURN(o.kwargs, text::template_kwargs(options.chat_template_kwargs,
-                                                            option_name("chat_template_kwargs",
-                                                                        "--chat-template-kwargs")));
+    std::uint64_t template_hash = 0;
     STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
-                            text::JinjaRenderer::create(source, "", std::move(o)));
+                            omni_renderer(spec, folder, kTemplate, "Qwen2.5-Omni", tok_dir, options,
+                                          &template_hash));
     STOKER_ASSIGN_OR_RETURN(image::ImageProcessor image, image::ImageProcessor::create(vl.image));
-    video::VideoProcessorConfig vcfg;
-    vcfg.patch_size = vl.image.patch_size;
-    vcfg.temporal_patch_size = vl.image.temporal_patch_size;
-    vcfg.merge_size = vl.image.merge_size;
-    vcfg.mean = vl.image.image_mean;
-    vcfg.std = vl.image.image_std;
-    STOKER_ASSIGN_OR_RETURN(video::VideoProcessor video, video::VideoProcessor::create(vcfg));
+    STOKER_ASSIGN_OR_RETURN(video::VideoProcessor video, omni_video(vl.image));
     STOKER_ASSIGN_OR_RETURN(audio::AudioProcessor audio,
                             audio::AudioProcessor::create(audio::AudioModel::kQwen25Omni));
     return std::unique_ptr<Model>(new OmniModel(std::move(tok), std::move(image), std::move(video),
@@ -462,12 +491,7 @@ class Qwen2AudioModel final : public Model {
 };
 
 bool is_qwen2_audio_folder(const std::string& spec) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(spec, ec)) return false;
-  Result<std::string> cfg = read_text(std::filesystem::path(spec) / "config.json");
-  if (!cfg.ok()) return false;
-  nlohmann::json j = nlohmann::json::parse(*cfg, nullptr, false);
-  return !j.is_discarded() && j.is_object() && j.value("model_type", "") == "qwen2_audio";
+  return folder_model_type(spec) == "qwen2_audio";
 }
 
 class Qwen2AudioFamily final : public Family {
@@ -496,28 +520,10 @@ class Qwen2AudioFamily final : public Family {
       if (!t) return invalid_argument("the Qwen2-Audio tokenizer in " + tok_dir + " has no " + std::string(text));
       *id = *t;
     }
-    std::string source(kQwen2AudioTemplate), origin = "Qwen2-Audio template (preset)";
-    if (folder) {
-      for (jinja::Loader l : {jinja::Loader::kProcessor, jinja::Loader::kTokenizer}) {
-        Result<jinja::ChatTemplates> t = jinja::discover_chat_templates(spec, l);
-        if (!t.ok() || t->named.empty()) continue;
-        STOKER_ASSIGN_OR_RETURN(source, jinja::select_chat_template(*t, options.chat_template, false, l));
-        origin = spec + "/" + t->origin;
-        break;
-      }
-    }
-    std::uint64_t h = fnv1a64(source);
-    h = fnv1a64(std::string_view("\0", 1), h);
-    const std::uint64_t template_hash = fnv1a64(options.chat_template_kwargs, h);
-    text::JinjaChatOptions o;
-    o.origin = origin;
-    o.turns = text::qwen_turn_markers();
-    STOKER_ASSIGN_OR_RETURN(o.special_tokens, jinja::special_tokens_from_folder(tok_dir));
-    STOKER_ASSIGN_OR_RETURN(o.kwargs, text::template_kwargs(options.chat_template_kwargs,
-                                                            option_name("chat_template_kwargs",
-                                                                        "--chat-template-kwargs")));
+    std::uint64_t template_hash = 0;
     STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
-                            text::JinjaRenderer::create(source, "", std::move(o)));
+                            omni_renderer(spec, folder, kQwen2AudioTemplate, "Qwen2-Audio", tok_dir,
+                                          options, &template_hash));
     STOKER_ASSIGN_OR_RETURN(audio::AudioProcessor audio,
                             audio::AudioProcessor::create(audio::AudioModel::kQwen2Audio));
     return std::unique_ptr<Model>(new Qwen2AudioModel(std::move(tok), std::move(audio),
@@ -539,16 +545,8 @@ class Qwen2AudioFamily final : public Family {
 // config.json (thinker_config, default 13) and token-level audio-in-video merging. Positions must
 // be whole numbers (see OmniModel::positions).
 bool is_qwen3_omni_folder(const std::string& spec, nlohmann::json* config = nullptr) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(spec, ec)) return false;
-  Result<std::string> cfg = read_text(std::filesystem::path(spec) / "config.json");
-  if (!cfg.ok()) return false;
-  nlohmann::json j = nlohmann::json::parse(*cfg, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return false;
-  const std::string t = j.value("model_type", "");
-  if (t != "qwen3_omni_moe" && t != "qwen3_omni_moe_thinker") return false;
-  if (config != nullptr) *config = std::move(j);
-  return true;
+  const std::string t = folder_model_type(spec, config);
+  return t == "qwen3_omni_moe" || t == "qwen3_omni_moe_thinker";
 }
 
 class Qwen3OmniFamily final : public Family {
@@ -592,38 +590,12 @@ class Qwen3OmniFamily final : public Family {
     if (thinker.contains("position_id_per_seconds") && thinker["position_id_per_seconds"].is_number()) {
       rope.position_id_per_seconds = thinker["position_id_per_seconds"].get<double>();
     }
-    std::string source, origin;
-    for (jinja::Loader l : {jinja::Loader::kProcessor, jinja::Loader::kTokenizer}) {
-      Result<jinja::ChatTemplates> t = jinja::discover_chat_templates(spec, l);
-      if (!t.ok() || t->named.empty()) continue;
-      STOKER_ASSIGN_OR_RETURN(source, jinja::select_chat_template(*t, options.chat_template, false, l));
-      origin = spec + "/" + t->origin;
-      break;
-    }
-    if (source.empty()) {
-      return invalid_argument(spec + ": no chat template in the folder (stoker has no stock "
-                              "Qwen3-Omni template)");
-    }
-    std::uint64_t h = fnv1a64(source);
-    h = fnv1a64(std::string_view("\0", 1), h);
-    const std::uint64_t template_hash = fnv1a64(options.chat_template_kwargs, h);
-    text::JinjaChatOptions o;
-    o.origin = origin;
-    o.turns = text::qwen_turn_markers();
-    STOKER_ASSIGN_OR_RETURN(o.special_tokens, jinja::special_tokens_from_folder(tok_dir));
-    STOKER_ASSIGN_OR_RETURN(o.kwargs, text::template_kwargs(options.chat_template_kwargs,
-                                                            option_name("chat_template_kwargs",
-                                                                        "--chat-template-kwargs")));
+    std::uint64_t template_hash = 0;
     STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
-                            text::JinjaRenderer::create(source, "", std::move(o)));
+                            omni_renderer(spec, true, "", "Qwen3-Omni", tok_dir, options,
+                                          &template_hash));
     STOKER_ASSIGN_OR_RETURN(image::ImageProcessor image, image::ImageProcessor::create(vl.image));
-    video::VideoProcessorConfig vcfg;
-    vcfg.patch_size = vl.image.patch_size;
-    vcfg.temporal_patch_size = vl.image.temporal_patch_size;
-    vcfg.merge_size = vl.image.merge_size;
-    vcfg.mean = vl.image.image_mean;
-    vcfg.std = vl.image.image_std;
-    STOKER_ASSIGN_OR_RETURN(video::VideoProcessor video, video::VideoProcessor::create(vcfg));
+    STOKER_ASSIGN_OR_RETURN(video::VideoProcessor video, omni_video(vl.image));
     STOKER_ASSIGN_OR_RETURN(audio::AudioProcessor audio,
                             audio::AudioProcessor::create(audio::AudioModel::kQwen3Omni));
     return std::unique_ptr<Model>(new OmniModel(std::move(tok), std::move(image), std::move(video),
