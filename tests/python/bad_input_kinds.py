@@ -514,6 +514,72 @@ def template_kinds(ds: pathlib.Path) -> List[Kind]:
     ]
 
 
+def _wav(fmt, channels, rate, bits, data, claimed=None) -> bytes:
+    """A RIFF/WAVE file: PCM (fmt 1) or IEEE float (fmt 3); `claimed`: the data chunk's size."""
+    import struct
+    size = len(data) if claimed is None else claimed
+    block = channels * bits // 8
+    m = 0xFFFFFFFF
+    return (b"RIFF" + struct.pack("<I", (36 + size) & m) + b"WAVE" + b"fmt " +
+            struct.pack("<IHHIIHH", 16, fmt, channels, rate, (rate * block) & m, block, bits) +
+            b"data" + struct.pack("<I", size) + data)
+
+
+def audio_kinds(ds: pathlib.Path) -> List[Kind]:
+    """Hostile audio through the engine (issue 25; the audio module's own cases are in
+    test_audio_bad_inputs.py): each fails its own sample at decode (planning reads the header)
+    with the module's reason, or at parse for a bad record form. Run with the Qwen2.5-Omni
+    preset (the group's option), good image records around them."""
+    import math
+    import struct
+    pcm = struct.pack("<8000h", *[int(8000 * math.sin(i * 0.05)) for i in range(8000)])
+    ok = _write(ds, "bad/audio/ok.wav", _wav(1, 1, 16000, 16, pcm))
+    floats = [math.sin(i * 0.05) for i in range(8000)]
+    floats[4321] = float("nan")
+
+    def with_audio(rel, **keys) -> bytes:
+        return msgs(("user", [{"type": "audio", "audio": rel, **keys},
+                              {"type": "text", "text": "What do you hear?"}]),
+                    ("assistant", "A sound."))
+
+    dec = lambda codes, r: fails(codes, r, "decode")  # noqa: E731
+    files = [
+        ("audio_empty", "empty.wav", b"", fails({"DataLoss", "InvalidArgument"}, r"empty",
+                                                 {"fetch", "decode"}), "0-byte WAV"),
+        ("audio_text", "text.wav", b"hello, I am not a sound\n",
+         dec("DataLoss", r"not a readable audio file"), "a text file named .wav"),
+        ("audio_zero_samples", "zero.wav", _wav(1, 1, 16000, 16, b""),
+         dec({"DataLoss", "InvalidArgument"}, r"no samples|no length"), "a WAV with no samples"),
+        ("audio_rate_1hz", "rate1.wav", _wav(1, 1, 1, 16, pcm),
+         dec("InvalidArgument", r"sample rate 1 Hz"), "sample rate 1 Hz"),
+        ("audio_channels_500", "ch500.wav", _wav(1, 500, 16000, 16, pcm),
+         dec({"InvalidArgument", "DataLoss"}, r"500 channels|channel"), "500 channels"),
+        ("audio_claims_hours", "hours.wav", _wav(1, 1, 16000, 16, pcm, claimed=0xF0000000),
+         dec({"DataLoss", "ResourceExhausted"}, r"truncated|cap|claims"),
+         "a data chunk claiming 9 hours"),
+        ("audio_truncated", "trunc.wav", _wav(1, 1, 16000, 16, pcm, claimed=len(pcm) * 4),
+         dec("DataLoss", r"truncated"), "a WAV cut to a quarter of its data"),
+        ("audio_float_nan", "nan.wav", _wav(3, 1, 16000, 32, struct.pack("<8000f", *floats)),
+         dec("DataLoss", r"NaN"), "a float WAV with a NaN sample"),
+    ]
+    kinds = [Kind(name, with_audio(_write(ds, "bad/audio/" + f, data)), e, what)
+             for name, f, data, e, what in files]
+    kinds += [
+        Kind("audio_start_past_end", with_audio(ok, audio_start=100),
+             dec("InvalidArgument", r"past the end"), "audio_start 100 s on a 0.5 s clip"),
+        Kind("audio_end_before_start", with_audio(ok, audio_start=0.4, audio_end=0.2),
+             fails("InvalidArgument", r"audio_end", "parse"), "audio_end before audio_start"),
+        Kind("audio_missing", with_audio("bad/audio/absent.wav"),
+             fails("NotFound", r"absent|no such|not found", "fetch"), "a missing audio file"),
+        Kind("audio_tag_count", line({"conversations": [
+            {"from": "human", "value": "<audio><audio> what?"}, {"from": "gpt", "value": "x"}],
+            "audios": [ok]}), fails("InvalidArgument", r"<audio> tag", "parse"),
+            "two <audio> tags, one audio"),
+        Kind("audio_ok", with_audio(ok), DELIVERED, "a good WAV (control)"),
+    ]
+    return kinds
+
+
 def groups() -> List[Group]:
     mb = 1 << 20
     return [
@@ -535,5 +601,6 @@ def groups() -> List[Group]:
         Group("trusted", trusted_kinds, ["--trust-media-paths"], {"trust_media_paths": True}),
         Group("caps", caps_kinds, ["--max-record-bytes", str(mb), "--max-object-bytes", str(mb)],
               {"max_record_bytes": mb, "max_object_bytes": mb}),
+        Group("audio", audio_kinds, ["--model", "qwen2.5-omni"], {"model": "qwen2.5-omni"}),
     ]
 

@@ -171,8 +171,15 @@ std::uint64_t payload_bytes(const pipeline::Medium& m, Wire wire, const pipeline
   switch (wire) {
     case Wire::kEncoded: return 0;
     case Wire::kUint8: return m.resized_bytes();
-    case Wire::kFloat:  // the batch's rows: finished, or uint8 ones for the device (finish)
-      return static_cast<std::uint64_t>(m.rows()) * pipeline::row_bytes(m.modality(), env, dtype);
+    case Wire::kFloat: {  // the batch's rows: finished, or uint8 ones for the device (finish)
+      const image::PixelDType d = pipeline::rows_dtype(m.modality(), dtype);
+      if (d == image::PixelDType::kUInt8) {
+        return static_cast<std::uint64_t>(m.rows()) * pipeline::row_bytes(m.modality(), env, dtype);
+      }
+      // A finished medium's own width (an audio clip may be narrower than its modality's).
+      return static_cast<std::uint64_t>(m.rows()) * static_cast<std::uint64_t>(m.columns(env)) *
+             (d == image::PixelDType::kFloat32 ? 4 : 2);
+    }
   }
   return 0;
 }

@@ -1,5 +1,5 @@
 // The messages between ranks: a result survives encode → decode field by field, with a medium of
-// every kind (an image, a video file, a frame-list video; with and without their encoded bytes:
+// every kind (an image, a video file, a frame-list video, an audio clip; with and without their encoded bytes:
 // the encoded wire and the others), and a damaged one — every truncation, trailing bytes, a lying
 // count, sizes that disagree, an unknown media kind — is DataLoss, never a read past the end or a
 // huge allocation.
@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "stoker/audio/processor.h"
+#include "stoker/synth/audio.h"
 #include "stoker/synth/media.h"
 #include "stoker/synth/pattern.h"
 #include "stoker/synth/video.h"
@@ -24,7 +26,9 @@ std::vector<std::uint8_t> jpeg(int w, int h, std::uint64_t seed) {
 struct Env {
   image::ImageProcessor image = *image::ImageProcessor::create({});
   video::VideoProcessor video = *video::VideoProcessor::create({});
-  pipeline::MediaEnv env{&image, &video};
+  // Qwen3-Omni's rules: the clip's width is its own (Medium::columns), not the modality's.
+  audio::AudioProcessor audio = *audio::AudioProcessor::create(audio::AudioModel::kQwen3Omni);
+  pipeline::MediaEnv env{&image, &video, &audio};
 };
 const Env& env() {
   static const Env e;
@@ -70,7 +74,20 @@ SampleResult sample() {
   frames.kind = dataset::Part::Kind::kVideo;
   frames.frames = {"f0", "f1", "f2"};
   p.media.push_back(plan(frames, {jpeg(80, 80, 2), jpeg(80, 80, 3), jpeg(80, 80, 4)}));
-  r.payloads = {12345, 0, 777};
+  dataset::Part clip;
+  clip.kind = dataset::Part::Kind::kAudio;
+  clip.value = "a.flac";
+  synth::AudioSpec aspec;
+  aspec.format = "flac";
+  aspec.sample_rate = 22050;
+  aspec.channels = 2;
+  aspec.seconds = 1.3;
+  p.media.push_back(plan(clip, {*synth::encode_audio(aspec)}));
+  pipeline::Medium* const audio_media[] = {p.media.back().get()};
+  EXPECT_TRUE(p.media.back()->modality()
+                  .plan_sample(env().env, std::span<pipeline::Medium* const>(audio_media))
+                  .ok());
+  r.payloads = {12345, 0, 777, 99};
   return r;
 }
 
@@ -97,8 +114,8 @@ TEST(ClusterWire, ResultRoundTripsWithEveryMediaKind) {
     EXPECT_EQ(b.tokens.vision[0].count, 2);
     EXPECT_EQ(b.tokens.num_messages, 2);
     EXPECT_EQ(b.positions, a.positions);
-    ASSERT_EQ(b.media.size(), 3u);
-    for (std::size_t j = 0; j < 3; ++j) {
+    ASSERT_EQ(b.media.size(), 4u);
+    for (std::size_t j = 0; j < 4; ++j) {
       EXPECT_EQ(&b.media[j]->kind(), &a.media[j]->kind()) << j;
       EXPECT_EQ(b.media[j]->rows(), a.media[j]->rows()) << j;
       EXPECT_EQ(b.media[j]->resized_bytes(), a.media[j]->resized_bytes()) << j;
@@ -109,6 +126,11 @@ TEST(ClusterWire, ResultRoundTripsWithEveryMediaKind) {
     EXPECT_EQ(b.media[0]->modality().name, "image");
     EXPECT_EQ(b.media[1]->modality().name, "video");
     EXPECT_EQ(b.media[2]->modality().name, "video");
+    EXPECT_EQ(b.media[3]->modality().name, "audio");
+    EXPECT_EQ(b.media[3]->columns(env().env), a.media[3]->columns(env().env));
+    EXPECT_EQ(b.media[3]->audio_frames(), a.media[3]->audio_frames());
+    EXPECT_EQ(b.media[3]->grid().tokens, a.media[3]->grid().tokens);
+    EXPECT_GT(a.media[3]->grid().tokens, 0);
     EXPECT_FALSE(b.failure.has_value());
   }
 }
@@ -119,10 +141,10 @@ TEST(ClusterWire, EveryKindProducesTheSameRowsFromTheWire) {
   const SampleResult in = sample();
   Result<SampleResult> out = decode_result(encode(in, true));
   ASSERT_TRUE(out.ok());
-  for (std::size_t j = 0; j < 3; ++j) {
+  for (std::size_t j = 0; j < 4; ++j) {
     const pipeline::Medium& a = *in.prepared.media[j];
     const pipeline::Medium& b = *out->prepared.media[j];
-    const std::size_t n = static_cast<std::size_t>(a.rows() * a.modality().columns(env().env));
+    const std::size_t n = static_cast<std::size_t>(a.rows() * a.columns(env().env));
     std::vector<float> want(n), got(n, -1), finished(n, -2);
     ASSERT_TRUE(a.produce(env().env, image::PixelDType::kFloat32,
                           reinterpret_cast<std::uint8_t*>(want.data()), {}).ok());

@@ -81,8 +81,8 @@ const OptionSpec kOptions[] = {
              "dataset, in order (CLI: positional arguments, one file each)",
      .positional = true, .set = SET(s.loader.data = v.list)},
     {.name = "model", .flag = "model", .kind = Kind::kPath, .commands = kAll, .group = "data",
-     .help = "qwen2-vl | qwen2.5-vl | qwen3-vl | a Hugging Face model folder (its "
-             "stoker.json may set the options marked 'model folder')",
+     .help = "qwen2-vl | qwen2.5-vl | qwen3-vl | qwen2.5-omni | qwen2-audio | a Hugging Face "
+             "model folder (its stoker.json may set the options marked 'model folder')",
      .def = model::kDefaultModel, .set = SET(s.loader.model = v.s)},
     {.name = "tokenizer", .flag = "tokenizer", .kind = Kind::kPath, .commands = kL,
      .group = "data",

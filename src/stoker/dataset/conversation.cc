@@ -6,6 +6,8 @@
 
 #include "stoker/base/json_text.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -89,6 +91,78 @@ Status read_video_params(dom::object o, const std::string& id, VideoParams* v) {
     }
     v->*k.field = d;
   }
+  dom::element e;
+  if (o["use_audio_in_video"].get(e) == simdjson::SUCCESS && !e.is_null()) {
+    bool b = false;
+    if (e.get_bool().get(b) != simdjson::SUCCESS) {
+      return bad(id, "video \"use_audio_in_video\" must be true or false");
+    }
+    v->use_audio_in_video = b;
+  }
+  return ok_status();
+}
+
+// The audio keys of an object (a {"type":"audio"} part or an `audios` list entry): finite
+// numbers of seconds, audio_start ≥ 0, audio_end > audio_start.
+Status read_audio_params(dom::object o, const std::string& id, AudioParams* a) {
+  for (auto [name, field] : {std::pair{"audio_start", &AudioParams::audio_start},
+                             std::pair{"audio_end", &AudioParams::audio_end}}) {
+    dom::element e;
+    if (o[name].get(e) != simdjson::SUCCESS || e.is_null()) continue;
+    double d;
+    std::int64_t i;
+    if (e.get_double().get(d) == simdjson::SUCCESS) {
+    } else if (e.get_int64().get(i) == simdjson::SUCCESS) {
+      d = static_cast<double>(i);
+    } else {
+      return bad(id, std::string("audio \"") + name + "\" must be a number");
+    }
+    if (!std::isfinite(d) || d < 0 || d > 1e7) {
+      return bad(id, std::string("audio \"") + name + "\" must be a number of seconds ≥ 0");
+    }
+    a->*field = d;
+  }
+  if (a->audio_start && a->audio_end && *a->audio_end <= *a->audio_start) {
+    return bad(id, "audio \"audio_end\" must be after \"audio_start\"");
+  }
+  return ok_status();
+}
+
+// One `audios` list entry: "a.wav" or {"audio"|"path"|"url": "a.wav", "audio_start": .., ..}.
+Status read_audio_entry(dom::element e, const std::string& id, Part* out) {
+  out->kind = Part::Kind::kAudio;
+  std::string_view s;
+  if (e.get_string().get(s) == simdjson::SUCCESS) {
+    out->value = std::string(s);
+    return ok_status();
+  }
+  if (e.is_object()) {
+    dom::object o = e.get_object().value_unsafe();
+    for (const char* k : {"audio", "path", "url"}) {
+      if (o[k].get_string().get(s) != simdjson::SUCCESS) continue;
+      out->value = std::string(s);
+      return read_audio_params(o, id, &out->audio);
+    }
+  }
+  return bad(id, "\"audios\" entries must be strings or objects with an \"audio\"");
+}
+
+Status read_audio_list(dom::object elem, const char* key, const std::string& id,
+                       std::vector<Part>* out) {
+  dom::element v;
+  if (elem[key].get(v) != simdjson::SUCCESS || v.is_null()) return ok_status();
+  if (v.is_array()) {
+    dom::array arr = v.get_array().value_unsafe();
+    for (dom::element e : arr) {
+      Part p;
+      STOKER_RETURN_IF_ERROR(read_audio_entry(e, id, &p));
+      out->push_back(std::move(p));
+    }
+    return ok_status();
+  }
+  Part p;
+  STOKER_RETURN_IF_ERROR(read_audio_entry(v, id, &p));
+  out->push_back(std::move(p));
   return ok_status();
 }
 
@@ -154,8 +228,10 @@ Status read_video_list(dom::object elem, const char* key, const std::string& id,
 struct MediaLists {
   std::vector<std::string> images;
   std::vector<Part> videos;
-  std::size_t next_image = 0, next_video = 0;
-  bool any() const { return !images.empty() || !videos.empty(); }
+  std::vector<Part> audios;
+  std::size_t next_image = 0, next_video = 0, next_audio = 0;
+  int audio_tags = 0;
+  bool any() const { return !images.empty() || !videos.empty() || !audios.empty(); }
 };
 
 // Splits `text` at <image> / <video> tags into parts, consuming the media lists in order.
@@ -169,10 +245,14 @@ Status split_tags(std::string_view text, MediaLists* media, int* image_tags, int
   std::size_t pos = 0;
   std::size_t img = text.find("<image>");
   std::size_t vid = text.find("<video>");
+  // <audio> is looked for only when the record lists audios (a text-only or image record
+  // keeps "<audio>" as text, as before audio parts existed).
+  std::size_t aud = media->audios.empty() ? text.npos : text.find("<audio>");
   while (pos <= text.size()) {
     if (img != std::string_view::npos && img < pos) img = text.find("<image>", pos);
     if (vid != std::string_view::npos && vid < pos) vid = text.find("<video>", pos);
-    std::size_t at = std::min(img, vid);
+    if (aud != std::string_view::npos && aud < pos) aud = text.find("<audio>", pos);
+    std::size_t at = std::min({img, vid, aud});
     std::string_view piece = text.substr(pos, at == std::string_view::npos ? text.npos : at - pos);
     if (!piece.empty()) parts->push_back({Part::Kind::kText, std::string(piece)});
     if (at == std::string_view::npos) break;
@@ -182,6 +262,13 @@ Status split_tags(std::string_view text, MediaLists* media, int* image_tags, int
                             ? media->images[media->next_image] : std::string();
       ++media->next_image;
       parts->push_back({Part::Kind::kImage, std::move(ref)});
+    } else if (at == aud) {
+      ++media->audio_tags;
+      Part audio;
+      audio.kind = Part::Kind::kAudio;
+      if (media->next_audio < media->audios.size()) audio = media->audios[media->next_audio];
+      ++media->next_audio;
+      parts->push_back(std::move(audio));
     } else {
       ++*video_tags;
       Part video;
@@ -190,7 +277,7 @@ Status split_tags(std::string_view text, MediaLists* media, int* image_tags, int
       ++media->next_video;
       parts->push_back(std::move(video));
     }
-    pos = at + 7;  // both tags are 7 bytes
+    pos = at + 7;  // all three tags are 7 bytes
   }
   return ok_status();
 }
@@ -204,6 +291,10 @@ Status check_counts(const std::string& id, const MediaLists& media, int image_ta
   if (static_cast<std::size_t>(video_tags) != media.videos.size()) {
     return bad(id, std::to_string(video_tags) + " <video> tag(s) in the text but " +
                        std::to_string(media.videos.size()) + " video(s) in the record");
+  }
+  if (static_cast<std::size_t>(media.audio_tags) != media.audios.size()) {
+    return bad(id, std::to_string(media.audio_tags) + " <audio> tag(s) in the text but " +
+                       std::to_string(media.audios.size()) + " audio(s) in the record");
   }
   return ok_status();
 }
@@ -258,6 +349,24 @@ Status parse_openai_part(dom::element e, const std::string& id, std::size_t msg,
   }
   bool is_image = type == "image" || type == "image_url";
   bool is_video = type == "video" || type == "video_url";
+  if (type == "audio" || type == "audio_url") {
+    // {"type":"audio","audio":"a.wav"} | "url"/"path" | {"type":"audio_url","audio_url":{"url":..}}
+    for (const char* k : {"audio", "url", "path", "audio_url"}) {
+      dom::element v;
+      if (o[k].get(v) != simdjson::SUCCESS) continue;
+      if (!(v.get_string().get(s) == simdjson::SUCCESS ||
+            (v.is_object() && v["url"].get_string().get(s) == simdjson::SUCCESS))) {
+        continue;
+      }
+      Part part;
+      part.kind = Part::Kind::kAudio;
+      part.value = std::string(s);
+      STOKER_RETURN_IF_ERROR(read_audio_params(o, id, &part.audio));
+      parts->push_back(std::move(part));
+      return ok_status();
+    }
+    return bad(id, where + std::string(type) + " part without a reference");
+  }
   if (!is_image && !is_video) {
     return bad(id, where + "unsupported content part type \"" + std::string(type) + "\"");
   }
@@ -324,6 +433,24 @@ std::string extra_keys(dom::object m) {
   return out;
 }
 
+// The record's top-level "use_audio_in_video": true marks every video part (LLaMA-Factory's
+// data argument, qwen-omni-utils' process_mm_info flag).
+Status apply_audio_in_video(dom::object root, Conversation* conv) {
+  dom::element e;
+  if (root["use_audio_in_video"].get(e) != simdjson::SUCCESS || e.is_null()) return ok_status();
+  bool b = false;
+  if (e.get_bool().get(b) != simdjson::SUCCESS) {
+    return bad(conv->id, "\"use_audio_in_video\" must be true or false");
+  }
+  if (!b) return ok_status();
+  for (Message& m : conv->messages) {
+    for (Part& p : m.parts) {
+      if (p.kind == Part::Kind::kVideo) p.video.use_audio_in_video = true;
+    }
+  }
+  return ok_status();
+}
+
 Result<Conversation> parse_openai(dom::object root, std::string id) {
   Conversation conv;
   conv.id = std::move(id);
@@ -331,6 +458,7 @@ Result<Conversation> parse_openai(dom::object root, std::string id) {
   MediaLists media;  // LLaMA-Factory's "openai" layout: string content with <image> tags + lists
   STOKER_RETURN_IF_ERROR(read_media_list(root, "images", conv.id, &media.images));
   STOKER_RETURN_IF_ERROR(read_video_list(root, "videos", conv.id, &media.videos));
+  STOKER_RETURN_IF_ERROR(read_audio_list(root, "audios", conv.id, &media.audios));
   int image_tags = 0, video_tags = 0;
   dom::array msgs;
   if (root["messages"].get_array().get(msgs) != simdjson::SUCCESS) {
@@ -371,6 +499,7 @@ Result<Conversation> parse_openai(dom::object root, std::string id) {
     ++i;
   }
   if (media.any()) STOKER_RETURN_IF_ERROR(check_counts(conv.id, media, image_tags, video_tags));
+  STOKER_RETURN_IF_ERROR(apply_audio_in_video(root, &conv));
   return conv;
 }
 
@@ -388,6 +517,7 @@ Result<Conversation> parse_sharegpt(dom::object root, std::string id) {
   if (media.videos.empty()) {
     STOKER_RETURN_IF_ERROR(read_video_list(root, "video", conv.id, &media.videos));
   }
+  STOKER_RETURN_IF_ERROR(read_audio_list(root, "audios", conv.id, &media.audios));
   // LLaMA-Factory's ShareGPT puts the system prompt in a top-level "system" string.
   std::string_view system;
   if (root["system"].get_string().get(system) == simdjson::SUCCESS && !system.empty()) {
@@ -423,6 +553,7 @@ Result<Conversation> parse_sharegpt(dom::object root, std::string id) {
     ++i;
   }
   STOKER_RETURN_IF_ERROR(check_counts(conv.id, media, image_tags, video_tags));
+  STOKER_RETURN_IF_ERROR(apply_audio_in_video(root, &conv));
   return conv;
 }
 

@@ -5,11 +5,17 @@
 //    {"type":"video","video":"path" | ["frame0.jpg", ...], "fps":2, "nframes":8,
 //     "video_start":1.5, "video_end":9, "min_pixels":.., "max_pixels":.., "total_pixels":..}]}, ...]}
 //  - ShareGPT: {"conversations":[{"from":"human"|"gpt"|"system","value":"..<image>.."}],
-//    "images":[...], "videos":["a.mp4" | ["f0.jpg", ...] | {"video":"a.mp4","fps":1,...}, ...]}
+//    "images":[...], "videos":["a.mp4" | ["f0.jpg", ...] | {"video":"a.mp4","fps":1,...}, ...],
+//    "audios":["a.wav" | {"audio":"a.wav","audio_start":1,"audio_end":3}, ...]}
+//  - audio (Qwen2-Audio / Qwen-Omni): an OpenAI part {"type":"audio","audio":"a.wav",
+//    "audio_start":1.0,"audio_end":4.5} ("audio_url"/"input_audio" spellings too), `<audio>` tags
+//    with an "audios" list; a video part or `videos` entry with "use_audio_in_video": true (or
+//    the record's top-level "use_audio_in_video": true for all its videos) marks the video's own
+//    audio track as an input (qwen-omni-utils' use_audio_in_video).
 //  - LLaVA: {"id":..,"image":"a.jpg" | [..],"conversations":[{"from":"human","value":"<image>\n.."}]}
 // Beside the messages, for the chat template: "tools", "documents", "chat_template_kwargs", and an
 // OpenAI message's keys other than role/content (tool_calls, tool_call_id, name, ...), kept as JSON.
-// `<image>` / `<video>` tags become media parts in order; count mismatches are errors.
+// `<image>` / `<video>` / `<audio>` tags become media parts in order; count mismatches are errors.
 // Media references are kept as written (resolution against the manifest's URI happens later).
 // Pure functions, thread-safe. Errors: InvalidArgument / DataLoss naming the record and reason.
 #pragma once
@@ -31,16 +37,25 @@ std::string_view role_name(Role r);  // "system", "user", "assistant", "tool"
 struct VideoParams {
   std::optional<double> fps, nframes, min_frames, max_frames, video_start, video_end, min_pixels,
       max_pixels, total_pixels, sample_fps, raw_fps;
+  // qwen-omni-utils' use_audio_in_video for this video (the part's key, else the record's).
+  // Not one of the sampling keys: any() ignores it.
+  bool use_audio_in_video = false;
   bool any() const;
 };
 
+// The per-clip keys of an audio part (qwen-omni-utils: librosa's offset and duration).
+struct AudioParams {
+  std::optional<double> audio_start, audio_end;
+};
+
 struct Part {
-  enum class Kind { kText, kImage, kVideo };
+  enum class Kind { kText, kImage, kVideo, kAudio };
   Kind kind = Kind::kText;
   std::string value;  // the text, or the media reference as written in the record
   // kVideo given as a list of frame images (value empty): their references, in order.
   std::vector<std::string> frames;
   VideoParams video;
+  AudioParams audio;
 };
 
 struct Message {

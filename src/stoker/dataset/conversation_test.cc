@@ -133,8 +133,11 @@ TEST(ConversationTest, MalformedJsonIsAClearError) {
   EXPECT_NE(parse_error(R"({"messages": [{"role": "user", "content": 5}]})")
                 .find("message 0"),
             std::string::npos);
+  EXPECT_NE(parse_error(R"({"messages": [{"role": "user", "content": [{"type": "hologram"}]}]})")
+                .find("unsupported content part type \"hologram\""),
+            std::string::npos);
   EXPECT_NE(parse_error(R"({"messages": [{"role": "user", "content": [{"type": "audio"}]}]})")
-                .find("unsupported content part type \"audio\""),
+                .find("audio part without a reference"),
             std::string::npos);
   EXPECT_NE(parse_error(R"({"conversations": [{"from": "human"}]})").find("\"value\""),
             std::string::npos);
@@ -239,6 +242,77 @@ TEST(VideoParts, ShareGPTVideosList) {
   EXPECT_EQ(parts[1].value, "b.webm");
   EXPECT_EQ(*parts[1].video.nframes, 8.0);
   EXPECT_EQ(parts[2].frames.size(), 2u);
+}
+
+TEST(AudioParts, OpenAIPartsWithRangesAndVideoTracks) {
+  auto c = parse_record(R"({"messages":[{"role":"user","content":[
+      {"type":"audio","audio":"a.wav","audio_start":1,"audio_end":4.5},
+      {"type":"audio_url","audio_url":{"url":"s3://b/c.flac"}},
+      {"type":"video","video":"v.mp4","use_audio_in_video":true},
+      {"type":"video","video":"w.mp4"},
+      {"type":"text","text":"<audio> stays text here"}]},
+      {"role":"assistant","content":"sounds"}]})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  const auto& parts = c->messages[0].parts;
+  ASSERT_EQ(parts.size(), 5u);
+  EXPECT_EQ(parts[0].kind, Part::Kind::kAudio);
+  EXPECT_EQ(parts[0].value, "a.wav");
+  EXPECT_EQ(*parts[0].audio.audio_start, 1.0);
+  EXPECT_EQ(*parts[0].audio.audio_end, 4.5);
+  EXPECT_EQ(parts[1].value, "s3://b/c.flac");
+  EXPECT_FALSE(parts[1].audio.audio_start.has_value());
+  EXPECT_TRUE(parts[2].video.use_audio_in_video);
+  EXPECT_FALSE(parts[3].video.use_audio_in_video);
+  EXPECT_FALSE(parts[2].video.any());  // not a sampling key
+  EXPECT_EQ(parts[4].value, "<audio> stays text here");
+  EXPECT_EQ(c->count(Part::Kind::kAudio), 2);
+  // The record's flag marks every video.
+  c = parse_record(R"({"use_audio_in_video":true,"messages":[{"role":"user","content":[
+      {"type":"video","video":"v.mp4"},{"type":"video","video":"w.mp4"}]},
+      {"role":"assistant","content":"x"}]})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_TRUE(c->messages[0].parts[0].video.use_audio_in_video);
+  EXPECT_TRUE(c->messages[0].parts[1].video.use_audio_in_video);
+}
+
+TEST(AudioParts, ShareGPTAudiosListAndTags) {
+  auto c = parse_record(R"({"conversations":[{"from":"human","value":"<audio>Hear<image><audio>?"},
+      {"from":"gpt","value":"ok"}],"images":["i.png"],
+      "audios":["a.wav", {"audio":"b.mp3","audio_start":0.5,"audio_end":2}]})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  const auto& parts = c->messages[0].parts;
+  ASSERT_EQ(parts.size(), 5u);
+  EXPECT_EQ(parts[0].kind, Part::Kind::kAudio);
+  EXPECT_EQ(parts[0].value, "a.wav");
+  EXPECT_EQ(parts[1].value, "Hear");
+  EXPECT_EQ(parts[2].kind, Part::Kind::kImage);
+  EXPECT_EQ(parts[3].value, "b.mp3");
+  EXPECT_EQ(*parts[3].audio.audio_end, 2.0);
+  EXPECT_EQ(parts[4].value, "?");
+  // Counts must match, naming them.
+  c = parse_record(R"({"conversations":[{"from":"human","value":"<audio><audio>"},
+      {"from":"gpt","value":"x"}],"audios":["a.wav"]})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().to_string().find("2 <audio> tag(s) in the text but 1 audio(s)"),
+            std::string::npos);
+  // Without an audios list, "<audio>" is text (records written before audio parts existed).
+  c = parse_record(R"({"conversations":[{"from":"human","value":"<audio> tag"},
+      {"from":"gpt","value":"x"}],"images":[]})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->messages[0].parts[0].value, "<audio> tag");
+}
+
+TEST(AudioParts, BadRangesAreRefused) {
+  for (const char* bad : {R"("audio_start":"x")", R"("audio_start":-1)",
+                          R"("audio_start":2,"audio_end":1)", R"("audio_end":1e300)"}) {
+    auto c = parse_record(std::string(R"({"messages":[{"role":"user","content":[
+        {"type":"audio","audio":"a.wav",)") + bad + R"(}]},{"role":"assistant","content":"x"}]})");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(c.error().to_string().find("audio"), std::string::npos) << bad;
+  }
+  auto c = parse_record(R"({"use_audio_in_video":"yes","messages":[{"role":"user","content":"x"},
+      {"role":"assistant","content":"x"}]})");
+  ASSERT_FALSE(c.ok());
 }
 
 TEST(VideoParts, BadOptionsAreRefused) {

@@ -1,15 +1,21 @@
 #include "stoker/model/family.h"
 
+#include "stoker/audio/processor.h"
 #include "stoker/video/processor.h"
 
 namespace stoker::model {
 
-std::vector<const Family*> qwen_vl_families();  // qwen_vl_family.cc
+std::vector<const Family*> qwen_vl_families();    // qwen_vl_family.cc
+std::vector<const Family*> qwen_omni_families();  // qwen_omni_family.cc
 
 namespace {
 
 std::vector<const Family*>& registry() {
-  static std::vector<const Family*> families = qwen_vl_families();
+  static std::vector<const Family*> families = [] {
+    std::vector<const Family*> f = qwen_vl_families();
+    for (const Family* o : qwen_omni_families()) f.push_back(o);
+    return f;
+  }();
   return families;
 }
 
@@ -36,6 +42,10 @@ std::string Model::fingerprint() const {
     add("video.patch", c.patch_size);
     add("video.temporal_patch", c.temporal_patch_size);
     add("video.merge", c.merge_size);
+  }
+  if (const audio::AudioProcessor* p = audio_processor(); p != nullptr) {
+    out += std::string("\naudio.model=") + audio::audio_model_name(p->model());
+    add("audio.mels", p->n_mels());
   }
   add("vocab", static_cast<std::int64_t>(tokenizer().vocab_size()));
   add("position_rows", position_rows());

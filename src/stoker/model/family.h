@@ -28,6 +28,9 @@
 namespace stoker::video {
 class VideoProcessor;
 }
+namespace stoker::audio {
+class AudioProcessor;
+}
 
 namespace stoker::model {
 
@@ -41,6 +44,10 @@ inline constexpr std::string_view kDefaultModel = "qwen2.5-vl";
 struct SampleMedia {
   std::span<const text::VisionGrid> images, videos;
   std::span<const double> video_seconds;
+  // Audio clips (in order): their grids carry the token counts; audio_frames: each clip's
+  // feature_attention_mask sum (TMRoPE's audio_seqlens). Empty for models without audio.
+  std::span<const text::VisionGrid> audios;
+  std::span<const std::int64_t> audio_frames;
 };
 
 class Model {
@@ -50,6 +57,8 @@ class Model {
   // The processors (null: the model takes no such media; a record with one fails it).
   virtual const image::ImageProcessor* image_processor() const = 0;
   virtual const video::VideoProcessor* video_processor() const = 0;
+  // Audio (Qwen2-Audio, the Omni models): the feature rules and bounds; null: no audio.
+  virtual const audio::AudioProcessor* audio_processor() const { return nullptr; }
   virtual const text::Tokenizer& tokenizer() const = 0;
   // Template renderer and media placeholders (text::build_sample).
   virtual const text::ChatRenderer& renderer() const = 0;

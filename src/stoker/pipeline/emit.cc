@@ -126,7 +126,8 @@ void Engine::process_media(const std::vector<Prepared>& goods, const batch::Batc
   // Samples prepared elsewhere: their rows arrive from the network straight into the block.
   std::vector<RemoteLanding> remote;
   std::vector<std::size_t> remote_sample;
-  for (const MediumSlot& slot : place_media(arena_->base(), layout, media_of(goods))) {
+  const std::vector<MediumSlot> slots = place_media(arena_->base(), layout, media_of(goods));
+  for (const MediumSlot& slot : slots) {
     const Prepared& p = goods[slot.sample];
     if (p.remote) {
       if (remote_sample.empty() || remote_sample.back() != slot.sample) {
@@ -183,6 +184,8 @@ void Engine::process_media(const std::vector<Prepared>& goods, const batch::Batc
     const MediaJob::Entry& e = job->entries[k];
     fail(e.sample, e.medium->modality(), e.index, *job->errors[k]);
   }
+  // Media narrower than the batch's rows tensor (audio of Qwen3-Omni) spread to its width.
+  if (failed.empty()) spread_rows(ctx_.media, arena_->base(), layout, slots);
   for (auto& [s, b] : failed) broken->push_back(std::move(b));
 }
 

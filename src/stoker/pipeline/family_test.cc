@@ -8,11 +8,17 @@
 // exactly the samples' own ids, labels and positions.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
+#include "stoker/audio/features.h"
+#include "stoker/audio/load.h"
+#include "stoker/audio/plan.h"
 #include "stoker/base/file.h"
+#include "stoker/synth/audio.h"
 #include "stoker/image/resample.h"
 #include "stoker/model/model_config.h"
 #include "stoker/model/testing/toy_family.h"
@@ -287,6 +293,124 @@ TEST(FamilyTest, TheSpecIsParsedOnceAndTheTimeIndexIsAChoiceOfThePositionRule) {
   for (batch::TimeIndexMode mode :
        {batch::TimeIndexMode::kFloatThenTruncate, batch::TimeIndexMode::kIntCastFirst}) {
     EXPECT_EQ(temporal("qwen2-vl", mode, nullptr), (V{2, 2, 2, 2, 3, 3, 3, 3}));
+  }
+}
+
+// Audio through the seam with clips of different widths in one batch (toy-audio: Qwen3-Omni's
+// rules pad a sample's clips to its longest, so samples differ in frames): every clip's rows equal
+// the extractor run on that sample's call (audio/plan.h), zeros past its own frames; its mask row
+// ones for its mask sum then zeros; its tokens = the placeholder's run. Padded and packed.
+TEST(FamilyTest, AudioClipsOfDifferentWidthsThroughTheLoader) {
+  STOKER_REQUIRE_TOKENIZER();
+  register_toy();
+  const std::string dir = ::testing::TempDir() + "toyaudio";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto mix = synth::add_audio_records(dir, 10, 5);
+  ASSERT_TRUE(mix.ok()) << mix.error().to_string();
+  // Audio-only records (the video kind of the mix needs a video processor), then records of two
+  // and three clips (a call of several clips: the longest sets the width).
+  std::vector<std::string> clips;
+  for (const std::string& p : mix->paths) {
+    if (p.ends_with(".mp4")) continue;
+    clips.push_back(p);
+  }
+  ASSERT_GE(clips.size(), 6u);
+  auto record = [](const std::vector<std::string>& paths) {
+    nlohmann::json content = nlohmann::json::array();
+    for (const std::string& p : paths) content.push_back({{"type", "audio"}, {"audio", p}});
+    content.push_back({{"type", "text"}, {"text", "What do you hear?"}});
+    return nlohmann::json{{"messages", {{{"role", "user"}, {"content", content}},
+                                        {{"role", "assistant"}, {"content", "Sounds."}}}}};
+  };
+  std::vector<std::vector<std::string>> samples;
+  for (const std::string& p : clips) samples.push_back({p});
+  samples.push_back({clips[0], clips[1]});
+  samples.push_back({clips[2], clips[3], clips[4]});
+  samples.push_back({clips[5], clips[0]});
+  const std::string path = dir + "/toy_audio.jsonl";
+  {
+    std::ofstream f(path);
+    for (const auto& s : samples) f << record(s).dump() << "\n";
+  }
+  auto extractor = audio::WhisperFeatureExtractor::create(
+      audio::WhisperConfig::for_model(audio::AudioModel::kQwen3Omni));
+  ASSERT_TRUE(extractor.ok());
+  auto tok = text::Tokenizer::load(testing::tokenizer_dir());
+  ASSERT_TRUE(tok.ok());
+  const std::int64_t box_end = *(*tok)->token_to_id("<|box_end|>");
+
+  for (bool packed : {false, true}) {
+    LoaderConfig c = small_config(path);
+    c.model = model::testing::kToyAudioSpec;
+    c.errors.max_error_rate = 0;
+    if (packed) {
+      c.packing.batching = Batching::kPack;
+      c.packing.max_tokens = 4096;
+      c.packing.window = 8;
+    }
+    auto loader = Loader::create(c);
+    ASSERT_TRUE(loader.ok()) << loader.error().to_string();
+    std::size_t delivered = 0, widths_seen = 0, narrower = 0;
+    std::set<std::int64_t> frames_seen;
+    for (;;) {
+      auto b = (*loader)->next();
+      ASSERT_TRUE(b.ok()) << b.error().to_string();
+      if (!b->has_value()) break;
+      const Batch& batch = **b;
+      const batch::TensorView* ft = batch.layout().find("input_features");
+      ASSERT_NE(ft, nullptr);
+      ASSERT_EQ(ft->shape.size(), 3u);
+      ASSERT_EQ(ft->shape[1], 128);
+      const std::int64_t W = ft->shape[2];
+      EXPECT_EQ(batch.layout().find("feature_attention_mask")->shape,
+                (std::vector<std::int64_t>{ft->shape[0], W}));
+      const float* feats = batch.as<float>("input_features");
+      const std::int32_t* mask = batch.as<std::int32_t>("feature_attention_mask");
+      const std::int64_t* ids = batch.as<std::int64_t>("input_ids");
+      const std::int64_t n_ids = batch.layout().find("input_ids")->bytes() / 8;
+      std::int64_t clip = 0, want_tokens = 0;
+      for (std::uint64_t sid : testing::sample_ids(batch)) {
+        ++delivered;
+        std::vector<std::vector<float>> waves;
+        std::vector<std::int64_t> lengths;
+        for (const std::string& p : samples[sid]) {
+          auto bytes = read_file(dir + "/" + p);
+          ASSERT_TRUE(bytes.ok());
+          auto w = audio::load(*bytes);
+          ASSERT_TRUE(w.ok()) << w.error().to_string();
+          lengths.push_back(static_cast<std::int64_t>(w->samples.size()));
+          waves.push_back(std::move(w->samples));
+        }
+        auto call = audio::plan_call(audio::AudioModel::kQwen3Omni, lengths);
+        ASSERT_TRUE(call.ok());
+        const std::int64_t F = call->layout.frames;
+        frames_seen.insert(F);
+        ASSERT_LE(F, W);
+        narrower += F < W ? waves.size() : 0;
+        std::vector<float> want(static_cast<std::size_t>(128 * F));
+        for (std::size_t k = 0; k < waves.size(); ++k, ++clip) {
+          auto m = extractor->extract(waves[k], call->layout, want.data());
+          ASSERT_TRUE(m.ok());
+          for (std::int64_t r = 0; r < 128; ++r) {
+            const float* row = feats + (clip * 128 + r) * W;
+            ASSERT_EQ(std::memcmp(row, want.data() + r * F, static_cast<std::size_t>(F) * 4), 0)
+                << "sample " << sid << " clip " << k << " mel " << r;
+            for (std::int64_t x = F; x < W; ++x) ASSERT_EQ(row[x], 0.0f);
+          }
+          for (std::int64_t x = 0; x < W; ++x) {
+            ASSERT_EQ(mask[clip * W + x], x < call->mask_frames[k] ? 1 : 0) << sid << " " << x;
+          }
+          want_tokens += call->tokens[k];
+        }
+      }
+      EXPECT_EQ(clip, ft->shape[0]);
+      EXPECT_EQ(std::count(ids, ids + n_ids, box_end), want_tokens);
+      widths_seen += 1;
+    }
+    EXPECT_EQ(delivered, samples.size()) << (packed ? "packed" : "padded");
+    EXPECT_GE(frames_seen.size(), 4u) << "samples of several widths";
+    EXPECT_GT(narrower, 0u) << "clips narrower than their batch (spread to its width)";
   }
 }
 

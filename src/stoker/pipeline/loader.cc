@@ -297,7 +297,9 @@ Result<std::unique_ptr<Context>> make_context(const LoaderConfig& config) {
   // The model's family opens it (processors, tokenizer, template, positions with the video
   // time index chosen, pad id) from the model parsed once for the run (model_config).
   STOKER_ASSIGN_OR_RETURN(ctx->model, model::open_model(config.model, model_options(config)));
-  ctx->media = {.image = ctx->model->image_processor(), .video = ctx->model->video_processor()};
+  ctx->media = {.image = ctx->model->image_processor(),
+                .video = ctx->model->video_processor(),
+                .audio = ctx->model->audio_processor()};
   STOKER_RETURN_IF_ERROR(open_sources(config.data, source_options(config), ctx.get()));
   ctx->budget = std::make_unique<ByteBudget>(config.fetch_bytes_in_flight);
   ctx->max_length = config.max_length;

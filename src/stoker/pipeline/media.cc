@@ -1,14 +1,16 @@
 #include "stoker/pipeline/media.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 
 namespace stoker::pipeline {
 
-// Built-in kinds (media_image.cc, media_video.cc).
+// Built-in kinds (media_image.cc, media_video.cc, media_audio.cc).
 const MediaKind& image_kind();
 const MediaKind& video_file_kind();
 const MediaKind& frame_list_kind();
+const MediaKind& audio_kind();
 
 namespace {
 
@@ -30,6 +32,7 @@ Registry& registry() {
     reg.add(&image_kind());
     reg.add(&video_file_kind());
     reg.add(&frame_list_kind());
+    reg.add(&audio_kind());
     return reg;
   }();
   return r;
@@ -39,6 +42,16 @@ std::int64_t tensor_row_bytes(const batch::TensorView& t) {
   std::int64_t n = batch::dtype_size(t.dtype);
   for (std::size_t d = 1; d < t.shape.size(); ++d) n *= t.shape[d];
   return n;
+}
+
+// A medium's row in its rows tensor: a grouped modality's ([clips, n_mels, frames]: n_mels rows
+// per clip) is the last dimension; any other's, the dimensions after the first ([rows, width],
+// or a uint8 form's [rows, F, P, P, 3]).
+std::int64_t rows_row_bytes(const batch::TensorView& t, const Modality& m) {
+  return m.rows_group > 0 ? batch::dtype_size(t.dtype) * t.shape.back() : tensor_row_bytes(t);
+}
+std::int64_t rows_in(const batch::TensorView& t, const Modality& m) {
+  return m.rows_group > 0 && t.shape.size() == 3 ? t.shape[0] * t.shape[1] : t.shape[0];
 }
 
 }  // namespace
@@ -107,14 +120,17 @@ void media_tensors(const MediaEnv& env, image::PixelDType rows_form, image::Pixe
                    std::vector<batch::TensorView>* front, std::vector<batch::TensorView>* back) {
   for (const Modality* m : modalities()) {
     std::int64_t count = 0, rows = 0;
+    std::int64_t width = -1;
     for (const auto* media : samples) {
       for (const auto& medium : *media) {
         if (&medium->modality() != m) continue;
         ++count;
         rows += medium->rows();
+        width = std::max(width, medium->columns(env));
       }
     }
     if (count == 0 && !m->always) continue;
+    if (width < 0) width = m->columns(env);
     std::vector<batch::TensorView>* out = m->always ? front : back;
     const image::PixelDType d = rows_dtype(*m, rows_form);
     const bool u8 = d == image::PixelDType::kUInt8;
@@ -123,11 +139,14 @@ void media_tensors(const MediaEnv& env, image::PixelDType rows_form, image::Pixe
       for (std::int64_t v : m->uint8_row(env)) shape.push_back(v);
       out->push_back({std::string(m->uint8_tensor), batch::DType::kUInt8, std::move(shape), 0});
     } else {
-      out->push_back({std::string(m->rows_tensor), batch_dtype(d), {rows, m->columns(env)}, 0});
+      std::vector<std::int64_t> rows_shape = {rows, width};
+      if (m->rows_group > 0) rows_shape = {rows / m->rows_group, m->rows_group, width};
+      out->push_back({std::string(m->rows_tensor), batch_dtype(d), std::move(rows_shape), 0});
     }
     for (const MetaTensor& t : m->meta) {
       std::vector<std::int64_t> shape = {count};
       if (t.width > 0) shape.push_back(t.width);
+      if (t.width == kBatchWidth) shape.push_back(width);
       out->push_back({std::string(t.name), t.dtype, std::move(shape), 0});
     }
     if (u8) {
@@ -155,9 +174,9 @@ std::vector<MediumSlot> place_media(std::uint8_t* base, const batch::BatchLayout
         STOKER_CHECK(tensor[m] != nullptr, "media: the layout has no " + std::string(all[m]->rows_tensor));
       }
       const batch::TensorView& t = *tensor[m];
-      STOKER_CHECK(row[m] + medium->rows() <= t.shape[0], "media: rows past the layout's");
+      STOKER_CHECK(row[m] + medium->rows() <= rows_in(t, *all[m]), "media: rows past the layout's");
       slots.push_back({medium.get(), s, index[m]++,
-                       base + t.offset + static_cast<std::uint64_t>(row[m] * tensor_row_bytes(t))});
+                       base + t.offset + static_cast<std::uint64_t>(row[m] * rows_row_bytes(t, *all[m]))});
       row[m] += medium->rows();
     }
   }
@@ -176,7 +195,9 @@ void write_media_meta(std::uint8_t* base, const batch::BatchLayout& layout,
     for (const MetaTensor& mt : mod.meta) {
       const batch::TensorView* t = layout.find(std::string(mt.name));
       STOKER_CHECK(t != nullptr && count[m] < t->shape[0], "media: meta rows past the layout's");
-      meta.push_back(base + t->offset + static_cast<std::uint64_t>(count[m] * tensor_row_bytes(*t)));
+      std::uint8_t* row = base + t->offset + static_cast<std::uint64_t>(count[m] * tensor_row_bytes(*t));
+      if (mt.width == kBatchWidth) std::memset(row, 0, static_cast<std::size_t>(tensor_row_bytes(*t)));
+      meta.push_back(row);
     }
     slot.medium->write_meta(meta);
     ++count[m];
@@ -193,6 +214,26 @@ void write_media_tables(std::uint8_t* base, const batch::BatchLayout& layout, co
     STOKER_CHECK(table->dtype == batch_dtype(pixel) && table->bytes() == 3 * 256 * static_cast<std::uint64_t>(batch::dtype_size(table->dtype)),
                  "media: a table of another dtype");
     m->tables(env, pixel, base + table->offset, reinterpret_cast<std::int64_t*>(base + repeat->offset));
+  }
+}
+
+void spread_rows(const MediaEnv& env, std::uint8_t* base, const batch::BatchLayout& layout,
+                 std::span<const MediumSlot> slots) {
+  for (const MediumSlot& slot : slots) {
+    const Modality& mod = slot.medium->modality();
+    const std::int64_t own = slot.medium->columns(env);
+    const batch::TensorView* t = layout.find(std::string(mod.rows_tensor));
+    if (t == nullptr || own >= t->shape.back()) continue;
+    const std::size_t elem = static_cast<std::size_t>(batch::dtype_size(t->dtype));
+    const std::size_t from = static_cast<std::size_t>(own) * elem;
+    const std::size_t to = static_cast<std::size_t>(t->shape.back()) * elem;
+    // Last row first: a row's new place never overlaps a row not yet moved.
+    for (std::int64_t r = slot.medium->rows() - 1; r >= 0; --r) {
+      std::uint8_t* dst = slot.rows + static_cast<std::size_t>(r) * to;
+      std::memmove(dst, slot.rows + static_cast<std::size_t>(r) * from, from);
+      std::memset(dst + from, 0, to - from);
+    }
+    (void)base;
   }
 }
 

@@ -1,5 +1,5 @@
 // The media-kind seam: every medium of a sample — an image, a video file, a video given as a
-// list of frames; audio next — is a Medium behind one interface, made by its MediaKind. A kind
+// list of frames, an audio clip (or a video's audio track) — is a Medium behind one interface, made by its MediaKind. A kind
 // says which record parts it takes and what to fetch for one, and plans a Medium from the fetched
 // bytes (prepare: headers / packet scans only, nothing decoded). A Medium knows its plan — rows
 // in its modality's tensor, the grid the template expands and positions use, the bytes it holds
@@ -12,7 +12,8 @@
 // pixel_values_videos + video_grid_thw + second_per_grid_ts) and how errors name a medium
 // ("video 1": the modality and the medium's index among the sample's media of that modality).
 // Kinds register in a registry (register_media_kind); the built-in ones: image, video file,
-// frame-list video (media_image.cc, media_video.cc; the video processing itself is video/'s).
+// frame-list video, audio (media_image.cc, media_video.cc, media_audio.cc; the processing itself
+// is video/'s and audio/'s). "audio": input_features [clips, 128, frames] + feature_attention_mask.
 // Kinds, modalities and planned media are immutable and thread-safe; produce() may run on any
 // thread (the emit helpers), one call per medium at a time.
 #pragma once
@@ -38,18 +39,26 @@ class Tracer;
 namespace stoker::video {
 class VideoProcessor;
 }
+namespace stoker::audio {
+class AudioProcessor;
+}
 
 namespace stoker::pipeline {
 
 class MediaKind;
+class Medium;
 
 // What media plan and produce with: the model's processors (null: the model takes no such media).
 struct MediaEnv {
   const image::ImageProcessor* image = nullptr;
   const video::VideoProcessor* video = nullptr;
+  const audio::AudioProcessor* audio = nullptr;
 };
 
-// One per-medium tensor of a modality: [media, width] (width 0: [media]).
+// One per-medium tensor of a modality: [media, width] (width 0: [media]; kBatchWidth: the
+// batch's width of the modality's rows tensor — audio's feature_attention_mask [clips, frames]).
+// A medium writes its own columns() values of a kBatchWidth row; the rest is zero.
+inline constexpr int kBatchWidth = -1;
 struct MetaTensor {
   std::string_view name;
   batch::DType dtype = batch::DType::kInt64;
@@ -65,7 +74,6 @@ struct Modality {
   // the HF processor always returns them); otherwise placed after sample_ids, only in batches
   // holding such media. This is the order batches have always had (their hashes depend on it).
   bool always = false;
-  std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width (finished rows)
   // Finishing on the trainer's device (issue 26; rows dtype image::PixelDType::kUInt8): the rows
   // tensor is then `uint8_tensor`, uint8 [rows, uint8_row...] — each row the resized RGB bytes
   // of its patch, frame by frame ([F, P, P, 3] or [P, P, 3] for one frame) — followed by the
@@ -80,12 +88,22 @@ struct Modality {
   std::vector<std::int64_t> (*uint8_row)(const MediaEnv& env) = nullptr;
   void (*tables)(const MediaEnv& env, image::PixelDType dtype, void* table,
                  std::int64_t* repeat) = nullptr;
+  std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width
+  // > 0: the rows tensor is [rows / rows_group, rows_group, width] (audio: input_features
+  // [clips, n_mels, frames], a clip being n_mels rows); 0: [rows, width].
+  std::int64_t rows_group = 0;
+  // Called at prepare once all of a sample's media are planned, with the sample's media of this
+  // modality (in order), before their grids are read: for plans that depend on the sample's
+  // other media of the modality (Qwen3-Omni pads a sample's clips to the longest). May change
+  // the media's plans; an error fails the sample (stage decode, naming the first medium).
+  Status (*plan_sample)(const MediaEnv& env, std::span<Medium* const> media) = nullptr;
 };
 
 // The dtype a medium of `m` is produced in when the batch's rows are `rows` (a modality without
 // a uint8 form writes float32 where the batch asks for kUInt8).
 image::PixelDType rows_dtype(const Modality& m, image::PixelDType rows);
-// Bytes of one row of `m` produced in `rows` (after rows_dtype).
+// Bytes of one row of `m` produced in `rows` (after rows_dtype; finished rows at the modality's
+// width columns(env): a medium narrower than it, an audio clip, has its own).
 std::uint64_t row_bytes(const Modality& m, const MediaEnv& env, image::PixelDType rows);
 batch::DType batch_dtype(image::PixelDType d);
 
@@ -105,6 +123,16 @@ class Medium {
   virtual std::int64_t rows() const = 0;           // rows of its modality's rows tensor
   virtual text::VisionGrid grid() const = 0;       // what the template expands, positions use
   virtual double second_per_grid() const { return 0; }  // videos: second_per_grid_t
+  // Its rows' width: the modality's (images, videos), or its own where that varies by medium
+  // (audio frames, Qwen3-Omni). A batch's rows tensor is as wide as its widest medium; a
+  // narrower medium's rows are produced rows() × columns() contiguous and then spread to the
+  // batch's width by the engine, the rest zero (spread_rows).
+  virtual std::int64_t columns(const MediaEnv& env) const { return modality().columns(env); }
+  // Audio: the clip's feature_attention_mask sum (TMRoPE's audio length); 0 for others.
+  virtual std::int64_t audio_frames() const { return 0; }
+  // Audio: the track of the video medium just before it (use_audio_in_video): its tokens are
+  // placed by that video's placeholder, not by an audio placeholder of its own.
+  virtual bool in_video() const { return false; }
   virtual std::uint64_t held_bytes() const = 0;    // encoded bytes kept until emit
   // Emit order: the batch's media are claimed costliest first (estimated work).
   virtual std::int64_t cost() const { return rows(); }
@@ -140,7 +168,13 @@ class MediaKind {
   virtual Result<std::unique_ptr<Medium>> load(ByteReader& r) const = 0;
 };
 
-// The registry. Built in: image, video file, frame-list video. A kind registered later is asked
+// The audio track of a video part with use_audio_in_video (media_audio.cc): an audio medium of
+// the video's bytes (range video_start … video_end) whose in_video() is true. Null env.audio:
+// FailedPrecondition.
+Result<std::unique_ptr<Medium>> plan_video_audio(const MediaEnv& env, const dataset::Part& part,
+                                                 std::vector<std::uint8_t> bytes);
+
+// The registry. Built in: image, video file, frame-list video, audio. A kind registered later is asked
 // first (takes()); its modality joins the list when first seen. Not thread-safe against
 // concurrent lookups: register before the first Loader is made.
 void register_media_kind(const MediaKind* kind);
@@ -181,5 +215,9 @@ void write_media_meta(std::uint8_t* base, const batch::BatchLayout& layout,
 // `pixel` (the dtype stoker.finish makes by default).
 void write_media_tables(std::uint8_t* base, const batch::BatchLayout& layout, const MediaEnv& env,
                         image::PixelDType pixel);
+// Media narrower than their batch's rows tensor (Medium::columns): their rows, produced
+// contiguous at the slot, moved to the tensor's row stride and the gaps zeroed.
+void spread_rows(const MediaEnv& env, std::uint8_t* base, const batch::BatchLayout& layout,
+                 std::span<const MediumSlot> slots);
 
 }  // namespace stoker::pipeline

@@ -183,6 +183,8 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   const std::span<const Modality* const> mods = modalities();
   std::vector<std::vector<text::VisionGrid>> grids(mods.size());
   std::vector<double> seconds;
+  std::vector<std::int64_t> audio_frames;
+  std::vector<std::size_t> first_index;  // each medium's index among its modality's
   {
     obs::Span plan_span(trace, "plan", "media", static_cast<std::int64_t>(in.parts.size()));
     for (const Fetched::MediaPart& mp : in.parts) {
@@ -191,22 +193,78 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
           std::make_move_iterator(in.bytes.begin() + static_cast<std::ptrdiff_t>(mp.first)),
           std::make_move_iterator(in.bytes.begin() + static_cast<std::ptrdiff_t>(mp.first + mp.count)));
       const Modality& modality = mp.kind->modality();
+      // use_audio_in_video under a model that takes audio: the video's track is an audio medium
+      // right after it (its bytes copied before the video keeps them).
+      const bool track = part.kind == dataset::Part::Kind::kVideo && part.video.use_audio_in_video &&
+                         ctx.media.audio != nullptr;
+      std::vector<std::uint8_t> track_bytes;
+      if (track) {
+        if (!part.frames.empty()) {
+          out.failure = decode_failure(ctx, in.item, modality, mp.index,
+                                       invalid_argument("use_audio_in_video: a video given as "
+                                                        "frames has no audio track"));
+          return out;
+        }
+        track_bytes = bytes[0];
+      }
       Result<std::unique_ptr<Medium>> medium = mp.kind->plan(ctx.media, part, std::move(bytes));
       if (!medium.ok()) {
         out.failure = decode_failure(ctx, in.item, modality, mp.index, medium.error());
         return out;
       }
-      grids[static_cast<std::size_t>(modality_rank(modality))].push_back((*medium)->grid());
-      if (modality.name == "video") seconds.push_back((*medium)->second_per_grid());
+      first_index.push_back(mp.index);
       out.media.push_back(std::move(medium).value());
+      if (track) {
+        Result<std::unique_ptr<Medium>> audio = plan_video_audio(ctx.media, part, std::move(track_bytes));
+        if (!audio.ok()) {
+          out.failure = decode_failure(ctx, in.item, modality, mp.index, audio.error());
+          return out;
+        }
+        first_index.push_back(mp.index);
+        out.media.push_back(std::move(audio).value());
+      }
+    }
+    // Plans that depend on the sample's other media of their modality (Qwen3-Omni's clips).
+    for (const Modality* mod : mods) {
+      if (mod->plan_sample == nullptr) continue;
+      std::vector<Medium*> of_kind;
+      std::size_t first = 0;
+      for (std::size_t j = 0; j < out.media.size(); ++j) {
+        if (&out.media[j]->modality() != mod) continue;
+        if (of_kind.empty()) first = first_index[j];
+        of_kind.push_back(out.media[j].get());
+      }
+      if (of_kind.empty()) continue;
+      if (Status st = mod->plan_sample(ctx.media, of_kind); !st.ok()) {
+        out.failure = decode_failure(ctx, in.item, *mod, first, st.error());
+        return out;
+      }
+    }
+    const Modality* previous = nullptr;  // the modality of the medium before (a track's video)
+    for (const auto& m : out.media) {
+      const Modality& modality = m->modality();
+      if (m->in_video() && previous != nullptr) {
+        // The track's tokens go into its video's placeholder (and its length into the
+        // positions, in order of appearance); no audio placeholder of its own.
+        std::vector<text::VisionGrid>& vg = grids[static_cast<std::size_t>(modality_rank(*previous))];
+        vg.back().tokens = m->grid().tokens;
+        vg.back().second_per_grid = seconds.back();
+        audio_frames.push_back(m->audio_frames());
+        continue;
+      }
+      previous = &modality;
+      grids[static_cast<std::size_t>(modality_rank(modality))].push_back(m->grid());
+      if (modality.name == "video") seconds.push_back(m->second_per_grid());
+      if (modality.name == "audio") audio_frames.push_back(m->audio_frames());
     }
   }
   std::vector<text::MediaOfKind> media;
-  std::span<const text::VisionGrid> images, videos;
+  std::span<const text::VisionGrid> images, videos, audios;
   for (std::size_t r = 0; r < mods.size(); ++r) {
     media.push_back({mods[r]->name, grids[r]});
     if (mods[r]->name == "image") images = grids[r];
     if (mods[r]->name == "video") videos = grids[r];
+    if (mods[r]->name == "audio") audios = grids[r];
   }
   // The model's template, placeholders and position rule (model/family.h).
   const model::Model& model = *ctx.model;
@@ -227,7 +285,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   out.tokens = std::move(tokens).value();
   std::optional<obs::Span> rope_span(std::in_place, trace, "rope");
   Result<std::vector<std::int64_t>> positions =
-      model.positions(out.tokens, {images, videos, seconds});
+      model.positions(out.tokens, {images, videos, seconds, audios, audio_frames});
   rope_span.reset();
   if (!positions.ok()) {
     out.failure = failure(ctx, in.item, FailureStage::kRope, positions.error());
@@ -239,9 +297,15 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   // returned now (the window bounds how many wait).
   std::vector<int> seen(mods.size(), 0);
   std::vector<std::unique_ptr<Medium>> kept;
+  bool previous_kept = false;
   for (std::unique_ptr<Medium>& m : out.media) {
+    if (m->in_video()) {  // kept with its video
+      if (previous_kept) kept.push_back(std::move(m));
+      continue;
+    }
     const std::size_t r = static_cast<std::size_t>(modality_rank(m->modality()));
-    if (seen[r]++ < out.tokens.media_used[r]) kept.push_back(std::move(m));
+    previous_kept = seen[r]++ < out.tokens.media_used[r];
+    if (previous_kept) kept.push_back(std::move(m));
   }
   out.media = std::move(kept);
   in.bytes.clear();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/base/hash.h"
 #include "stoker/base/option_name.h"
 #include "stoker/base/printable.h"
 #include "stoker/base/result.h"
@@ -389,6 +390,17 @@ PYBIND11_MODULE(_stoker, m) {
         },
         "code name → exception class (the package's one table)");
   m.def("monotonic_ns", &monotonic_ns, "the steady clock next()'s ready_ns is taken from");
+  m.def(
+      "fnv1a64",
+      [](py::buffer b, std::uint64_t seed) {
+        py::buffer_info info = b.request();
+        const std::size_t n = static_cast<std::size_t>(info.size * info.itemsize);
+        py::gil_scoped_release release;
+        return stoker::fnv1a64(info.ptr, n, seed);
+      },
+      py::arg("data"), py::arg("seed") = stoker::kFnv64Offset,
+      "FNV-1a 64 of a contiguous buffer's bytes, chained by `seed` (what --batch-hashes hashes: "
+      "every tensor's shape as int64, then its bytes, in layout order)");
   m.def("live_tensors", &live_tensors, "exported DLPack tensors not yet freed");
   m.def("_raise", &raise_code, "test hook: raise the error a code name stands for");
   m.def("option_schema", &option_schema, "the option schema's Python options (stoker/_options.py)");

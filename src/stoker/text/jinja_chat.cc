@@ -49,6 +49,13 @@ std::shared_ptr<jinja::DictObj> part_dict(const Part& p) {
       }
       break;
     }
+    case Part::Kind::kAudio:
+      // qwen-omni-utils' part: {"type":"audio","audio":ref} (+ audio_start/audio_end).
+      d->set(str("type"), str("audio"));
+      d->set(str("audio"), str(p.value));
+      if (p.audio.audio_start) d->set(str("audio_start"), Value::number(*p.audio.audio_start));
+      if (p.audio.audio_end) d->set(str("audio_end"), Value::number(*p.audio.audio_end));
+      break;
   }
   return d;
 }

@@ -188,6 +188,7 @@ std::string_view part_modality(const dataset::Part& part) {
   switch (part.kind) {
     case dataset::Part::Kind::kImage: return "image";
     case dataset::Part::Kind::kVideo: return "video";
+    case dataset::Part::Kind::kAudio: return "audio";
     case dataset::Part::Kind::kText: break;
   }
   return {};

@@ -36,7 +36,9 @@ struct VisionGrid {
   // Qwen3-VL videos only: one timestamp (seconds) per temporal group, rendered as
   // "<{x:.1f} seconds>" before that group's vision block (spec §2.3). See video_group_seconds.
   std::vector<double> group_seconds;
-  std::int64_t tokens = 0;  // a modality without a grid: its placeholder's token count
+  std::int64_t tokens = 0;  // a modality without a grid: its placeholder's token count;
+                            // a video: its audio track's tokens (use_audio_in_video), else 0
+  double second_per_grid = 0;  // a video with its audio track: its second_per_grid_t
 };
 
 // The media of one modality in a sample, in record order. `modality` is the name media kinds

@@ -78,6 +78,7 @@ bool QwenRenderer::native_for(const dataset::Conversation& c) const {
   if (!native_ || !c.plain()) return false;
   for (const dataset::Message& m : c.messages) {
     for (const dataset::Part& p : m.parts) {
+      if (p.kind == dataset::Part::Kind::kAudio) return false;  // the native templates have none
       if (p.kind == dataset::Part::Kind::kText && p.value.find("<|im_") != std::string::npos &&
           (p.value.find("<|im_start|>") != std::string::npos ||
            p.value.find("<|im_end|>") != std::string::npos)) {

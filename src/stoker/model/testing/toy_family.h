@@ -12,6 +12,9 @@
 namespace stoker::model::testing {
 
 inline constexpr const char* kToySpec = "toy";
+// The toy model with audio: Qwen3-Omni's feature rules (a sample's clips padded to its longest:
+// clips of different widths in one batch), one <|box_end|> per audio token in the template.
+inline constexpr const char* kToyAudioSpec = "toy-audio";
 
 const Family& toy_family();
 // The toy processor's settings, for tests that check its pixels independently.
