@@ -211,10 +211,22 @@ Status probe_writable(const std::string& path, bool folder) {
   if (!S_ISDIR(dst.st_mode)) {
     return invalid_argument("the folder " + dir + " of " + path + " is " + type_name(dst.st_mode));
   }
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  // The probe is a file of its own beside the path, never the path: ranks of one job name the
+  // same output, and one rank's probe must neither fail another's (EEXIST) nor remove a file
+  // another already writes. The name itself is checked against the folder's NAME_MAX.
+  const std::string base = path.substr(path.find_last_of('/') == std::string::npos
+                                           ? 0 : path.find_last_of('/') + 1);
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max > 0 && base.size() > static_cast<std::size_t>(name_max)) {
+    return errno_error("creating", path, ENAMETOOLONG);
+  }
+  static std::atomic<unsigned> file_counter{0};
+  const std::string probe = dir + "/.stoker-probe-" + std::to_string(::getpid()) + "-f" +
+                            std::to_string(file_counter++);
+  Fd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.get() < 0) return errno_error("creating", path, errno);
   fd.reset();
-  ::unlink(path.c_str());  // the run creates it when it writes it
+  ::unlink(probe.c_str());  // the run creates the path when it writes it
   return ok_status();
 }
 

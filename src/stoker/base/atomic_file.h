@@ -19,8 +19,10 @@
 //
 // probe_writable: the start-of-run check of an output path (config/outputs.cc): the parent folder
 // exists and is a folder; an existing path is a regular file (or a character device such as
-// /dev/null) opened for appending — never truncated —, a missing one is created and removed
-// again; a folder output (`folder` = true) is probed with a temporary file inside it. FIFOs,
+// /dev/null) opened for appending — never truncated —; for a missing one, its name is checked
+// against NAME_MAX and a temporary file of its own is created beside it and removed (never the
+// path: ranks of one job probing the same output must not fail or remove each other's); a folder
+// output (`folder` = true) is probed with a temporary file inside it. FIFOs,
 // sockets and folders where a file is wanted are refused without blocking.
 #pragma once
 

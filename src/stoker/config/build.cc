@@ -291,8 +291,8 @@ std::string Builder::on(std::string_view option) const {
 // Output paths (issue #28), before any work: a folder that does not exist, a path that is a
 // folder, a FIFO or a socket, a file this user cannot write — refused now, naming the option,
 // instead of after the whole run. Existing files are opened for appending (never truncated: the
-// delivered log of a resumed run, an error report cut back on resume); a missing file is
-// created and removed again (base/atomic_file.h probe_writable). The disk filling up later is
+// delivered log of a resumed run, an error report cut back on resume); for a missing file, a
+// probe file beside it is created and removed (base/atomic_file.h probe_writable). The disk filling up later is
 // not something a probe can see: kDiagnostic writes then warn (Output, schema.h).
 Status Builder::check_outputs() const {
   for (const OptionSpec& o : options()) {

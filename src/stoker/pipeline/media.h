@@ -74,6 +74,7 @@ struct Modality {
   // the HF processor always returns them); otherwise placed after sample_ids, only in batches
   // holding such media. This is the order batches have always had (their hashes depend on it).
   bool always = false;
+  std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width (finished rows)
   // Finishing on the trainer's device (issue 26; rows dtype image::PixelDType::kUInt8): the rows
   // tensor is then `uint8_tensor`, uint8 [rows, uint8_row...] — each row the resized RGB bytes
   // of its patch, frame by frame ([F, P, P, 3] or [P, P, 3] for one frame) — followed by the
@@ -88,7 +89,6 @@ struct Modality {
   std::vector<std::int64_t> (*uint8_row)(const MediaEnv& env) = nullptr;
   void (*tables)(const MediaEnv& env, image::PixelDType dtype, void* table,
                  std::int64_t* repeat) = nullptr;
-  std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width
   // > 0: the rows tensor is [rows / rows_group, rows_group, width] (audio: input_features
   // [clips, n_mels, frames], a clip being n_mels rows); 0: [rows, width].
   std::int64_t rows_group = 0;
