@@ -35,6 +35,13 @@ namespace stoker::pipeline {
 std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
                                             std::int64_t max_object_bytes, bool blocking = false);
 
+// A byte range of an object as a media URI: "stoker-range:OFFSET:LENGTH:" + uri (uri absolute:
+// a path made absolute, s3://, http(s)://). The store fetcher reads it with one ranged read
+// (a pread locally, a ranged GET remotely) — a medium inside a tar shard is never copied to a
+// file. parse_range_uri: false for any other URI.
+std::string range_uri(std::string_view uri, std::int64_t offset, std::int64_t length);
+bool parse_range_uri(std::string_view text, std::string* uri, std::int64_t* offset, std::int64_t* length);
+
 // The per-user cache folder: io::user_cache_dir() ($XDG_CACHE_HOME/stoker, else
 // ~/.cache/stoker, else ${TMPDIR:-/tmp}/stoker-cache-<euid>). $STOKER_CACHE_DIR, the cache_dir
 // option's fallback, is read where the configuration is built (config/options.cc), not here.
@@ -68,8 +75,9 @@ struct SourceEnv {
 };
 
 // A kind of record source (dataset/record_source.h) the engine can open: the registry. JSONL
-// manifests are built in and take any spec no other kind accepts; WebDataset shards, Energon
-// folders and mixtures register their own kind (from their own files, before the first Loader
+// manifests (plain, .jsonl.gz, .jsonl.zst) are built in and take any spec no other kind accepts;
+// WebDataset shard lists and Energon folders are built in too (shard_records.h); others register
+// their own kind (from their own files, before the first Loader
 // is made). Consecutive specs of one kind form one source; runs of different kinds are chained
 // (dataset::ConcatSource), record ids running over the specs in the order given.
 struct RecordSourceKind {
