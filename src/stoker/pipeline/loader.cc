@@ -1,5 +1,8 @@
 #include "stoker/pipeline/loader.h"
 
+#include "stoker/pipeline/mixture_records.h"
+#include "stoker/pipeline/plan_schedule.h"
+
 #include <pthread.h>
 
 #include <algorithm>
@@ -59,10 +62,44 @@ batch::ArenaOptions arena_options(const LoaderConfig& c) {
 // This run's order fingerprint (fingerprint.h): the records as the source identifies them
 // (dataset::RecordSource::identity: each manifest's place and version), the options, and the
 // model as its family fingerprints it (model::Model::fingerprint).
-Fingerprint run_fingerprint(const LoaderConfig& c, const Context& ctx) {
-  return order_fingerprint(c, {.records = ctx.records->size(), .identity = ctx.records->identity()},
-                           {.family = std::string(ctx.model->family()),
-                            .key = ctx.model->fingerprint()});
+Fingerprint run_fingerprint(const LoaderConfig& c, const Context& ctx, std::uint64_t global_batch) {
+  Fingerprint fp = order_fingerprint(c, {.records = ctx.records->size(), .identity = ctx.records->identity()},
+                                     {.family = std::string(ctx.model->family()),
+                                      .key = ctx.model->fingerprint()});
+  // A mixture's order depends on the global batch (batch size x world size), not on the
+  // per-rank batch: a resume at another world size keeps it.
+  if (global_batch > 0) {
+    for (auto& [name, value] : fp.fields) {
+      if (name == "batch_size") {
+        name = "global_batch";
+        value = std::to_string(global_batch);
+      }
+    }
+  }
+  return fp;
+}
+
+// The mixture's global plan (plan_schedule.h), or null when the data is not a mixture spec.
+Result<std::shared_ptr<const dataset::Plan>> mixture_plan(const LoaderConfig& c, const Context& ctx,
+                                                          const dataset::RankInfo& rank) {
+  const auto* mix = dynamic_cast<const MixtureRecords*>(ctx.records.get());
+  if (mix == nullptr) return std::shared_ptr<const dataset::Plan>();
+  if (c.packing.batching != Batching::kFixed) {
+    return invalid_argument("a mixture spec reads in fixed batches only for now (packing and token budgets "
+                            "of a mixture's global plan are not implemented)");
+  }
+  dataset::PlanConfig pc;
+  pc.mode = mix->spec().mode == dataset::MixMode::kWeighted ? dataset::PlanMode::kWeighted
+                                                            : dataset::PlanMode::kEpochized;
+  pc.seed = c.seed;
+  pc.global_batch = static_cast<std::uint64_t>(c.batch_size) * static_cast<std::uint64_t>(rank.world_size);
+  pc.mixture_hash = mix->spec().hash;
+  for (std::size_t i = 0; i < mix->leaves(); ++i) {
+    const dataset::MixtureLeaf& leaf = mix->spec().leaves[i];
+    pc.sources.push_back({.samples = mix->leaf_size(i), .weight = leaf.weight, .repetitions = leaf.repetitions});
+  }
+  STOKER_ASSIGN_OR_RETURN(dataset::Plan plan, dataset::Plan::create(std::move(pc)));
+  return std::make_shared<const dataset::Plan>(std::move(plan));
 }
 
 // A state's fingerprint against this run's: equal → resume; different → refused naming the
@@ -114,6 +151,8 @@ struct Loader::Impl {
   LoaderState start_state, state;
   bool resumed = false;
   Fingerprint fingerprint;  // this run's order (state_file.h, fingerprint.h)
+  std::shared_ptr<const dataset::Plan> plan;  // a mixture's global plan (null: not a mixture)
+  std::vector<std::string> plan_warnings;     // what an allowed spec change did
   std::string resume_note;  // a forced or unchecked resume, said once
   bool report_broken = false;  // the error report failed to write (diagnostic: warned once)
   std::int64_t batches = 0, samples = 0, failed = 0;
@@ -217,7 +256,14 @@ Status Loader::Impl::start_engine() {
   }
   dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
   std::unique_ptr<ItemSource> source;
-  if (config.packing.batching == Batching::kFixed) {
+  if (plan != nullptr) {
+    const auto& mix = dynamic_cast<const MixtureRecords&>(*ctx->records);
+    std::vector<std::uint64_t> first;
+    for (std::size_t i = 0; i < mix.leaves(); ++i) first.push_back(mix.first_id(i));
+    plan_warnings.clear();
+    STOKER_ASSIGN_OR_RETURN(source, PlanSchedule::make(plan, std::move(first), rank, config.epochs, start_state,
+                                                       config.allow_spec_change, &plan_warnings));
+  } else if (config.packing.batching == Batching::kFixed) {
     STOKER_ASSIGN_OR_RETURN(source, Schedule::make(ctx->records->size(), order, rank, config.epochs,
                                                    start_state));
   } else {
@@ -353,7 +399,9 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   impl->config = config;
   STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
   STOKER_ASSIGN_OR_RETURN(impl->ctx, make_context(config));
-  impl->fingerprint = run_fingerprint(config, *impl->ctx);
+  STOKER_ASSIGN_OR_RETURN(impl->plan, mixture_plan(config, *impl->ctx, impl->rank));
+  impl->fingerprint = run_fingerprint(config, *impl->ctx,
+                                      impl->plan ? impl->plan->config().global_batch : 0);
   if (config.tracer == nullptr && !config.trace_path.empty()) {
     impl->ctx->tracer = std::make_shared<obs::Tracer>(config.trace);
     impl->owns_trace = true;
@@ -380,6 +428,7 @@ Status Loader::resume(const LoaderState& saved) {
   // a position past this data's end), then the numbers against this data (whatever the options:
   // a forced resume cannot start past the end either), then the packing plan (PACKING.md).
   std::string note;
+  if (impl_->plan != nullptr) return resume_mixture(saved);
   STOKER_RETURN_IF_ERROR(check_fingerprint(s, impl_->fingerprint, c.force_resume, &note));
   STOKER_RETURN_IF_ERROR(check_state_bounds(
       s, {.records = impl_->ctx->records->size(), .epochs = c.epochs,
@@ -426,6 +475,51 @@ Status Loader::resume(const LoaderState& saved) {
   impl_->resumed = true;
   if (impl_->engine) {
     // prefetch_on_create began at the start of the order: discard that and start again at `s`.
+    impl_->stop_engine();
+    return impl_->start_engine();
+  }
+  return ok_status();
+}
+
+// A mixture run's state (plan_schedule.h): the spec first — a changed mixture is refused
+// naming the change unless allow_spec_change (then the data field is not compared either) —,
+// then the rest of the fingerprint, then the plan (global batch, cursors) when the engine starts.
+Status Loader::resume_mixture(const LoaderState& saved) {
+  const LoaderConfig& c = impl_->config;
+  const dataset::Plan& plan = *impl_->plan;
+  std::string note;
+  Fingerprint now = impl_->fingerprint;
+  if (saved.mix.empty()) {
+    return invalid_argument("resume: the state (epoch " + std::to_string(saved.epoch) + " position " +
+                            std::to_string(saved.position) + ") was not written by a mixture run (no mix= field)");
+  }
+  STOKER_ASSIGN_OR_RETURN(dataset::PlanState ps, decode_mix(saved.mix, saved.position, plan.config().seed));
+  if (ps.spec != plan.spec_hash()) {
+    char ids[64];
+    std::snprintf(ids, sizeof ids, "spec %016llx in the state, %016llx now",
+                  static_cast<unsigned long long>(ps.spec), static_cast<unsigned long long>(plan.spec_hash()));
+    if (!c.allow_spec_change) {
+      return invalid_argument(std::string("resume: the mixture changed since the state was saved (") + ids +
+                              ": its sources, their sizes or shares, the mode or the seed differ); resume with "
+                              "the same mixture, or pass " +
+                              option_name("allow_spec_change=True", "--allow-spec-change") +
+                              " to start the new plan at position " + std::to_string(saved.position));
+    }
+    note = std::string("the mixture changed (") + ids + "): the new plan starts at position " +
+           std::to_string(saved.position) + " (" + option_name("allow_spec_change=True", "--allow-spec-change") + ")";
+    if (const std::string* d = saved.fingerprint.find("data")) {
+      for (auto& [name, value] : now.fields)
+        if (name == "data") value = *d;
+    }
+  }
+  std::string fp_note;
+  STOKER_RETURN_IF_ERROR(check_fingerprint(saved, now, c.force_resume, &fp_note));
+  if (!fp_note.empty()) note += (note.empty() ? "" : "; ") + fp_note;
+  impl_->resume_note = std::move(note);
+  impl_->start_state = saved;
+  impl_->state = saved;
+  impl_->resumed = true;
+  if (impl_->engine) {
     impl_->stop_engine();
     return impl_->start_engine();
   }

@@ -334,21 +334,35 @@ Result<io::MediaScope> energon_scope(std::string_view spec, const io::MediaAcces
 Result<std::unique_ptr<dataset::RecordSource>> open_energon(SourceEnv env) {
   std::vector<std::unique_ptr<dataset::RecordSource>> parts;
   for (const std::string& spec : env.specs) {
-    const std::string root = energon_root(spec);
-    auto warnings = std::make_shared<std::vector<std::string>>();
-    auto mu = std::make_shared<std::mutex>();
-    dataset::ShardOpener opener = store_shard_opener(env.store, env.cache_dir, shard_options(*env.options), warnings.get(), mu);
-    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::ShardSource> src,
-                            dataset::ShardSource::open_energon(root, "train", opener, store_text_reader(env.store)));
-    std::vector<std::string> roots;
-    if (!io::is_remote_uri(root)) roots.push_back(absolute_path(root));
-    STOKER_ASSIGN_OR_RETURN(auto scopes, shard_scopes(*src, env.options->access, roots));
-    parts.push_back(std::unique_ptr<dataset::RecordSource>(new ShardRecords(
-        std::move(src), std::move(scopes.first), std::move(scopes.second), *warnings, "energon")));
+    STOKER_ASSIGN_OR_RETURN(auto part, open_energon_split(spec, "train", env));
+    parts.push_back(std::move(part));
   }
   if (parts.size() == 1) return std::move(parts[0]);
   return std::unique_ptr<dataset::RecordSource>(new dataset::ConcatSource(std::move(parts)));
 }
+
+}  // namespace
+
+Result<std::unique_ptr<dataset::RecordSource>> open_energon_split(const std::string& spec, const std::string& split_part,
+                                                                  const SourceEnv& env) {
+  const std::string root = energon_root(spec);
+  auto warnings = std::make_shared<std::vector<std::string>>();
+  auto mu = std::make_shared<std::mutex>();
+  dataset::ShardOpener opener = store_shard_opener(env.store, env.cache_dir, shard_options(*env.options), warnings.get(), mu);
+  STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::ShardSource> src,
+                          dataset::ShardSource::open_energon(root, split_part, opener, store_text_reader(env.store)));
+  std::vector<std::string> roots;
+  if (!io::is_remote_uri(root)) roots.push_back(absolute_path(root));
+  STOKER_ASSIGN_OR_RETURN(auto scopes, shard_scopes(*src, env.options->access, roots));
+  return std::unique_ptr<dataset::RecordSource>(new ShardRecords(std::move(src), std::move(scopes.first),
+                                                                 std::move(scopes.second), *warnings, "energon"));
+}
+
+Result<io::MediaScope> energon_media_scope(std::string_view spec, const io::MediaAccess& access) {
+  return energon_scope(spec, access);
+}
+
+namespace {
 
 const RecordSourceKind kWds = {"webdataset", [](std::string_view s) { return is_shard_list_spec(s); },
                                open_shard_lists, wds_scope};

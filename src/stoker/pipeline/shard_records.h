@@ -37,6 +37,11 @@ bool is_shard_list_spec(std::string_view spec);
 // A local folder with a .nv-meta folder, or an s3:// / http(s):// URI ending with '/'.
 bool is_energon_spec(std::string_view spec);
 
+// One Energon folder's split part as a record source (the energon kind opens "train"); its scope.
+Result<std::unique_ptr<dataset::RecordSource>> open_energon_split(const std::string& spec, const std::string& split_part,
+                                                                  const SourceEnv& env);
+Result<io::MediaScope> energon_media_scope(std::string_view spec, const io::MediaAccess& access);
+
 // A remote `.jsonl.gz` / `.jsonl.zst` streamed (ranged GETs, If-Match) through the decompressor
 // into `cache_dir` (named by URI + ETag + size; reused when present), bounded by the caps of
 // `options`. Returns the plain file's path.

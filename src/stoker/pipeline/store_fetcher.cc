@@ -9,6 +9,7 @@
 #include "stoker/dataset/manifest_source.h"
 #include "stoker/io/private_dir.h"
 #include "stoker/io/uri.h"
+#include "stoker/pipeline/mixture_records.h"
 #include "stoker/pipeline/shard_records.h"
 
 namespace stoker::pipeline {
@@ -146,7 +147,8 @@ const RecordSourceKind kJsonl = {"jsonl", [](std::string_view) { return true; },
 std::mutex kinds_mu;
 std::vector<const RecordSourceKind*>& kinds() {
   static std::vector<const RecordSourceKind*> k = {&kJsonl, wds_record_source_kind(),
-                                                   energon_record_source_kind()};
+                                                   energon_record_source_kind(),
+                                                   mixture_record_source_kind()};
   return k;
 }
 
@@ -160,6 +162,8 @@ const RecordSourceKind* kind_of(std::string_view spec) {
 }
 
 }  // namespace
+
+const RecordSourceKind* record_source_kind(std::string_view spec) { return kind_of(spec); }
 
 void register_record_source(const RecordSourceKind* kind) {
   std::lock_guard lock(kinds_mu);

@@ -90,6 +90,8 @@ struct RecordSourceKind {
 };
 // Later registrations are asked first. Not thread-safe against a concurrent open_sources.
 void register_record_source(const RecordSourceKind* kind);
+// The kind that reads `spec` (JSONL when no other accepts it).
+const RecordSourceKind* record_source_kind(std::string_view spec);
 
 // Fills ctx->records and ctx->fetcher: one store (io::open_store: AWS credentials chain, local
 // reads restricted to the local specs' folders and the media roots unless trusted) serves the
