@@ -1,0 +1,217 @@
+"""A mixture spec as the data argument of `stoker run` (ctest `mixture_engine`, issue 23): three
+sources of three kinds (JSONL, WebDataset shards, an Energon folder) blended by a MetadatasetV2
+YAML, in both modes.
+- The global plan is the only order: the streams of world sizes 1, 2 and 8 (global batch 8,
+  each rank's batches concatenated in rank order per step) are identical.
+- Epochized: over the first epoch every sample of source s is delivered exactly floor(r_s·N_s)
+  times (counted here from the delivered ids; the fractional source: that many distinct ones).
+- 20+ SIGKILLs at random moments, each segment run at a random world size (1, 2, 4 or 8 ranks
+  started together, resumed from the state all of them had saved): the concatenated stream equals
+  the uninterrupted world-1 run's.
+- A changed spec is refused naming the change; --allow-spec-change resumes at the position.
+- The JSON form mixes JSONL files the same way.
+Run: STOKER_BIN=build/stoker /usr/bin/python3 -m pytest -q tests/python/test_mixture_engine.py
+"""
+from __future__ import annotations
+
+import collections
+import os
+import random
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+G = 8
+EPOCHIZED = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend_epochized:
+      - repetitions: 1
+        path: a/data.jsonl
+      - repetitions: 2
+        path: b/shards/data-{000..002}.tar
+      - repetitions: 0.5
+        path: c/energon
+"""
+WEIGHTED = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend:
+      - weight: 5
+        path: a/data.jsonl
+      - weight: 2
+        path: b/shards/data-{000..002}.tar
+      - weight: 1
+        path: c/energon
+"""
+SIZES = (40, 30, 20)
+
+
+@pytest.fixture(scope="module")
+def mix(stoker_bin, tmp_path_factory):
+    d = tmp_path_factory.mktemp("mix")
+    for name, n, seed, shards in (("a", 40, 1, 1), ("b", 30, 2, 3), ("c", 20, 3, 2)):
+        subprocess.run([stoker_bin, "synth", "--out", str(d / name), "--n", str(n), "--seed", str(seed),
+                        "--max-side", "128", "--shards", str(shards)], check=True, capture_output=True)
+    (d / "epochized.yaml").write_text(EPOCHIZED)
+    (d / "weighted.yaml").write_text(WEIGHTED)
+    return d
+
+
+def args(stoker_bin, spec, work, rank=0, world=1, epochs=1, extra=()):
+    return [stoker_bin, "run", str(spec), "--model", "qwen2-vl", "--batch-size", str(G // world),
+            "--rank", str(rank), "--world-size", str(world), "--seed", "7", "--epochs", str(epochs),
+            "--threads", "1", "--io-threads", "2", "--prefetch", "2", "--quiet", "--arena-mb", "128",
+            "--delivered-log", str(work / f"dl_{rank}.txt"), *extra]
+
+
+def env_for(work):
+    return dict(os.environ, STOKER_CACHE_DIR=str(work.parent / "cache"))
+
+
+def ids(path, skip=0):
+    return [[int(x) for x in line.split()[2:]] for line in open(path).read().splitlines()[skip:]]
+
+
+def world_stream(stoker_bin, spec, work, world, epochs):
+    work.mkdir(parents=True, exist_ok=True)
+    for r in range(world):
+        p = subprocess.run(args(stoker_bin, spec, work, r, world, epochs), env=env_for(work),
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    per_rank = [ids(work / f"dl_{r}.txt") for r in range(world)]
+    assert len({len(x) for x in per_rank}) == 1, "every rank has a batch in every step"
+    return [sum((per_rank[r][t] for r in range(world)), []) for t in range(len(per_rank[0]))]
+
+
+@pytest.mark.parametrize("mode", ["epochized", "weighted"])
+def test_world_sizes_give_one_stream(stoker_bin, mix, tmp_path, mode):
+    spec = mix / f"{mode}.yaml"
+    one = world_stream(stoker_bin, spec, tmp_path / "w1", 1, 2)
+    assert all(len(step) == G for step in one)
+    for world in (2, 8):
+        assert world_stream(stoker_bin, spec, tmp_path / f"w{world}", world, 2) == one, world
+    flat = [i for step in one for i in step]
+    first = [0, SIZES[0], SIZES[0] + SIZES[1], sum(SIZES)]
+    source = [next(s for s in range(3) if first[s] <= i < first[s + 1]) for i in flat]
+    if mode == "epochized":
+        T = 40 * 1 + 30 * 2 + 10  # floor(r·N) per source
+        epoch0 = collections.Counter(flat[:T])
+        assert {epoch0[i] for i in range(0, 40)} == {1}
+        assert {epoch0[i] for i in range(40, 70)} == {2}
+        assert sum(1 for i in range(70, 90) if epoch0[i]) == 10
+        assert all(epoch0[i] <= 1 for i in range(70, 90))
+        assert len(flat) == -(-2 * T // G) * G
+    else:
+        n = len(flat)
+        counts = collections.Counter(source)
+        for s, w in enumerate((5 / 8, 2 / 8, 1 / 8)):
+            sigma = (n * w * (1 - w)) ** 0.5
+            assert abs(counts[s] - n * w) <= 4 * sigma, (s, counts)
+
+
+def _steps_saved(state_file):
+    if not state_file.exists():
+        return None
+    text = state_file.read_text()
+    m = re.search(r"position=(\d+)", text)
+    return int(m.group(1)) // G if m else None
+
+
+def test_sigkill_resume_at_random_world_sizes(stoker_bin, mix, tmp_path):
+    spec = mix / "epochized.yaml"
+    epochs = 12  # 165 steps of 8
+    ref = world_stream(stoker_bin, spec, tmp_path / "ref", 1, epochs)
+    rng = random.Random(2323)
+    stream, state, done_steps = [], None, 0
+    kills = segments = 0
+    worlds_used = set()
+    while True:
+        segments += 1
+        assert segments < 120, "the run never finished"
+        world = rng.choice((1, 2, 4, 8))
+        worlds_used.add(world)
+        seg = tmp_path / f"seg{segments}"
+        seg.mkdir()
+        procs = []
+        for r in range(world):
+            extra = ["--state-file", str(seg / f"st_{r}.txt"), "--step-ms", "60"]
+            if state is not None:
+                extra += ["--resume", str(state)]
+                # run cuts its delivered log back to the state's batches: give it those lines
+                (seg / f"dl_{r}.txt").write_text("x\n" * int(re.search(r"batches=(\d+)", state.read_text()).group(1)))
+            procs.append(subprocess.Popen(args(stoker_bin, spec, seg, r, world, epochs, extra),
+                                          env=env_for(seg), stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE))
+        killed = False
+        if kills < 22:
+            time.sleep(rng.uniform(0.3, 1.2))
+            if any(p.poll() is None for p in procs):
+                for p in procs:
+                    if p.poll() is None:
+                        p.send_signal(signal.SIGKILL)
+                killed = True
+                kills += 1
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            if not killed:
+                assert p.returncode == 0, err.decode()
+        # The step every rank had saved; that rank's state file is the job's checkpoint.
+        saved = [_steps_saved(seg / f"st_{r}.txt") for r in range(world)]
+        if not killed:
+            assert saved == [len(ref)] * world, saved
+        if any(s is None for s in saved):
+            continue  # a rank saved nothing: resume again from the previous checkpoint
+        common = min(saved)
+        if common <= done_steps:
+            continue
+        prefill = int(re.search(r"batches=(\d+)", state.read_text()).group(1)) if state else 0
+        per_rank = [ids(seg / f"dl_{r}.txt", skip=prefill) for r in range(world)]
+        for t in range(common - done_steps):
+            stream.append(sum((per_rank[r][t] for r in range(world)), []))
+        done_steps = common
+        state = seg / f"st_{saved.index(common)}.txt"
+        if not killed or done_steps == len(ref):
+            break
+    print(f"kills {kills}, segments {segments}, world sizes {sorted(worlds_used)}")
+    assert stream == ref
+    assert kills >= 20
+    assert len(worlds_used) >= 3
+
+
+def test_changed_spec_refused_unless_allowed(stoker_bin, mix, tmp_path):
+    spec = tmp_path / "m.yaml"
+    spec.write_text(EPOCHIZED.replace("a/", str(mix / "a") + "/").replace("b/", str(mix / "b") + "/")
+                    .replace("c/", str(mix / "c") + "/"))
+    w = tmp_path / "w"
+    w.mkdir()
+    st = w / "st.txt"
+    r = subprocess.run(args(stoker_bin, spec, w, extra=["--state-file", str(st)]),
+                       env=env_for(w), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    spec.write_text(spec.read_text().replace("repetitions: 2", "repetitions: 3"))
+    r = subprocess.run(args(stoker_bin, spec, w, epochs=2, extra=["--resume", str(st)]), env=env_for(w),
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "mixture changed" in r.stderr and "--allow-spec-change" in r.stderr, r.stderr
+    r = subprocess.run(args(stoker_bin, spec, w, epochs=2, extra=["--resume", str(st), "--allow-spec-change"]),
+                       env=env_for(w), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert len(ids(w / "dl_0.txt")) > 14  # it went on into the second epoch
+    assert "mixture changed" in r.stderr  # said as a warning
+
+
+def test_json_form(stoker_bin, mix, tmp_path):
+    spec = tmp_path / "m.json"
+    spec.write_text('[{"path": "%s", "repeat": 1}, {"path": "%s", "repeat": 2}]'
+                    % (mix / "a" / "data.jsonl", mix / "c" / "data.jsonl"))
+    one = world_stream(stoker_bin, spec, tmp_path / "w1", 1, 1)
+    two = world_stream(stoker_bin, spec, tmp_path / "w2", 2, 1)
+    assert one == two
+    flat = collections.Counter(i for s in one for i in s)
+    assert {flat[i] for i in range(40)} == {1} and {flat[i] for i in range(40, 60)} == {2}
