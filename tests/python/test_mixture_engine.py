@@ -215,3 +215,47 @@ def test_json_form(stoker_bin, mix, tmp_path):
     assert one == two
     flat = collections.Counter(i for s in one for i in s)
     assert {flat[i] for i in range(40)} == {1} and {flat[i] for i in range(40, 60)} == {2}
+
+
+def test_per_source_counts_in_summary_and_stats(stoker_bin, mix, tmp_path):
+    """Planned (the whole job, from the plan) vs this rank's delivered, counted independently
+    from the delivered ids; the same numbers in stats()['sources'] and the metrics text."""
+    spec = mix / "epochized.yaml"
+    w = tmp_path / "r"
+    w.mkdir()
+    r = subprocess.run(args(stoker_bin, spec, w, rank=1, world=2), env=env_for(w), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stdout.splitlines() if x.strip().startswith("source ")]
+    assert len(lines) == 3, r.stdout
+    first = [0, SIZES[0], SIZES[0] + SIZES[1], sum(SIZES)]
+    mine = collections.Counter(next(s for s in range(3) if first[s] <= i < first[s + 1])
+                               for b in ids(w / "dl_1.txt") for i in b)
+    steps = len(ids(w / "dl_1.txt"))
+    # the job's plan over `steps` steps of 8 = both ranks' samples: this rank's + rank 0's
+    w0 = tmp_path / "r0"
+    w0.mkdir()
+    subprocess.run(args(stoker_bin, spec, w0, rank=0, world=2), env=env_for(w0), check=True,
+                   capture_output=True)
+    theirs = collections.Counter(next(s for s in range(3) if first[s] <= i < first[s + 1])
+                                 for b in ids(w0 / "dl_0.txt") for i in b)
+    for s, line in enumerate(lines):
+        m = re.search(r"(\d+) planned \(job\), (\d+) delivered, (\d+) failed", line)
+        assert m, line
+        assert int(m.group(2)) == mine[s] and int(m.group(3)) == 0, line
+        assert int(m.group(1)) == mine[s] + theirs[s], line
+    assert sum(mine.values()) == steps * G // 2
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        return
+    code = ("import json,sys,stoker\n"
+            "l=stoker.Loader(data=[sys.argv[1]], model='qwen2-vl', batch_size=4, rank=1, world_size=2, seed=7,"
+            " threads=1)\n"
+            "n=sum(1 for _ in l)\nprint(json.dumps(l.stats()['sources']))\n")
+    p = subprocess.run(["/usr/bin/python3", "-c", code, str(spec)], capture_output=True, text=True,
+                       env=dict(env_for(w), PYTHONPATH=py), timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    import json
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert [g["delivered"] for g in got] == [mine[s] for s in range(3)]
+    assert [g["planned"] for g in got] == [mine[s] + theirs[s] for s in range(3)]

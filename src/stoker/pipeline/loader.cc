@@ -157,6 +157,7 @@ struct Loader::Impl {
   bool report_broken = false;  // the error report failed to write (diagnostic: warned once)
   std::int64_t batches = 0, samples = 0, failed = 0;
   FailureTally failure_kinds;
+  std::vector<std::int64_t> source_delivered, source_failed;  // a mixture's, per leaf
   LoaderStats tokens;  // its token, efficiency and balance fields only
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
   obs::Histogram next_wait;
@@ -570,6 +571,11 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   m.last_ns = t1;
   m.failed += static_cast<std::int64_t>(rb.failures.size());
   for (const SampleFailure& f : rb.failures) m.failure_kinds.add(f);
+  const auto* mix = m.plan ? dynamic_cast<const MixtureRecords*>(m.ctx->records.get()) : nullptr;
+  if (mix != nullptr) {
+    m.source_failed.resize(mix->leaves(), 0);
+    for (const SampleFailure& f : rb.failures) ++m.source_failed[mix->leaf_of(f.sample)];
+  }
   if (rb.state_after) m.state = *rb.state_after;
   if (!written.ok()) {
     if (m.config.strict_outputs) {
@@ -596,6 +602,12 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   if (m.first_batch_ns < 0) m.first_batch_ns = t1 - m.first_call_ns;
   ++m.batches;
   m.samples += rb.batch->size();
+  if (mix != nullptr) {
+    m.source_delivered.resize(mix->leaves(), 0);
+    if (const std::uint64_t* ids = rb.batch->as<std::uint64_t>("sample_ids")) {
+      for (std::int64_t i = 0; i < rb.batch->size(); ++i) ++m.source_delivered[mix->leaf_of(ids[i])];
+    }
+  }
   m.tokens.real_tokens += rb.real_tokens;
   m.tokens.computed_tokens += rb.computed_tokens;
   m.tokens.sequences += rb.batch->size();
@@ -657,6 +669,24 @@ LoaderStats Loader::stats() const {
     }
     if (m.ring) s.ready_batches = static_cast<std::int64_t>(m.ring->size());
     s.failed_by = m.failure_kinds.by_stage_code();
+    if (const auto* mix = m.plan ? dynamic_cast<const MixtureRecords*>(m.ctx->records.get()) : nullptr) {
+      std::vector<std::uint64_t> planned(mix->leaves(), 0);
+      if (!m.state.mix.empty()) {
+        if (auto ps = decode_mix(m.state.mix, m.state.position, 0); ps.ok() && ps->cursors.size() == planned.size())
+          planned = ps->cursors;
+      }
+      for (std::size_t i = 0; i < mix->leaves(); ++i) {
+        const dataset::MixtureLeaf& leaf = mix->spec().leaves[i];
+        SourceStats st;
+        st.name = mix->leaf_name(i);
+        st.share = mix->spec().mode == dataset::MixMode::kWeighted ? leaf.weight : leaf.repetitions;
+        st.records = mix->leaf_size(i);
+        st.planned = planned[i];
+        st.delivered = i < m.source_delivered.size() ? m.source_delivered[i] : 0;
+        st.failed = i < m.source_failed.size() ? m.source_failed[i] : 0;
+        s.sources.push_back(std::move(st));
+      }
+    }
     cpu_threads = m.cpu_threads;
     emit_threads = m.emit_threads;
   }

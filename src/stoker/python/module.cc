@@ -236,6 +236,20 @@ class RawLoader {
     d["batches"] = s.batches;
     d["samples"] = s.samples;
     d["failed"] = s.failed;
+    if (!s.sources.empty()) {  // a mixture: per source, planned (job) vs delivered / failed (rank)
+      py::list sources;
+      for (const pipeline::SourceStats& src : s.sources) {
+        py::dict e;
+        e["name"] = src.name;
+        e["share"] = src.share;
+        e["records"] = src.records;
+        e["planned"] = src.planned;
+        e["delivered"] = src.delivered;
+        e["failed"] = src.failed;
+        sources.append(std::move(e));
+      }
+      d["sources"] = std::move(sources);
+    }
     d["wait_s"] = s.wait_s;
     d["elapsed_s"] = s.elapsed_s;
     d["wait_ratio"] = s.wait_ratio();
