@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "stoker/base/file.h"
 #include "stoker/base/redact.h"
@@ -224,6 +225,17 @@ class ShardRecords final : public dataset::RecordSource {
     }
     slot.text = std::move(r->text);
     slot.ranges = std::move(r->media);
+    // Media already in memory with the sample: the fetcher takes them from here (no second read).
+    if (r->bytes) {
+      const std::int64_t end = r->bytes_offset + static_cast<std::int64_t>(r->bytes->size());
+      for (const auto& [ref, range] : slot.ranges) {
+        if (range.object == src_->shards()[slot.shard].name && range.offset >= r->bytes_offset &&
+            range.offset + range.length <= end) {
+          RangeBytes::shared().offer(range_uri(objects_[slot.shard], range.offset, range.length), r->bytes,
+                                     range.offset - r->bytes_offset, range.length);
+        }
+      }
+    }
     return slot;
   }
 
@@ -296,10 +308,40 @@ Result<io::MediaScope> wds_scope(std::string_view spec, const io::MediaAccess& a
   return io::MediaScope::make(names.front(), a);
 }
 
+// Opens every shard of `names` with `opener`, up to 16 at once (remote shards: a HEAD and an
+// index GET each, so a long list opens in a few round trips, not one per shard). The returned
+// opener hands out those results by name (and opens any other name itself).
+dataset::ShardOpener preopened(const dataset::ShardOpener& opener, const std::vector<std::string>& names) {
+  using Opened = Result<std::shared_ptr<dataset::WdsShard>>;
+  auto results = std::make_shared<std::map<std::string, Opened>>();
+  const std::size_t n = names.size();
+  const std::size_t workers = std::min<std::size_t>(16, n);
+  std::vector<std::optional<Opened>> out(n);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> threads;
+  for (std::size_t w = 0; w + 1 < workers; ++w) {
+    threads.emplace_back([&] {
+      for (std::size_t i = next++; i < n; i = next++) out[i].emplace(opener(names[i]));
+    });
+  }
+  for (std::size_t i = next++; i < n; i = next++) out[i].emplace(opener(names[i]));
+  for (std::thread& t : threads) t.join();
+  for (std::size_t i = 0; i < n; ++i) results->emplace(names[i], std::move(*out[i]));
+  return [results, opener](const std::string& name) -> Opened {
+    auto it = results->find(name);
+    return it != results->end() ? it->second : opener(name);
+  };
+}
+
 Result<std::unique_ptr<dataset::RecordSource>> open_one_shard_list(const std::string& spec, const SourceEnv& env) {
   auto warnings = std::make_shared<std::vector<std::string>>();
   auto mu = std::make_shared<std::mutex>();
   dataset::ShardOpener opener = store_shard_opener(env.store, env.cache_dir, shard_options(*env.options), warnings.get(), mu);
+  // Remote lists are opened concurrently (local shards: a pread or two each, no need).
+  if (io::is_remote_uri(spec)) {
+    STOKER_ASSIGN_OR_RETURN(std::vector<std::string> names, dataset::expand_shard_list(spec));
+    opener = preopened(opener, names);
+  }
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::ShardSource> src, dataset::ShardSource::open_shards(spec, opener));
   std::vector<std::string> roots;
   if (auto f = shard_folders(spec); f.ok()) roots = *f;
@@ -349,8 +391,15 @@ Result<std::unique_ptr<dataset::RecordSource>> open_energon_split(const std::str
   auto warnings = std::make_shared<std::vector<std::string>>();
   auto mu = std::make_shared<std::mutex>();
   dataset::ShardOpener opener = store_shard_opener(env.store, env.cache_dir, shard_options(*env.options), warnings.get(), mu);
+  STOKER_ASSIGN_OR_RETURN(dataset::EnergonFolder folder,
+                          dataset::read_energon_folder(root, split_part, store_text_reader(env.store)));
+  if (io::is_remote_uri(root)) {  // remote shards opened concurrently (preopened)
+    std::vector<std::string> names;
+    for (const auto& [name, count] : folder.shards) names.push_back(dataset::join_path(folder.root, name));
+    opener = preopened(opener, names);
+  }
   STOKER_ASSIGN_OR_RETURN(std::unique_ptr<dataset::ShardSource> src,
-                          dataset::ShardSource::open_energon(root, split_part, opener, store_text_reader(env.store)));
+                          dataset::ShardSource::open_energon_folder(std::move(folder), opener));
   std::vector<std::string> roots;
   if (!io::is_remote_uri(root)) roots.push_back(absolute_path(root));
   STOKER_ASSIGN_OR_RETURN(auto scopes, shard_scopes(*src, env.options->access, roots));

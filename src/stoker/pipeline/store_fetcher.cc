@@ -22,6 +22,7 @@ class StoreFetcher final : public Fetcher {
       : store_(std::move(store)), max_object_bytes_(max_object_bytes), blocking_(blocking) {}
 
   Result<std::vector<std::uint8_t>> fetch(const std::string& uri) const override {
+    if (auto held = RangeBytes::shared().take(uri)) return std::move(*held);
     std::string object;
     io::ReadOptions o;
     STOKER_RETURN_IF_ERROR(options_for(uri, &object, &o));
@@ -32,6 +33,10 @@ class StoreFetcher final : public Fetcher {
 
   void fetch_async(const std::string& uri,
                    std::function<void(Result<std::vector<std::uint8_t>>)> done) const override {
+    if (auto held = RangeBytes::shared().take(uri)) {
+      done(std::move(*held));
+      return;
+    }
     std::string object;
     io::ReadOptions o;
     if (Status st = options_for(uri, &object, &o); !st.ok()) {
@@ -83,6 +88,42 @@ std::string default_cache_dir() { return io::user_cache_dir(); }
 namespace {
 constexpr std::string_view kRangePrefix = "stoker-range:";
 }  // namespace
+
+RangeBytes& RangeBytes::shared() {
+  static RangeBytes* r = new RangeBytes();  // never destroyed: used from I/O threads at exit
+  return *r;
+}
+
+void RangeBytes::offer(std::string uri, std::shared_ptr<const std::vector<std::uint8_t>> buffer,
+                       std::int64_t offset, std::int64_t length) {
+  if (!buffer || offset < 0 || length < 0 || offset + length > static_cast<std::int64_t>(buffer->size())) return;
+  std::lock_guard lock(mu_);
+  auto [it, fresh] = entries_.insert_or_assign(uri, Entry{std::move(buffer), offset, length});
+  if (fresh) {
+    order_.push_back(std::move(uri));
+    bytes_ += length;
+  }
+  while (!order_.empty() &&
+         (entries_.size() > kMaxEntries || bytes_ > kMaxBytes || order_.size() > 2 * kMaxEntries)) {
+    auto old = entries_.find(order_.front());
+    if (old != entries_.end()) {
+      bytes_ -= old->second.length;
+      entries_.erase(old);
+    }
+    order_.pop_front();
+  }
+}
+
+std::optional<std::vector<std::uint8_t>> RangeBytes::take(const std::string& uri) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(uri);
+  if (it == entries_.end()) return std::nullopt;
+  const Entry& e = it->second;
+  std::vector<std::uint8_t> out(e.buffer->begin() + e.offset, e.buffer->begin() + e.offset + e.length);
+  bytes_ -= e.length;
+  entries_.erase(it);  // its name stays in order_ until it comes up (find() then misses)
+  return out;
+}
 
 std::string range_uri(std::string_view uri, std::int64_t offset, std::int64_t length) {
   return std::string(kRangePrefix) + std::to_string(offset) + ":" + std::to_string(length) + ":" + std::string(uri);

@@ -12,8 +12,12 @@
 // ResourceExhausted, DataLoss; outage: Unavailable, DeadlineExceeded).
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -41,6 +45,30 @@ std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> sto
 // file. parse_range_uri: false for any other URI.
 std::string range_uri(std::string_view uri, std::int64_t offset, std::int64_t length);
 bool parse_range_uri(std::string_view text, std::string* uri, std::int64_t* offset, std::int64_t* length);
+
+// Bytes of range URIs already in memory (a shard sample read whole holds its media): a record
+// source offers them as it reads the record (offer), the store fetcher takes them instead of
+// reading the range again (take: erased on use). Bounded (FIFO beyond kMaxEntries entries or
+// kMaxBytes referenced bytes); a range no longer held is simply read. Thread-safe.
+class RangeBytes {
+ public:
+  static constexpr std::size_t kMaxEntries = 4096;
+  static constexpr std::int64_t kMaxBytes = std::int64_t{64} << 20;
+  static RangeBytes& shared();
+  void offer(std::string uri, std::shared_ptr<const std::vector<std::uint8_t>> buffer, std::int64_t offset,
+             std::int64_t length);
+  std::optional<std::vector<std::uint8_t>> take(const std::string& uri);
+
+ private:
+  struct Entry {
+    std::shared_ptr<const std::vector<std::uint8_t>> buffer;
+    std::int64_t offset = 0, length = 0;
+  };
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+  std::deque<std::string> order_;
+  std::int64_t bytes_ = 0;
+};
 
 // The per-user cache folder: io::user_cache_dir() ($XDG_CACHE_HOME/stoker, else
 // ~/.cache/stoker, else ${TMPDIR:-/tmp}/stoker-cache-<euid>). $STOKER_CACHE_DIR, the cache_dir
