@@ -259,3 +259,43 @@ def test_per_source_counts_in_summary_and_stats(stoker_bin, mix, tmp_path):
     got = json.loads(p.stdout.strip().splitlines()[-1])
     assert [g["delivered"] for g in got] == [mine[s] for s in range(3)]
     assert [g["planned"] for g in got] == [mine[s] + theirs[s] for s in range(3)]
+
+
+LOADER_RESUME = r"""
+import json, sys, stoker
+spec, world, rank, batch, take, state = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+l = stoker.Loader(data=[spec], model="qwen2-vl", batch_size=batch, rank=rank, world_size=world, seed=7, threads=1)
+if state != "-":
+    l.load_state_dict(json.loads(state))
+out = []
+for i, b in enumerate(l):
+    out.append(b["sample_ids"].tolist())
+    if take and len(out) == take:
+        break
+print(json.dumps({"ids": out, "state": l.state_dict()}))
+"""
+
+
+def test_loader_state_dict_resumes_at_another_world_size(mix, tmp_path):
+    """stoker.Loader: 5 steps at world 1, state_dict(), the rest at world 2 (both ranks from
+    that dict) = the uninterrupted world-1 stream; the dict carries the plan (mix)."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    spec = str(mix / "epochized.yaml")
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+
+    def child(world, rank, batch, take, state):
+        import json
+        p = subprocess.run(["/usr/bin/python3", "-c", LOADER_RESUME, spec, str(world), str(rank), str(batch),
+                            str(take), json.dumps(state) if state else "-"], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    full = child(1, 0, G, 0, None)["ids"]
+    head = child(1, 0, G, 5, None)
+    assert "mix" in head["state"], head["state"]
+    tails = [child(2, r, G // 2, 0, head["state"])["ids"] for r in range(2)]
+    assert len(tails[0]) == len(tails[1]) == len(full) - 5
+    assert head["ids"] + [a + b for a, b in zip(*tails)] == full
