@@ -299,3 +299,47 @@ def test_loader_state_dict_resumes_at_another_world_size(mix, tmp_path):
     tails = [child(2, r, G // 2, 0, head["state"])["ids"] for r in range(2)]
     assert len(tails[0]) == len(tails[1]) == len(full) - 5
     assert head["ids"] + [a + b for a, b in zip(*tails)] == full
+
+
+SERVED_CLIENT = r"""
+import json, sys, stoker
+l = stoker.Loader(connect=sys.argv[1], rank=int(sys.argv[2]), world_size=2)
+print(json.dumps([b["sample_ids"].tolist() for b in l]))
+"""
+
+
+def test_served_ranks_follow_the_plan(stoker_bin, mix, tmp_path):
+    """`stoker serve mix.yaml --world-size 2`: each attached rank gets the same batches as
+    `stoker run --rank r --world-size 2` (the plan's contiguous slices)."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    import json
+    spec = mix / "epochized.yaml"
+    sock = tmp_path / "s.sock"
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+    server = subprocess.Popen([stoker_bin, "serve", str(spec), "--world-size", "2", "--socket", str(sock),
+                               "--model", "qwen2-vl", "--batch-size", str(G // 2), "--seed", "7",
+                               "--threads", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        clients = [subprocess.Popen(["/usr/bin/python3", "-c", SERVED_CLIENT, str(sock), str(r)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+        served = []
+        for c in clients:
+            out, err = c.communicate(timeout=300)
+            assert c.returncode == 0, err[-2000:]
+            served.append(json.loads(out.strip().splitlines()[-1]))
+        assert server.wait(timeout=60) == 0, server.stderr.read().decode()[-2000:]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    for r in range(2):
+        w = tmp_path / f"run{r}"
+        w.mkdir()
+        subprocess.run(args(stoker_bin, spec, w, rank=r, world=2), env=env_for(w), check=True, capture_output=True)
+        assert served[r] == ids(w / f"dl_{r}.txt"), r

@@ -491,6 +491,18 @@ Status Loader::resume_mixture(const LoaderState& saved) {
   std::string note;
   Fingerprint now = impl_->fingerprint;
   if (saved.mix.empty()) {
+    // The start of the plan (a node server resumes a fresh rank from a zero state): nothing to
+    // check; anything else without the plan's cursors cannot be placed in it.
+    if (saved.epoch == 0 && saved.position == 0 && saved.packs == 0 && saved.plan == 0) {
+      impl_->start_state = saved;
+      impl_->state = saved;
+      impl_->resumed = true;
+      if (impl_->engine) {
+        impl_->stop_engine();
+        return impl_->start_engine();
+      }
+      return ok_status();
+    }
     return invalid_argument("resume: the state (epoch " + std::to_string(saved.epoch) + " position " +
                             std::to_string(saved.position) + ") was not written by a mixture run (no mix= field)");
   }
