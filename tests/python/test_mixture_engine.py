@@ -10,6 +10,8 @@ YAML, in both modes.
   the uninterrupted world-1 run's.
 - A changed spec is refused naming the change; --allow-spec-change resumes at the position.
 - The JSON form mixes JSONL files the same way.
+- Per-source counts (summary, stats()) counted from the delivered ids; stoker.Loader's
+  state_dict() resumes at another world size; `stoker serve` ranks get `stoker run --rank`'s slices.
 Run: STOKER_BIN=build/stoker /usr/bin/python3 -m pytest -q tests/python/test_mixture_engine.py
 """
 from __future__ import annotations
