@@ -345,3 +345,34 @@ def test_served_ranks_follow_the_plan(stoker_bin, mix, tmp_path):
         w.mkdir()
         subprocess.run(args(stoker_bin, spec, w, rank=r, world=2), env=env_for(w), check=True, capture_output=True)
         assert served[r] == ids(w / f"dl_{r}.txt"), r
+
+
+def test_packing_takes_windows_of_the_plan(stoker_bin, mix, tmp_path):
+    """--packing over the epochized blend: the packs of an epoch hold exactly floor(r·N) draws of
+    each source (counted from the delivered ids), world 2 delivers the same samples, and a
+    weighted blend is refused for packing with the reason."""
+    spec = mix / "epochized.yaml"
+    pack = ["--packing", "--max-tokens", "4096", "--pack-window", "32"]
+    w1 = tmp_path / "w1"
+    w1.mkdir()
+    r = subprocess.run(args(stoker_bin, spec, w1, extra=pack), env=env_for(w1), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    c = collections.Counter(i for b in ids(w1 / "dl_0.txt") for i in b)
+    assert {c[i] for i in range(40)} == {1} and {c[i] for i in range(40, 70)} == {2}
+    assert sum(1 for i in range(70, 90) if c[i]) == 10 and all(c[i] <= 1 for i in range(70, 90))
+    assert "110 planned" not in r.stdout  # per-source lines: 40 / 60 / 10 planned
+    assert re.search(r"source 1 .*: 60 planned \(job\), 60 delivered", r.stdout), r.stdout
+    both = collections.Counter()
+    for rank in range(2):
+        w = tmp_path / f"w2_{rank}"
+        w.mkdir()
+        r = subprocess.run(args(stoker_bin, spec, w, rank=rank, world=2, extra=pack), env=env_for(w),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        both.update(i for b in ids(w / f"dl_{rank}.txt") for i in b)
+    assert set(both) == set(c)
+    w = tmp_path / "weighted"
+    w.mkdir()
+    r = subprocess.run(args(stoker_bin, mix / "weighted.yaml", w, extra=pack), env=env_for(w), capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "weighted blend reads in fixed batches" in r.stderr, r.stderr

@@ -84,9 +84,9 @@ Result<std::shared_ptr<const dataset::Plan>> mixture_plan(const LoaderConfig& c,
                                                           const dataset::RankInfo& rank) {
   const auto* mix = dynamic_cast<const MixtureRecords*>(ctx.records.get());
   if (mix == nullptr) return std::shared_ptr<const dataset::Plan>();
-  if (c.packing.batching != Batching::kFixed) {
-    return invalid_argument("a mixture spec reads in fixed batches only for now (packing and token budgets "
-                            "of a mixture's global plan are not implemented)");
+  if (c.packing.batching != Batching::kFixed && mix->spec().mode == dataset::MixMode::kWeighted) {
+    return invalid_argument("packing and token budgets of a mixture take its epochized plan (blend_epochized / "
+                            "\"repeat\"); a weighted blend reads in fixed batches");
   }
   dataset::PlanConfig pc;
   pc.mode = mix->spec().mode == dataset::MixMode::kWeighted ? dataset::PlanMode::kWeighted
@@ -158,6 +158,10 @@ struct Loader::Impl {
   std::int64_t batches = 0, samples = 0, failed = 0;
   FailureTally failure_kinds;
   std::vector<std::int64_t> source_delivered, source_failed;  // a mixture's, per leaf
+  // A packed mixture's planned counts (its state has no cursors): counted up to the state's
+  // (epoch, position) incrementally, the positions since the last count only.
+  mutable std::uint64_t counted_epoch = 0, counted_position = 0;
+  mutable std::vector<std::uint64_t> counted;
   LoaderStats tokens;  // its token, efficiency and balance fields only
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
   obs::Histogram next_wait;
@@ -257,7 +261,7 @@ Status Loader::Impl::start_engine() {
   }
   dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
   std::unique_ptr<ItemSource> source;
-  if (plan != nullptr) {
+  if (plan != nullptr && config.packing.batching == Batching::kFixed) {
     const auto& mix = dynamic_cast<const MixtureRecords&>(*ctx->records);
     std::vector<std::uint64_t> first;
     for (std::size_t i = 0; i < mix.leaves(); ++i) first.push_back(mix.first_id(i));
@@ -278,7 +282,19 @@ Status Loader::Impl::start_engine() {
     po.align = config.pack_align();
     po.plan_id = plan_id(config);
     po.measure_in_flight = 2 * config.io_threads;
-    STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, ctx->records->size(), order, rank,
+    std::uint64_t n = ctx->records->size();
+    if (plan != nullptr) {
+      // A mixture: the windows are windows of its epochized global plan (epoch e, position p).
+      const auto& mix = dynamic_cast<const MixtureRecords&>(*ctx->records);
+      std::vector<std::uint64_t> first;
+      for (std::size_t i = 0; i < mix.leaves(); ++i) first.push_back(mix.first_id(i));
+      n = plan->epoch_length();
+      po.order_at = [p = plan, first, n](std::uint64_t e, std::uint64_t pos) {
+        const dataset::PlanItem it = p->at(e * n + pos);
+        return first[it.source] + it.sample;
+      };
+    }
+    STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, n, order, rank,
                                                        config.epochs, start_state, po, io.get()));
   }
   engine = std::make_unique<Engine>(*ctx, std::move(source), arena, cpu.get(), io.get(),
@@ -429,10 +445,10 @@ Status Loader::resume(const LoaderState& saved) {
   // a position past this data's end), then the numbers against this data (whatever the options:
   // a forced resume cannot start past the end either), then the packing plan (PACKING.md).
   std::string note;
-  if (impl_->plan != nullptr) return resume_mixture(saved);
+  if (impl_->plan != nullptr && fixed) return resume_mixture(saved);
   STOKER_RETURN_IF_ERROR(check_fingerprint(s, impl_->fingerprint, c.force_resume, &note));
   STOKER_RETURN_IF_ERROR(check_state_bounds(
-      s, {.records = impl_->ctx->records->size(), .epochs = c.epochs,
+      s, {.records = impl_->plan ? impl_->plan->epoch_length() : impl_->ctx->records->size(), .epochs = c.epochs,
           .pack_window = fixed ? 0 : c.packing.window}));
   const std::string force_name = option_name("force_resume=True", "--force-resume");
   if (fixed && s.plan != 0) {
@@ -686,6 +702,22 @@ LoaderStats Loader::stats() const {
       if (!m.state.mix.empty()) {
         if (auto ps = decode_mix(m.state.mix, m.state.position, 0); ps.ok() && ps->cursors.size() == planned.size())
           planned = ps->cursors;
+      } else if (m.plan->config().mode == dataset::PlanMode::kEpochized) {
+        // Packing: whole epochs from the plan's counts, then this epoch's positions drawn.
+        const std::uint64_t T = m.plan->epoch_length();
+        const std::uint64_t pos = std::min(m.state.position, T);
+        if (m.counted.size() != planned.size() || m.counted_epoch != m.state.epoch || m.counted_position > pos) {
+          m.counted.assign(planned.size(), 0);
+          m.counted_epoch = m.state.epoch;
+          m.counted_position = 0;
+        }
+        if (m.counted_position < pos) {
+          const dataset::Plan::Layout layout = m.plan->layout(m.state.epoch);
+          for (std::uint64_t t = m.counted_position; t < pos; ++t) ++m.counted[m.plan->draw_at(layout, t).first];
+          m.counted_position = pos;
+        }
+        for (std::size_t i = 0; i < planned.size(); ++i)
+          planned[i] = m.plan->epoch_counts()[i] * m.state.epoch + m.counted[i];
       }
       for (std::size_t i = 0; i < mix->leaves(); ++i) {
         const dataset::MixtureLeaf& leaf = mix->spec().leaves[i];
