@@ -21,6 +21,7 @@ int run_bench_scale(int argc, char** argv);
 int run_bench_video(int argc, char** argv);
 int run_bench_template(int argc, char** argv);
 int run_bench_audio(int argc, char** argv);
+int run_bench_sources(int argc, char** argv);
 
 #if !defined(STOKER_HAVE_BENCH)
 int run_bench(int, char**) {
@@ -60,6 +61,8 @@ int run_bench(int argc, char** argv) {
        "Face's environment (the parity corpus)", run_bench_template},
       {"audio", "decode→16 kHz→Whisper log-mel: stoker vs librosa.load's rules + transformers' "
        "NumPy WhisperFeatureExtractor", run_bench_audio},
+      {"sources", "JSONL + files vs WebDataset shards vs Energon folder, local and over delayed HTTP: "
+       "stoker vs a tarfile WebDataset reader + the HF slow processor", run_bench_sources},
   };
   if (argc >= 1) {
     for (const Entry& e : kBenches)

@@ -301,6 +301,14 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
               m.hwm / 1024.0, m.rss / 1024.0, m.anon / 1024.0, m.shmem / 1024.0, m.file / 1024.0,
               mib(loader.arena().resident_bytes()));
   print_tokens(s, c);
+  // A mixture: each source's samples, planned by the global plan (the whole job) vs this rank's.
+  for (std::size_t i = 0; i < s.sources.size(); ++i) {
+    const pipeline::SourceStats& src = s.sources[i];
+    std::printf("  source %zu (%s, share %g, %llu records): %llu planned (job), %lld delivered, %lld failed (this rank)\n",
+                i, printable(src.name).c_str(), src.share, static_cast<unsigned long long>(src.records),
+                static_cast<unsigned long long>(src.planned), static_cast<long long>(src.delivered),
+                static_cast<long long>(src.failed));
+  }
   std::printf("  state: %s\n", loader.state().serialize().c_str());
 }
 

@@ -386,6 +386,11 @@ const OptionSpec kOptions[] = {
      .help = "resume a state written for another order anyway (another seed, batch size, "
              "dataset, ...: samples may repeat or be skipped); says so",
      .def = "false", .set = SET(s.loader.force_resume = v.b)},
+    {.name = "allow_spec_change", .flag = "allow-spec-change", .kind = Kind::kBool,
+     .commands = kRunLike | kPyLoader, .group = "run",
+     .help = "resume a mixture run whose mixture spec changed (weights, sources, sizes): the new "
+             "global plan starts at the saved position (refused otherwise, naming the change)",
+     .def = "false", .set = SET(s.loader.allow_spec_change = v.b)},
     {.name = "delivered_log", .flag = "delivered-log", .kind = Kind::kPath, .commands = kRunLike,
      .group = "run",
      .help = "append 'epoch step id id ...' per delivered batch (cut back on resume)",

@@ -46,6 +46,11 @@ Result<std::unique_ptr<ShardSource>> ShardSource::open_energon(const std::string
                                                                const ShardOpener& opener, const TextReader& read,
                                                                ShardSourceOptions options) {
   STOKER_ASSIGN_OR_RETURN(EnergonFolder folder, read_energon_folder(root, split_part, read, options.max_shards));
+  return open_energon_folder(std::move(folder), opener, std::move(options));
+}
+
+Result<std::unique_ptr<ShardSource>> ShardSource::open_energon_folder(EnergonFolder folder, const ShardOpener& opener,
+                                                                      ShardSourceOptions options) {
   options.format = folder.sample.format;
   options.sample = folder.sample;
   std::unique_ptr<ShardSource> src(new ShardSource(std::move(options)));
@@ -134,6 +139,10 @@ Result<SourceRecord> ShardSource::read(std::int64_t i) const {
                                ? chatml_record(*shard.shard, sample, options_.sample, options_.pickle)
                                : crude_record(*shard.shard, sample);
   if (r.ok() && r->subflavors.empty() && options_.sample.subflavors != "{}") r->subflavors = options_.sample.subflavors;
+  if (r.ok() && sample.bytes) {
+    r->bytes = sample.bytes;
+    r->bytes_offset = sample.bytes_offset;
+  }
   return r;
 }
 

@@ -49,6 +49,9 @@ class ShardSource {
   static Result<std::unique_ptr<ShardSource>> open_energon(const std::string& root, const std::string& split_part,
                                                            const ShardOpener& opener, const TextReader& read,
                                                            ShardSourceOptions options = {});
+  // The same from metadata already read (read_energon_folder).
+  static Result<std::unique_ptr<ShardSource>> open_energon_folder(EnergonFolder folder, const ShardOpener& opener,
+                                                                  ShardSourceOptions options = {});
 
   std::int64_t count() const { return total_; }
   Result<SourceRecord> read(std::int64_t i) const;

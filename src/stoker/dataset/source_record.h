@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,10 @@ struct SourceRecord {
   std::string base;        // folder other media paths resolve against (the shard's folder)
   std::vector<std::pair<std::string, ByteRange>> media;  // reference -> bytes
   std::string subflavors;  // JSON object passed through from the mixture/dataset, or empty
+  // The sample's bytes when it was read whole ([bytes_offset, + size) of the object named by the
+  // media ranges): a reader may serve those ranges from here instead of reading them again.
+  std::shared_ptr<const std::vector<std::uint8_t>> bytes;
+  std::int64_t bytes_offset = 0;
 
   const ByteRange* find_media(std::string_view reference) const {
     for (const auto& [ref, range] : media)

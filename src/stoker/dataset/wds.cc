@@ -142,6 +142,21 @@ Result<std::shared_ptr<WdsShard>> WdsShard::from_scan(std::shared_ptr<const Byte
         problems.insert_or_assign(i, Error(damage.code(), sample_name(name, i, key) +
                                            ": the shard is damaged before its end: " + damage.message()));
       }
+      // A readable header of another sample whose data is cut off (a truncated shard): that
+      // sample is in the shard as far as its writer knew — it fails, named, instead of vanishing.
+      if (other && reader.damaged_member() && !is_meta_member(*reader.damaged_member())) {
+        const std::string dm = *reader.damaged_member();
+        if (const auto split = split_sample_name(dm)) {
+          const std::int64_t at = reader.offset();
+          shard->offsets_.push_back(static_cast<std::uint64_t>(at));
+          const std::int64_t i = static_cast<std::int64_t>(shard->offsets_.size()) - 1;
+          problems.insert_or_assign(i, Error(damage.code(), sample_name(name, i, std::string(split->first)) +
+                                                 ": member " + quote(dm) + ": " + damage.message()));
+          shard->offsets_.push_back(static_cast<std::uint64_t>(at + kTarBlock));
+          shard->damage_ = std::move(damage);
+          break;
+        }
+      }
       shard->offsets_.push_back(static_cast<std::uint64_t>(reader.offset()));
       shard->damage_ = std::move(damage);
       break;

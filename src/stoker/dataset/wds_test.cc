@@ -137,13 +137,17 @@ TEST(WdsTest, DamageAfterACompleteSampleKeepsIt) {
 TEST(WdsTest, TruncatedArchives) {
   // a.jpg [0, 1024), b.jpg [1024, 4608) (3000 bytes), c.jpg [4608, 5632), end blocks.
   const std::string full = make_tar({{"a.jpg", "A"}, {"b.jpg", std::string(3000, 'b')}, {"c.jpg", "C"}});
-  {  // cut inside b's data: b's header names it, so a is complete and kept
+  {  // cut inside b's data: b's header names it, so a is complete and kept, and b — cut
+     // off — is counted and fails naming its member (it never vanishes from the plan)
     auto shard = scan(full.substr(0, 1636));
     ASSERT_TRUE(shard->damage().has_value());
     EXPECT_NE(shard->damage()->message().find("member 'b.jpg' claims 3000 bytes"), std::string::npos)
         << shard->damage()->to_string();
-    ASSERT_EQ(shard->count(), 1);
+    ASSERT_EQ(shard->count(), 2);
     EXPECT_TRUE(shard->read(0).ok());
+    const std::string m = message(shard->read(1));
+    EXPECT_NE(m.find("shard.tar: sample 1 (key 'b'): member 'b.jpg'"), std::string::npos) << m;
+    EXPECT_NE(m.find("truncated"), std::string::npos) << m;
   }
   {  // cut inside c's header: b may have had more members, so it fails; a is kept
     auto shard = scan(full.substr(0, 4808));
@@ -171,8 +175,9 @@ TEST(WdsTest, LastMemberWithoutItsPaddingIsTruncated) {
   ASSERT_TRUE(shard->damage().has_value());
   EXPECT_NE(shard->damage()->message().find("member 'b.jpg' claims 2 bytes"), std::string::npos) << shard->damage()->to_string();
   EXPECT_LE(shard->offsets().back(), 1024u + 512 + 2);
-  ASSERT_EQ(shard->count(), 1);
+  ASSERT_EQ(shard->count(), 2);  // b counted, failing with the damage
   EXPECT_TRUE(shard->read(0).ok());
+  EXPECT_FALSE(shard->read(1).ok());
 }
 
 TEST(WdsTest, ExtendedHeadersChainTheirOffset) {

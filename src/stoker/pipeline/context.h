@@ -101,6 +101,11 @@ struct Item {
   bool last_of_epoch = false;
   // The loader state once this item is consumed: (epoch + 1, 0) after an epoch's last item.
   std::uint64_t next_epoch = 0, next_position = 0;
+  // Items of different groups never share a batch (PlanSchedule: the global step, so a failed
+  // sample leaves its step's batch short instead of pulling in the next step's samples).
+  std::uint64_t group = 0;
+  // PlanSchedule: the mixture state once this item is consumed (LoaderState::mix).
+  std::shared_ptr<const std::string> mix_after;
   // Packing / token budgets (PackSchedule): the unit this item belongs to, its place in it, and
   // what measuring found (prepare must find the same, or the sample fails at "plan").
   std::shared_ptr<const UnitInfo> unit;

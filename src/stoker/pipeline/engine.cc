@@ -309,12 +309,16 @@ Engine::Collect Engine::collect(std::vector<Prepared>& goods, std::uint64_t& epo
     Collect result = Collect::kDone;
     if (!next_prepared(need, out, stop, &result)) return result;
     // Batches never span epochs: the last one of an epoch may be short.
-    if (!goods.empty() && carried_->item.epoch != epoch) return Collect::kDone;
+    if (!goods.empty() && (carried_->item.epoch != epoch || carried_->item.group != group_)) {
+      return Collect::kDone;
+    }
     Prepared cur = std::move(*carried_);
     carried_.reset();
     epoch = cur.item.epoch;
+    group_ = cur.item.group;
     ++seen_;
     out.state_after = LoaderState{cur.item.next_epoch, cur.item.next_position, 0};
+    if (cur.item.mix_after) out.state_after->mix = *cur.item.mix_after;
     if (cur.failure && is_outage(*cur.failure)) {
       // The store is down (retries spent), not the data broken: stop without consuming this
       // sample, so that a resume from the state delivers it once the store is back.

@@ -183,6 +183,7 @@ class Engine {
   // failed_: every failure since the epoch-0 start (the state's `errors`, carried over resumes;
   // saturates at 2^64-1, never wraps to 0); failed_here_: this run's, for the rate budget.
   std::uint64_t failed_ = 0, failed_here_ = 0, seen_ = 0, step_ = 0;
+  std::uint64_t group_ = 0;  // the group of the last item consumed (Item::group)
   std::atomic<std::int64_t> arena_wait_ns_{0}, sample_wait_ns_{0}, emit_ns_{0};
 
   // Asynchronous fetches complete on the store's I/O thread, possibly after the engine is gone:

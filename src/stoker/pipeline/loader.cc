@@ -1,5 +1,8 @@
 #include "stoker/pipeline/loader.h"
 
+#include "stoker/pipeline/mixture_records.h"
+#include "stoker/pipeline/plan_schedule.h"
+
 #include <pthread.h>
 
 #include <algorithm>
@@ -59,10 +62,44 @@ batch::ArenaOptions arena_options(const LoaderConfig& c) {
 // This run's order fingerprint (fingerprint.h): the records as the source identifies them
 // (dataset::RecordSource::identity: each manifest's place and version), the options, and the
 // model as its family fingerprints it (model::Model::fingerprint).
-Fingerprint run_fingerprint(const LoaderConfig& c, const Context& ctx) {
-  return order_fingerprint(c, {.records = ctx.records->size(), .identity = ctx.records->identity()},
-                           {.family = std::string(ctx.model->family()),
-                            .key = ctx.model->fingerprint()});
+Fingerprint run_fingerprint(const LoaderConfig& c, const Context& ctx, std::uint64_t global_batch) {
+  Fingerprint fp = order_fingerprint(c, {.records = ctx.records->size(), .identity = ctx.records->identity()},
+                                     {.family = std::string(ctx.model->family()),
+                                      .key = ctx.model->fingerprint()});
+  // A mixture's order depends on the global batch (batch size x world size), not on the
+  // per-rank batch: a resume at another world size keeps it.
+  if (global_batch > 0) {
+    for (auto& [name, value] : fp.fields) {
+      if (name == "batch_size") {
+        name = "global_batch";
+        value = std::to_string(global_batch);
+      }
+    }
+  }
+  return fp;
+}
+
+// The mixture's global plan (plan_schedule.h), or null when the data is not a mixture spec.
+Result<std::shared_ptr<const dataset::Plan>> mixture_plan(const LoaderConfig& c, const Context& ctx,
+                                                          const dataset::RankInfo& rank) {
+  const auto* mix = dynamic_cast<const MixtureRecords*>(ctx.records.get());
+  if (mix == nullptr) return std::shared_ptr<const dataset::Plan>();
+  if (c.packing.batching != Batching::kFixed && mix->spec().mode == dataset::MixMode::kWeighted) {
+    return invalid_argument("packing and token budgets of a mixture take its epochized plan (blend_epochized / "
+                            "\"repeat\"); a weighted blend reads in fixed batches");
+  }
+  dataset::PlanConfig pc;
+  pc.mode = mix->spec().mode == dataset::MixMode::kWeighted ? dataset::PlanMode::kWeighted
+                                                            : dataset::PlanMode::kEpochized;
+  pc.seed = c.seed;
+  pc.global_batch = static_cast<std::uint64_t>(c.batch_size) * static_cast<std::uint64_t>(rank.world_size);
+  pc.mixture_hash = mix->spec().hash;
+  for (std::size_t i = 0; i < mix->leaves(); ++i) {
+    const dataset::MixtureLeaf& leaf = mix->spec().leaves[i];
+    pc.sources.push_back({.samples = mix->leaf_size(i), .weight = leaf.weight, .repetitions = leaf.repetitions});
+  }
+  STOKER_ASSIGN_OR_RETURN(dataset::Plan plan, dataset::Plan::create(std::move(pc)));
+  return std::make_shared<const dataset::Plan>(std::move(plan));
 }
 
 // A state's fingerprint against this run's: equal → resume; different → refused naming the
@@ -114,10 +151,17 @@ struct Loader::Impl {
   LoaderState start_state, state;
   bool resumed = false;
   Fingerprint fingerprint;  // this run's order (state_file.h, fingerprint.h)
+  std::shared_ptr<const dataset::Plan> plan;  // a mixture's global plan (null: not a mixture)
+  std::vector<std::string> plan_warnings;     // what an allowed spec change did
   std::string resume_note;  // a forced or unchecked resume, said once
   bool report_broken = false;  // the error report failed to write (diagnostic: warned once)
   std::int64_t batches = 0, samples = 0, failed = 0;
   FailureTally failure_kinds;
+  std::vector<std::int64_t> source_delivered, source_failed;  // a mixture's, per leaf
+  // A packed mixture's planned counts (its state has no cursors): counted up to the state's
+  // (epoch, position) incrementally, the positions since the last count only.
+  mutable std::uint64_t counted_epoch = 0, counted_position = 0;
+  mutable std::vector<std::uint64_t> counted;
   LoaderStats tokens;  // its token, efficiency and balance fields only
   std::int64_t first_call_ns = 0, last_ns = 0, wait_ns = 0, first_batch_ns = -1;
   obs::Histogram next_wait;
@@ -217,7 +261,14 @@ Status Loader::Impl::start_engine() {
   }
   dataset::OrderConfig order{.seed = config.seed, .shuffle = true, .tail = dataset::TailPolicy::kPad};
   std::unique_ptr<ItemSource> source;
-  if (config.packing.batching == Batching::kFixed) {
+  if (plan != nullptr && config.packing.batching == Batching::kFixed) {
+    const auto& mix = dynamic_cast<const MixtureRecords&>(*ctx->records);
+    std::vector<std::uint64_t> first;
+    for (std::size_t i = 0; i < mix.leaves(); ++i) first.push_back(mix.first_id(i));
+    plan_warnings.clear();
+    STOKER_ASSIGN_OR_RETURN(source, PlanSchedule::make(plan, std::move(first), rank, config.epochs, start_state,
+                                                       config.allow_spec_change, &plan_warnings));
+  } else if (config.packing.batching == Batching::kFixed) {
     STOKER_ASSIGN_OR_RETURN(source, Schedule::make(ctx->records->size(), order, rank, config.epochs,
                                                    start_state));
   } else {
@@ -231,7 +282,19 @@ Status Loader::Impl::start_engine() {
     po.align = config.pack_align();
     po.plan_id = plan_id(config);
     po.measure_in_flight = 2 * config.io_threads;
-    STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, ctx->records->size(), order, rank,
+    std::uint64_t n = ctx->records->size();
+    if (plan != nullptr) {
+      // A mixture: the windows are windows of its epochized global plan (epoch e, position p).
+      const auto& mix = dynamic_cast<const MixtureRecords&>(*ctx->records);
+      std::vector<std::uint64_t> first;
+      for (std::size_t i = 0; i < mix.leaves(); ++i) first.push_back(mix.first_id(i));
+      n = plan->epoch_length();
+      po.order_at = [p = plan, first, n](std::uint64_t e, std::uint64_t pos) {
+        const dataset::PlanItem it = p->at(e * n + pos);
+        return first[it.source] + it.sample;
+      };
+    }
+    STOKER_ASSIGN_OR_RETURN(source, PackSchedule::make(*ctx, n, order, rank,
                                                        config.epochs, start_state, po, io.get()));
   }
   engine = std::make_unique<Engine>(*ctx, std::move(source), arena, cpu.get(), io.get(),
@@ -355,7 +418,9 @@ Result<std::unique_ptr<Loader>> Loader::create(const LoaderConfig& config) {
   impl->config = config;
   STOKER_ASSIGN_OR_RETURN(impl->rank, dataset::resolve_rank_info(config.rank));
   STOKER_ASSIGN_OR_RETURN(impl->ctx, make_context(config));
-  impl->fingerprint = run_fingerprint(config, *impl->ctx);
+  STOKER_ASSIGN_OR_RETURN(impl->plan, mixture_plan(config, *impl->ctx, impl->rank));
+  impl->fingerprint = run_fingerprint(config, *impl->ctx,
+                                      impl->plan ? impl->plan->config().global_batch : 0);
   if (config.tracer == nullptr && !config.trace_path.empty()) {
     impl->ctx->tracer = std::make_shared<obs::Tracer>(config.trace);
     impl->owns_trace = true;
@@ -382,9 +447,10 @@ Status Loader::resume(const LoaderState& saved) {
   // a position past this data's end), then the numbers against this data (whatever the options:
   // a forced resume cannot start past the end either), then the packing plan (PACKING.md).
   std::string note;
+  if (impl_->plan != nullptr && fixed) return resume_mixture(saved);
   STOKER_RETURN_IF_ERROR(check_fingerprint(s, impl_->fingerprint, c.force_resume, &note));
   STOKER_RETURN_IF_ERROR(check_state_bounds(
-      s, {.records = impl_->ctx->records->size(), .epochs = c.epochs,
+      s, {.records = impl_->plan ? impl_->plan->epoch_length() : impl_->ctx->records->size(), .epochs = c.epochs,
           .pack_window = fixed ? 0 : c.packing.window}));
   const std::string force_name = option_name("force_resume=True", "--force-resume");
   if (fixed && s.plan != 0) {
@@ -428,6 +494,63 @@ Status Loader::resume(const LoaderState& saved) {
   impl_->resumed = true;
   if (impl_->engine) {
     // prefetch_on_create began at the start of the order: discard that and start again at `s`.
+    impl_->stop_engine();
+    return impl_->start_engine();
+  }
+  return ok_status();
+}
+
+// A mixture run's state (plan_schedule.h): the spec first — a changed mixture is refused
+// naming the change unless allow_spec_change (then the data field is not compared either) —,
+// then the rest of the fingerprint, then the plan (global batch, cursors) when the engine starts.
+Status Loader::resume_mixture(const LoaderState& saved) {
+  const LoaderConfig& c = impl_->config;
+  const dataset::Plan& plan = *impl_->plan;
+  std::string note;
+  Fingerprint now = impl_->fingerprint;
+  if (saved.mix.empty()) {
+    // The start of the plan (a node server resumes a fresh rank from a zero state): nothing to
+    // check; anything else without the plan's cursors cannot be placed in it.
+    if (saved.epoch == 0 && saved.position == 0 && saved.packs == 0 && saved.plan == 0) {
+      impl_->start_state = saved;
+      impl_->state = saved;
+      impl_->resumed = true;
+      if (impl_->engine) {
+        impl_->stop_engine();
+        return impl_->start_engine();
+      }
+      return ok_status();
+    }
+    return invalid_argument("resume: the state (epoch " + std::to_string(saved.epoch) + " position " +
+                            std::to_string(saved.position) + ") was not written by a mixture run (no mix= field)");
+  }
+  STOKER_ASSIGN_OR_RETURN(dataset::PlanState ps, decode_mix(saved.mix, saved.position, plan.config().seed));
+  if (ps.spec != plan.spec_hash()) {
+    char ids[64];
+    std::snprintf(ids, sizeof ids, "spec %016llx in the state, %016llx now",
+                  static_cast<unsigned long long>(ps.spec), static_cast<unsigned long long>(plan.spec_hash()));
+    if (!c.allow_spec_change) {
+      return invalid_argument(std::string("resume: the mixture changed since the state was saved (") + ids +
+                              ": its sources, their sizes or shares, the mode or the seed differ); resume with "
+                              "the same mixture, or pass " +
+                              option_name("allow_spec_change=True", "--allow-spec-change") +
+                              " to start the new plan at position " + std::to_string(saved.position));
+    }
+    note = std::string("the mixture changed (") + ids + "): the new plan starts at position " +
+           std::to_string(saved.position) + " (" + option_name("allow_spec_change=True", "--allow-spec-change") + ")";
+    if (const std::string* d = saved.fingerprint.find("data")) {
+      for (auto& [name, value] : now.fields)
+        if (name == "data") value = *d;
+    }
+  }
+  std::string fp_note;
+  STOKER_RETURN_IF_ERROR(check_fingerprint(saved, now, c.force_resume, &fp_note));
+  if (!fp_note.empty()) note += (note.empty() ? "" : "; ") + fp_note;
+  impl_->resume_note = std::move(note);
+  impl_->start_state = saved;
+  impl_->state = saved;
+  impl_->resumed = true;
+  if (impl_->engine) {
     impl_->stop_engine();
     return impl_->start_engine();
   }
@@ -478,6 +601,11 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   m.last_ns = t1;
   m.failed += static_cast<std::int64_t>(rb.failures.size());
   for (const SampleFailure& f : rb.failures) m.failure_kinds.add(f);
+  const auto* mix = m.plan ? dynamic_cast<const MixtureRecords*>(m.ctx->records.get()) : nullptr;
+  if (mix != nullptr) {
+    m.source_failed.resize(mix->leaves(), 0);
+    for (const SampleFailure& f : rb.failures) ++m.source_failed[mix->leaf_of(f.sample)];
+  }
   if (rb.state_after) m.state = *rb.state_after;
   if (!written.ok()) {
     if (m.config.strict_outputs) {
@@ -504,6 +632,12 @@ Result<std::optional<Batch>> Loader::next_impl(const std::function<bool()>* inte
   if (m.first_batch_ns < 0) m.first_batch_ns = t1 - m.first_call_ns;
   ++m.batches;
   m.samples += rb.batch->size();
+  if (mix != nullptr) {
+    m.source_delivered.resize(mix->leaves(), 0);
+    if (const std::uint64_t* ids = rb.batch->as<std::uint64_t>("sample_ids")) {
+      for (std::int64_t i = 0; i < rb.batch->size(); ++i) ++m.source_delivered[mix->leaf_of(ids[i])];
+    }
+  }
   m.tokens.real_tokens += rb.real_tokens;
   m.tokens.computed_tokens += rb.computed_tokens;
   m.tokens.sequences += rb.batch->size();
@@ -565,6 +699,40 @@ LoaderStats Loader::stats() const {
     }
     if (m.ring) s.ready_batches = static_cast<std::int64_t>(m.ring->size());
     s.failed_by = m.failure_kinds.by_stage_code();
+    if (const auto* mix = m.plan ? dynamic_cast<const MixtureRecords*>(m.ctx->records.get()) : nullptr) {
+      std::vector<std::uint64_t> planned(mix->leaves(), 0);
+      if (!m.state.mix.empty()) {
+        if (auto ps = decode_mix(m.state.mix, m.state.position, 0); ps.ok() && ps->cursors.size() == planned.size())
+          planned = ps->cursors;
+      } else if (m.plan->config().mode == dataset::PlanMode::kEpochized) {
+        // Packing: whole epochs from the plan's counts, then this epoch's positions drawn.
+        const std::uint64_t T = m.plan->epoch_length();
+        const std::uint64_t pos = std::min(m.state.position, T);
+        if (m.counted.size() != planned.size() || m.counted_epoch != m.state.epoch || m.counted_position > pos) {
+          m.counted.assign(planned.size(), 0);
+          m.counted_epoch = m.state.epoch;
+          m.counted_position = 0;
+        }
+        if (m.counted_position < pos) {
+          const dataset::Plan::Layout layout = m.plan->layout(m.state.epoch);
+          for (std::uint64_t t = m.counted_position; t < pos; ++t) ++m.counted[m.plan->draw_at(layout, t).first];
+          m.counted_position = pos;
+        }
+        for (std::size_t i = 0; i < planned.size(); ++i)
+          planned[i] = m.plan->epoch_counts()[i] * m.state.epoch + m.counted[i];
+      }
+      for (std::size_t i = 0; i < mix->leaves(); ++i) {
+        const dataset::MixtureLeaf& leaf = mix->spec().leaves[i];
+        SourceStats st;
+        st.name = mix->leaf_name(i);
+        st.share = mix->spec().mode == dataset::MixMode::kWeighted ? leaf.weight : leaf.repetitions;
+        st.records = mix->leaf_size(i);
+        st.planned = planned[i];
+        st.delivered = i < m.source_delivered.size() ? m.source_delivered[i] : 0;
+        st.failed = i < m.source_failed.size() ? m.source_failed[i] : 0;
+        s.sources.push_back(std::move(st));
+      }
+    }
     cpu_threads = m.cpu_threads;
     emit_threads = m.emit_threads;
   }

@@ -73,6 +73,7 @@ class Loader {
  private:
   struct Impl;
   explicit Loader(std::unique_ptr<Impl> impl);
+  Status resume_mixture(const LoaderState& saved);
   Result<std::optional<Batch>> next_impl(const std::function<bool()>* interrupted,
                                          std::chrono::milliseconds poll);
   std::unique_ptr<Impl> impl_;

@@ -131,6 +131,9 @@ struct LoaderConfig : BatchOptions {
   // run's (fingerprint.h); true resumes anyway — the user means it — and says so
   // (Loader::resume_note()).
   bool force_resume = false;
+  // A mixture's resume whose spec hash differs (plan_schedule.h): refused unless this (then the
+  // new plan starts at the saved position, and the data fingerprint is not compared).
+  bool allow_spec_change = false;
   // The error report is a diagnostic output: a failed write is a warning on stderr naming the
   // path (the report stops there) and the run goes on — unless strict_outputs: then the write
   // error stops the run.

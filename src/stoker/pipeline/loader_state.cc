@@ -31,6 +31,7 @@ std::string LoaderState::serialize() const {
     std::snprintf(hex, sizeof hex, "%08x", plan);
     s += " packs=" + std::to_string(packs) + " plan=" + hex;
   }
+  if (!mix.empty()) s += " mix=" + mix;
   for (const auto& [name, value] : fingerprint.fields) {
     s += " ";
     s += kFpPrefix;
@@ -79,6 +80,22 @@ Result<LoaderState> LoaderState::parse(std::string_view text) {
                                 std::to_string(Fingerprint::kMaxFields) + " fingerprint fields");
       }
       s.fingerprint.fields.emplace_back(std::string(name), std::string(value));
+      continue;
+    }
+    if (key == "mix") {
+      if (!s.mix.empty() || value.empty()) {
+        return invalid_argument(value.empty() ? std::string("loader state: field 'mix' is empty")
+                                              : std::string("loader state: field 'mix' appears twice"));
+      }
+      if (value.size() > kMaxMix) {
+        return invalid_argument("loader state: field 'mix' is longer than " + std::to_string(kMaxMix) + " bytes");
+      }
+      for (char c : value) {
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == 'w' || c == '.' || c == '_')) {
+          return invalid_argument("loader state: field 'mix' must be of 0-9 a-f w . _, got " + shown(value));
+        }
+      }
+      s.mix = std::string(value);
       continue;
     }
     int idx = key == "epoch" ? 0 : key == "position" ? 1 : key == "errors" ? 2

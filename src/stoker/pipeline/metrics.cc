@@ -47,6 +47,17 @@ void add_loader_metrics(obs::MetricText& m, const LoaderStats& s, const obs::Lab
                            {"code", std::string(error_code_name(key.second))}}),
               d(n));
   }
+  for (std::size_t i = 0; i < s.sources.size(); ++i) {
+    const obs::Labels l = with(labels, {{"source", std::to_string(i)}});
+    const bool first = i == 0;  // HELP once per metric
+    m.counter("stoker_source_planned_total",
+              first ? "A mixture source's samples in the job's global plan so far (all ranks)." : "", l,
+              d(s.sources[i].planned));
+    m.counter("stoker_source_delivered_total", first ? "A mixture source's samples this rank delivered." : "", l,
+              d(s.sources[i].delivered));
+    m.counter("stoker_source_failed_total", first ? "A mixture source's samples that failed on this rank." : "", l,
+              d(s.sources[i].failed));
+  }
   m.counter("stoker_producer_wait_seconds_total",
             "Producer time waiting: for arena space (the consumer holds batches) or for the next "
             "prepared sample.", with(labels, {{"for", "arena"}}), s.arena_wait_s);

@@ -59,6 +59,7 @@ struct PackSchedule::Shared {
   std::uint64_t n = 0, size = 1, next_gseq = 0, gen_epoch = 0, gen_start = 0, gen_skip = 0;
   std::int64_t epochs = 1;
   dataset::OrderConfig order;
+  std::function<std::uint64_t(std::uint64_t, std::uint64_t)> order_at;  // PackPlanOptions::order_at
   bool gen_done = false;
 
   void allocate() {  // under mu
@@ -75,7 +76,7 @@ struct PackSchedule::Shared {
     const std::uint64_t end = std::min(n, gen_start + size);
     for (std::uint64_t p = gen_start; p < end; ++p) {
       Measured m;
-      m.sample = perm.at(p);
+      m.sample = order_at ? order_at(gen_epoch, p) : perm.at(p);
       w->m.push_back(std::move(m));
     }
     windows.push_back(std::move(w));
@@ -141,6 +142,7 @@ Result<std::unique_ptr<PackSchedule>> PackSchedule::make(
   sh->size = options.window;
   sh->epochs = epochs;
   sh->order = order;
+  sh->order_at = options.order_at;
   sh->gen_epoch = start.epoch;
   sh->gen_start = start.position;
   sh->gen_skip = start.packs;

@@ -16,6 +16,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,10 @@ struct PackPlanOptions {
   std::int64_t align = 1;                   // Megatron sub-sequence multiple
   std::uint32_t plan_id = 1;                // written into every state (checked on resume)
   int measure_in_flight = 8;                // samples measured concurrently (with a pool)
+  // The order: position p of epoch e → record id. Empty: the seeded epoch permutation of the
+  // records (dataset::EpochPermutation). A mixture's global plan sets it (epochized mode: a pure
+  // function of the position), with `num_samples` = the plan's epoch length.
+  std::function<std::uint64_t(std::uint64_t epoch, std::uint64_t position)> order_at;
 };
 
 // One sample as measured for the plan.

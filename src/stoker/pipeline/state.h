@@ -4,7 +4,7 @@
 // identifies the plan's options (a resume with other options is refused); `fingerprint` names the
 // order the state belongs to (fingerprint.h: data, seed, batch size / packing, max_length, model;
 // a resume under another is refused naming the field). Text: "stoker-state v1 epoch=E position=P
-// errors=K[ packs=C plan=XXXXXXXX][ fp.NAME=VALUE ...]" (loader_state.cc; untrusted on parse,
+// errors=K[ packs=C plan=XXXXXXXX][ mix=SPEC.MODE.G.CURSORS][ fp.NAME=VALUE ...]" (loader_state.cc; untrusted on parse,
 // fuzzed; the --state-file file around it: state_file.h).
 #pragma once
 
@@ -25,6 +25,12 @@ struct LoaderState {
                                   // the error report; a resumed run keeps that many lines)
   std::uint64_t packs = 0;        // packing: units of the window at `position` consumed
   std::uint32_t plan = 0;         // packing: plan id (0: not a packing state)
+  // A mixture's global plan (plan_schedule.h): "SPEC.MODE.G.C0_C1_..." — the plan's spec hash
+  // (16 hex digits), mode (e: epochized, w: weighted), the global batch and the per-source
+  // cursors (samples planned for the whole job before `position`, which is then the plan's
+  // global position). Empty: not a mixture state. At most kMaxMix bytes.
+  std::string mix;
+  static constexpr std::size_t kMaxMix = 4096;
   Fingerprint fingerprint = {};   // what decided the order (Loader::state() sets it; empty in a
                                   // state written before fingerprints: resumed with a warning)
   std::string serialize() const;  // a few bytes, text

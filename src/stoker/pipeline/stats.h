@@ -27,8 +27,19 @@ struct StageStats {
                                    // assemble: a batch)
 };
 
+// A mixture's source (issue 23): its samples in the job's plan so far (all ranks, up to the
+// state's position: the plan's per-source cursors) and this rank's delivered and failed ones.
+struct SourceStats {
+  std::string name;
+  double share = 0;  // weight (weighted) or repetitions (epochized)
+  std::uint64_t records = 0;
+  std::uint64_t planned = 0;
+  std::int64_t delivered = 0, failed = 0;
+};
+
 struct LoaderStats {
   std::int64_t batches = 0, samples = 0, failed = 0;
+  std::vector<SourceStats> sources;  // a mixture's leaves; empty otherwise
   double wait_s = 0;      // consumer time blocked inside next()
   double elapsed_s = 0;   // since the first next()
   double wait_ratio() const { return elapsed_s > 0 ? wait_s / elapsed_s : 0; }

@@ -5,9 +5,12 @@
 
 #include "stoker/base/clock.h"
 #include "stoker/base/redact.h"
+#include "stoker/dataset/jsonl_file.h"
 #include "stoker/dataset/manifest_source.h"
 #include "stoker/io/private_dir.h"
 #include "stoker/io/uri.h"
+#include "stoker/pipeline/mixture_records.h"
+#include "stoker/pipeline/shard_records.h"
 
 namespace stoker::pipeline {
 namespace {
@@ -19,17 +22,44 @@ class StoreFetcher final : public Fetcher {
       : store_(std::move(store)), max_object_bytes_(max_object_bytes), blocking_(blocking) {}
 
   Result<std::vector<std::uint8_t>> fetch(const std::string& uri) const override {
-    return io::read_sync(*store_, uri, {.max_bytes = max_object_bytes_});
+    if (auto held = RangeBytes::shared().take(uri)) return std::move(*held);
+    std::string object;
+    io::ReadOptions o;
+    STOKER_RETURN_IF_ERROR(options_for(uri, &object, &o));
+    return io::read_sync(*store_, object, o);
   }
 
   bool asynchronous() const override { return !blocking_; }
 
   void fetch_async(const std::string& uri,
                    std::function<void(Result<std::vector<std::uint8_t>>)> done) const override {
-    store_->read(uri, {.max_bytes = max_object_bytes_}, std::move(done));
+    if (auto held = RangeBytes::shared().take(uri)) {
+      done(std::move(*held));
+      return;
+    }
+    std::string object;
+    io::ReadOptions o;
+    if (Status st = options_for(uri, &object, &o); !st.ok()) {
+      done(st.error());
+      return;
+    }
+    store_->read(object, o, std::move(done));
   }
 
  private:
+  // A range URI reads its range (capped like a whole object); any other, the whole object.
+  Status options_for(const std::string& uri, std::string* object, io::ReadOptions* o) const {
+    o->max_bytes = max_object_bytes_;
+    if (!parse_range_uri(uri, object, &o->offset, &o->length)) {
+      *object = uri;
+      return ok_status();
+    }
+    if (o->length > max_object_bytes_) {
+      return resource_exhausted(io::shown_uri(*object) + ": member of " + std::to_string(o->length) +
+                                " bytes over the object cap of " + std::to_string(max_object_bytes_));
+    }
+    return ok_status();
+  }
   std::shared_ptr<io::ObjectStore> store_;
   std::int64_t max_object_bytes_;
   bool blocking_;
@@ -56,12 +86,84 @@ std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> sto
 std::string default_cache_dir() { return io::user_cache_dir(); }
 
 namespace {
+constexpr std::string_view kRangePrefix = "stoker-range:";
+}  // namespace
+
+RangeBytes& RangeBytes::shared() {
+  static RangeBytes* r = new RangeBytes();  // never destroyed: used from I/O threads at exit
+  return *r;
+}
+
+void RangeBytes::offer(std::string uri, std::shared_ptr<const std::vector<std::uint8_t>> buffer,
+                       std::int64_t offset, std::int64_t length) {
+  if (!buffer || offset < 0 || length < 0 || offset + length > static_cast<std::int64_t>(buffer->size())) return;
+  std::lock_guard lock(mu_);
+  auto [it, fresh] = entries_.insert_or_assign(uri, Entry{std::move(buffer), offset, length});
+  if (fresh) {
+    order_.push_back(std::move(uri));
+    bytes_ += length;
+  }
+  while (!order_.empty() &&
+         (entries_.size() > kMaxEntries || bytes_ > kMaxBytes || order_.size() > 2 * kMaxEntries)) {
+    auto old = entries_.find(order_.front());
+    if (old != entries_.end()) {
+      bytes_ -= old->second.length;
+      entries_.erase(old);
+    }
+    order_.pop_front();
+  }
+}
+
+std::optional<std::vector<std::uint8_t>> RangeBytes::take(const std::string& uri) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(uri);
+  if (it == entries_.end()) return std::nullopt;
+  const Entry& e = it->second;
+  std::vector<std::uint8_t> out(e.buffer->begin() + e.offset, e.buffer->begin() + e.offset + e.length);
+  bytes_ -= e.length;
+  entries_.erase(it);  // its name stays in order_ until it comes up (find() then misses)
+  return out;
+}
+
+std::string range_uri(std::string_view uri, std::int64_t offset, std::int64_t length) {
+  return std::string(kRangePrefix) + std::to_string(offset) + ":" + std::to_string(length) + ":" + std::string(uri);
+}
+
+bool parse_range_uri(std::string_view text, std::string* uri, std::int64_t* offset, std::int64_t* length) {
+  if (text.substr(0, kRangePrefix.size()) != kRangePrefix) return false;
+  text.remove_prefix(kRangePrefix.size());
+  std::int64_t v[2] = {0, 0};
+  for (std::int64_t& x : v) {
+    std::size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i < 18) x = x * 10 + (text[i++] - '0');
+    if (i == 0 || i >= text.size() || text[i] != ':') return false;
+    text.remove_prefix(i + 1);
+  }
+  *offset = v[0];
+  *length = v[1];
+  *uri = std::string(text);
+  return true;
+}
+
+namespace {
 
 // JSONL manifests (dataset::ManifestSource): remote ones streamed once into the cache, then
 // every file indexed (dataset/manifest.h).
 Result<std::unique_ptr<dataset::RecordSource>> open_jsonl(SourceEnv env) {
   std::vector<std::string> local;
+  dataset::DecompressOptions decompress;
+  decompress.cache_dir = env.cache_dir;
+  decompress.max_record_bytes = static_cast<std::uint64_t>(env.options->max_record_bytes);
   for (const std::string& d : env.specs) {
+    // .jsonl.gz / .jsonl.zst: decompressed once into the cache folder, under the record caps.
+    if (dataset::compression_of(d) != dataset::Compression::kNone) {
+      Result<std::string> plain = io::is_remote_uri(d)
+                                      ? decompress_remote_jsonl(*env.store, d, env.cache_dir, decompress)
+                                      : dataset::decompress_jsonl_to_cache(d, decompress);
+      if (!plain.ok()) return std::move(plain).error().with_context(redact_secrets(d));
+      local.push_back(std::move(plain).value());
+      continue;
+    }
     if (!io::is_remote_uri(d)) {
       local.push_back(d);
       continue;
@@ -85,7 +187,9 @@ const RecordSourceKind kJsonl = {"jsonl", [](std::string_view) { return true; },
 
 std::mutex kinds_mu;
 std::vector<const RecordSourceKind*>& kinds() {
-  static std::vector<const RecordSourceKind*> k = {&kJsonl};
+  static std::vector<const RecordSourceKind*> k = {&kJsonl, wds_record_source_kind(),
+                                                   energon_record_source_kind(),
+                                                   mixture_record_source_kind()};
   return k;
 }
 
@@ -99,6 +203,8 @@ const RecordSourceKind* kind_of(std::string_view spec) {
 }
 
 }  // namespace
+
+const RecordSourceKind* record_source_kind(std::string_view spec) { return kind_of(spec); }
 
 void register_record_source(const RecordSourceKind* kind) {
   std::lock_guard lock(kinds_mu);

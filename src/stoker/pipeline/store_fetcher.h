@@ -12,8 +12,12 @@
 // ResourceExhausted, DataLoss; outage: Unavailable, DeadlineExceeded).
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -34,6 +38,37 @@ namespace stoker::pipeline {
 // measured against.
 std::unique_ptr<Fetcher> make_store_fetcher(std::shared_ptr<io::ObjectStore> store,
                                             std::int64_t max_object_bytes, bool blocking = false);
+
+// A byte range of an object as a media URI: "stoker-range:OFFSET:LENGTH:" + uri (uri absolute:
+// a path made absolute, s3://, http(s)://). The store fetcher reads it with one ranged read
+// (a pread locally, a ranged GET remotely) — a medium inside a tar shard is never copied to a
+// file. parse_range_uri: false for any other URI.
+std::string range_uri(std::string_view uri, std::int64_t offset, std::int64_t length);
+bool parse_range_uri(std::string_view text, std::string* uri, std::int64_t* offset, std::int64_t* length);
+
+// Bytes of range URIs already in memory (a shard sample read whole holds its media): a record
+// source offers them as it reads the record (offer), the store fetcher takes them instead of
+// reading the range again (take: erased on use). Bounded (FIFO beyond kMaxEntries entries or
+// kMaxBytes referenced bytes); a range no longer held is simply read. Thread-safe.
+class RangeBytes {
+ public:
+  static constexpr std::size_t kMaxEntries = 4096;
+  static constexpr std::int64_t kMaxBytes = std::int64_t{64} << 20;
+  static RangeBytes& shared();
+  void offer(std::string uri, std::shared_ptr<const std::vector<std::uint8_t>> buffer, std::int64_t offset,
+             std::int64_t length);
+  std::optional<std::vector<std::uint8_t>> take(const std::string& uri);
+
+ private:
+  struct Entry {
+    std::shared_ptr<const std::vector<std::uint8_t>> buffer;
+    std::int64_t offset = 0, length = 0;
+  };
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+  std::deque<std::string> order_;
+  std::int64_t bytes_ = 0;
+};
 
 // The per-user cache folder: io::user_cache_dir() ($XDG_CACHE_HOME/stoker, else
 // ~/.cache/stoker, else ${TMPDIR:-/tmp}/stoker-cache-<euid>). $STOKER_CACHE_DIR, the cache_dir
@@ -68,8 +103,9 @@ struct SourceEnv {
 };
 
 // A kind of record source (dataset/record_source.h) the engine can open: the registry. JSONL
-// manifests are built in and take any spec no other kind accepts; WebDataset shards, Energon
-// folders and mixtures register their own kind (from their own files, before the first Loader
+// manifests (plain, .jsonl.gz, .jsonl.zst) are built in and take any spec no other kind accepts;
+// WebDataset shard lists and Energon folders are built in too (shard_records.h); others register
+// their own kind (from their own files, before the first Loader
 // is made). Consecutive specs of one kind form one source; runs of different kinds are chained
 // (dataset::ConcatSource), record ids running over the specs in the order given.
 struct RecordSourceKind {
@@ -82,6 +118,8 @@ struct RecordSourceKind {
 };
 // Later registrations are asked first. Not thread-safe against a concurrent open_sources.
 void register_record_source(const RecordSourceKind* kind);
+// The kind that reads `spec` (JSONL when no other accepts it).
+const RecordSourceKind* record_source_kind(std::string_view spec);
 
 // Fills ctx->records and ctx->fetcher: one store (io::open_store: AWS credentials chain, local
 // reads restricted to the local specs' folders and the media roots unless trusted) serves the

@@ -69,6 +69,7 @@ py::dict state_to_dict(const pipeline::LoaderState& s) {
     d["packs"] = s.packs;
     d["plan"] = s.plan;
   }
+  if (!s.mix.empty()) d["mix"] = s.mix;  // a mixture's global plan (plan_schedule.h)
   if (!s.fingerprint.empty()) {  // what decided the order (pipeline/fingerprint.h)
     py::dict fp;
     for (const auto& [name, value] : s.fingerprint.fields) fp[py::str(name)] = value;
@@ -102,7 +103,7 @@ std::uint64_t state_number(const py::dict& d, const char* key, std::uint64_t hi)
 }
 
 pipeline::LoaderState state_from_dict(const py::dict& d) {
-  static const char* const kKeys[] = {"epoch", "position", "errors", "packs", "plan", "fingerprint"};
+  static const char* const kKeys[] = {"epoch", "position", "errors", "packs", "plan", "fingerprint", "mix"};
   for (auto item : d) {
     bool known = false;
     if (PyUnicode_Check(item.first.ptr())) {
@@ -126,6 +127,14 @@ pipeline::LoaderState state_from_dict(const py::dict& d) {
   if (d.contains("packs") != d.contains("plan") || (d.contains("plan") && s.plan == 0)) {
     raise(invalid_argument("load_state_dict: state['packs'] and state['plan'] go together, plan "
                            "> 0 (a packing state)"));
+  }
+  if (d.contains("mix")) {  // checked as the state file's field is (loader_state.cc)
+    py::handle m = d["mix"];
+    if (!PyUnicode_Check(m.ptr())) bad_state("state['mix']", "a str from state_dict()", m);
+    const std::string text = m.cast<std::string>();
+    auto parsed = pipeline::LoaderState::parse("stoker-state v1 epoch=0 position=0 mix=" + text);
+    if (!parsed.ok() || parsed->mix != text) bad_state("state['mix']", "a str from state_dict() (0-9 a-f w . _)", m);
+    s.mix = text;
   }
   if (d.contains("fingerprint")) {
     py::handle fp = d["fingerprint"];
@@ -237,6 +246,20 @@ class RawLoader {
     d["batches"] = s.batches;
     d["samples"] = s.samples;
     d["failed"] = s.failed;
+    if (!s.sources.empty()) {  // a mixture: per source, planned (job) vs delivered / failed (rank)
+      py::list sources;
+      for (const pipeline::SourceStats& src : s.sources) {
+        py::dict e;
+        e["name"] = src.name;
+        e["share"] = src.share;
+        e["records"] = src.records;
+        e["planned"] = src.planned;
+        e["delivered"] = src.delivered;
+        e["failed"] = src.failed;
+        sources.append(std::move(e));
+      }
+      d["sources"] = std::move(sources);
+    }
     d["wait_s"] = s.wait_s;
     d["elapsed_s"] = s.elapsed_s;
     d["wait_ratio"] = s.wait_ratio();

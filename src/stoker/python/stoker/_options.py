@@ -202,13 +202,19 @@ def check_state(value: Any, name: str = "state") -> Dict[str, Any]:
              f"{_got(value)}")
     out: Dict[str, Any] = {}
     for key, v in value.items():
-        if not isinstance(key, str) or key not in (*_STATE_NUMBERS, "version", "fingerprint"):
+        if not isinstance(key, str) or key not in (*_STATE_NUMBERS, "version", "fingerprint", "mix"):
             fail(f"{name}: unknown key {key!r} (a state_dict() has version, epoch, position, "
                  "errors, packs, plan, fingerprint)")
         where = f"{name}['{key}']"
         if key == "version":
             if not _is_int(v) or int(v) != 1:
                 fail(f"{where} must be 1 (this stoker's state version), {_got(v)}")
+        elif key == "mix":  # a mixture's global plan (issue 23): "SPEC.MODE.G.C0_C1_..."
+            if not isinstance(v, str) or not 0 < len(v) <= 4096 or \
+                    not set(v) <= set("0123456789abcdefw._"):
+                fail(f"{where} must be a str of 1 to 4096 of 0-9 a-f w . _ (from state_dict()), "
+                     f"{_got(v)}")
+            out[key] = v
         elif key == "fingerprint":
             if not isinstance(v, Mapping) or len(v) > 16:
                 fail(f"{where} must be a dict of at most 16 str → str (from state_dict()), "

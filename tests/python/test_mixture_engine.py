@@ -1,0 +1,378 @@
+"""A mixture spec as the data argument of `stoker run` (ctest `mixture_engine`, issue 23): three
+sources of three kinds (JSONL, WebDataset shards, an Energon folder) blended by a MetadatasetV2
+YAML, in both modes.
+- The global plan is the only order: the streams of world sizes 1, 2 and 8 (global batch 8,
+  each rank's batches concatenated in rank order per step) are identical.
+- Epochized: over the first epoch every sample of source s is delivered exactly floor(r_s·N_s)
+  times (counted here from the delivered ids; the fractional source: that many distinct ones).
+- 20+ SIGKILLs at random moments, each segment run at a random world size (1, 2, 4 or 8 ranks
+  started together, resumed from the state all of them had saved): the concatenated stream equals
+  the uninterrupted world-1 run's.
+- A changed spec is refused naming the change; --allow-spec-change resumes at the position.
+- The JSON form mixes JSONL files the same way.
+- Per-source counts (summary, stats()) counted from the delivered ids; stoker.Loader's
+  state_dict() resumes at another world size; `stoker serve` ranks get `stoker run --rank`'s slices.
+Run: STOKER_BIN=build/stoker /usr/bin/python3 -m pytest -q tests/python/test_mixture_engine.py
+"""
+from __future__ import annotations
+
+import collections
+import os
+import random
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+G = 8
+EPOCHIZED = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend_epochized:
+      - repetitions: 1
+        path: a/data.jsonl
+      - repetitions: 2
+        path: b/shards/data-{000..002}.tar
+      - repetitions: 0.5
+        path: c/energon
+"""
+WEIGHTED = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend:
+      - weight: 5
+        path: a/data.jsonl
+      - weight: 2
+        path: b/shards/data-{000..002}.tar
+      - weight: 1
+        path: c/energon
+"""
+SIZES = (40, 30, 20)
+
+
+@pytest.fixture(scope="module")
+def mix(stoker_bin, tmp_path_factory):
+    d = tmp_path_factory.mktemp("mix")
+    for name, n, seed, shards in (("a", 40, 1, 1), ("b", 30, 2, 3), ("c", 20, 3, 2)):
+        subprocess.run([stoker_bin, "synth", "--out", str(d / name), "--n", str(n), "--seed", str(seed),
+                        "--max-side", "128", "--shards", str(shards)], check=True, capture_output=True)
+    (d / "epochized.yaml").write_text(EPOCHIZED)
+    (d / "weighted.yaml").write_text(WEIGHTED)
+    return d
+
+
+def args(stoker_bin, spec, work, rank=0, world=1, epochs=1, extra=()):
+    return [stoker_bin, "run", str(spec), "--model", "qwen2-vl", "--batch-size", str(G // world),
+            "--rank", str(rank), "--world-size", str(world), "--seed", "7", "--epochs", str(epochs),
+            "--threads", "1", "--io-threads", "2", "--prefetch", "2", "--quiet", "--arena-mb", "128",
+            "--delivered-log", str(work / f"dl_{rank}.txt"), *extra]
+
+
+def env_for(work):
+    return dict(os.environ, STOKER_CACHE_DIR=str(work.parent / "cache"))
+
+
+def ids(path, skip=0):
+    return [[int(x) for x in line.split()[2:]] for line in open(path).read().splitlines()[skip:]]
+
+
+def world_stream(stoker_bin, spec, work, world, epochs):
+    work.mkdir(parents=True, exist_ok=True)
+    for r in range(world):
+        p = subprocess.run(args(stoker_bin, spec, work, r, world, epochs), env=env_for(work),
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    per_rank = [ids(work / f"dl_{r}.txt") for r in range(world)]
+    assert len({len(x) for x in per_rank}) == 1, "every rank has a batch in every step"
+    return [sum((per_rank[r][t] for r in range(world)), []) for t in range(len(per_rank[0]))]
+
+
+@pytest.mark.parametrize("mode", ["epochized", "weighted"])
+def test_world_sizes_give_one_stream(stoker_bin, mix, tmp_path, mode):
+    spec = mix / f"{mode}.yaml"
+    one = world_stream(stoker_bin, spec, tmp_path / "w1", 1, 2)
+    assert all(len(step) == G for step in one)
+    for world in (2, 8):
+        assert world_stream(stoker_bin, spec, tmp_path / f"w{world}", world, 2) == one, world
+    flat = [i for step in one for i in step]
+    first = [0, SIZES[0], SIZES[0] + SIZES[1], sum(SIZES)]
+    source = [next(s for s in range(3) if first[s] <= i < first[s + 1]) for i in flat]
+    if mode == "epochized":
+        T = 40 * 1 + 30 * 2 + 10  # floor(r·N) per source
+        epoch0 = collections.Counter(flat[:T])
+        assert {epoch0[i] for i in range(0, 40)} == {1}
+        assert {epoch0[i] for i in range(40, 70)} == {2}
+        assert sum(1 for i in range(70, 90) if epoch0[i]) == 10
+        assert all(epoch0[i] <= 1 for i in range(70, 90))
+        assert len(flat) == -(-2 * T // G) * G
+    else:
+        n = len(flat)
+        counts = collections.Counter(source)
+        for s, w in enumerate((5 / 8, 2 / 8, 1 / 8)):
+            sigma = (n * w * (1 - w)) ** 0.5
+            assert abs(counts[s] - n * w) <= 4 * sigma, (s, counts)
+
+
+def _steps_saved(state_file):
+    if not state_file.exists():
+        return None
+    text = state_file.read_text()
+    m = re.search(r"position=(\d+)", text)
+    return int(m.group(1)) // G if m else None
+
+
+def test_sigkill_resume_at_random_world_sizes(stoker_bin, mix, tmp_path):
+    spec = mix / "epochized.yaml"
+    epochs = 12  # 165 steps of 8
+    ref = world_stream(stoker_bin, spec, tmp_path / "ref", 1, epochs)
+    rng = random.Random(2323)
+    stream, state, done_steps = [], None, 0
+    kills = segments = 0
+    worlds_used = set()
+    while True:
+        segments += 1
+        assert segments < 120, "the run never finished"
+        world = rng.choice((1, 2, 4, 8))
+        worlds_used.add(world)
+        seg = tmp_path / f"seg{segments}"
+        seg.mkdir()
+        procs = []
+        for r in range(world):
+            extra = ["--state-file", str(seg / f"st_{r}.txt"), "--step-ms", "60"]
+            if state is not None:
+                extra += ["--resume", str(state)]
+                # run cuts its delivered log back to the state's batches: give it those lines
+                (seg / f"dl_{r}.txt").write_text("x\n" * int(re.search(r"batches=(\d+)", state.read_text()).group(1)))
+            procs.append(subprocess.Popen(args(stoker_bin, spec, seg, r, world, epochs, extra),
+                                          env=env_for(seg), stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE))
+        killed = False
+        if kills < 22:
+            time.sleep(rng.uniform(0.3, 1.2))
+            if any(p.poll() is None for p in procs):
+                for p in procs:
+                    if p.poll() is None:
+                        p.send_signal(signal.SIGKILL)
+                killed = True
+                kills += 1
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            if not killed:
+                assert p.returncode == 0, err.decode()
+        # The step every rank had saved; that rank's state file is the job's checkpoint.
+        saved = [_steps_saved(seg / f"st_{r}.txt") for r in range(world)]
+        if not killed:
+            assert saved == [len(ref)] * world, saved
+        if any(s is None for s in saved):
+            continue  # a rank saved nothing: resume again from the previous checkpoint
+        common = min(saved)
+        if common <= done_steps:
+            continue
+        prefill = int(re.search(r"batches=(\d+)", state.read_text()).group(1)) if state else 0
+        per_rank = [ids(seg / f"dl_{r}.txt", skip=prefill) for r in range(world)]
+        for t in range(common - done_steps):
+            stream.append(sum((per_rank[r][t] for r in range(world)), []))
+        done_steps = common
+        state = seg / f"st_{saved.index(common)}.txt"
+        if not killed or done_steps == len(ref):
+            break
+    print(f"kills {kills}, segments {segments}, world sizes {sorted(worlds_used)}")
+    assert stream == ref
+    assert kills >= 20
+    assert len(worlds_used) >= 3
+
+
+def test_changed_spec_refused_unless_allowed(stoker_bin, mix, tmp_path):
+    spec = tmp_path / "m.yaml"
+    spec.write_text(EPOCHIZED.replace("a/", str(mix / "a") + "/").replace("b/", str(mix / "b") + "/")
+                    .replace("c/", str(mix / "c") + "/"))
+    w = tmp_path / "w"
+    w.mkdir()
+    st = w / "st.txt"
+    r = subprocess.run(args(stoker_bin, spec, w, extra=["--state-file", str(st)]),
+                       env=env_for(w), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    spec.write_text(spec.read_text().replace("repetitions: 2", "repetitions: 3"))
+    r = subprocess.run(args(stoker_bin, spec, w, epochs=2, extra=["--resume", str(st)]), env=env_for(w),
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "mixture changed" in r.stderr and "--allow-spec-change" in r.stderr, r.stderr
+    r = subprocess.run(args(stoker_bin, spec, w, epochs=2, extra=["--resume", str(st), "--allow-spec-change"]),
+                       env=env_for(w), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert len(ids(w / "dl_0.txt")) > 14  # it went on into the second epoch
+    assert "mixture changed" in r.stderr  # said as a warning
+
+
+def test_json_form(stoker_bin, mix, tmp_path):
+    spec = tmp_path / "m.json"
+    spec.write_text('[{"path": "%s", "repeat": 1}, {"path": "%s", "repeat": 2}]'
+                    % (mix / "a" / "data.jsonl", mix / "c" / "data.jsonl"))
+    one = world_stream(stoker_bin, spec, tmp_path / "w1", 1, 1)
+    two = world_stream(stoker_bin, spec, tmp_path / "w2", 2, 1)
+    assert one == two
+    flat = collections.Counter(i for s in one for i in s)
+    assert {flat[i] for i in range(40)} == {1} and {flat[i] for i in range(40, 60)} == {2}
+
+
+def test_per_source_counts_in_summary_and_stats(stoker_bin, mix, tmp_path):
+    """Planned (the whole job, from the plan) vs this rank's delivered, counted independently
+    from the delivered ids; the same numbers in stats()['sources'] and the metrics text."""
+    spec = mix / "epochized.yaml"
+    w = tmp_path / "r"
+    w.mkdir()
+    r = subprocess.run(args(stoker_bin, spec, w, rank=1, world=2), env=env_for(w), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stdout.splitlines() if x.strip().startswith("source ")]
+    assert len(lines) == 3, r.stdout
+    first = [0, SIZES[0], SIZES[0] + SIZES[1], sum(SIZES)]
+    mine = collections.Counter(next(s for s in range(3) if first[s] <= i < first[s + 1])
+                               for b in ids(w / "dl_1.txt") for i in b)
+    steps = len(ids(w / "dl_1.txt"))
+    # the job's plan over `steps` steps of 8 = both ranks' samples: this rank's + rank 0's
+    w0 = tmp_path / "r0"
+    w0.mkdir()
+    subprocess.run(args(stoker_bin, spec, w0, rank=0, world=2), env=env_for(w0), check=True,
+                   capture_output=True)
+    theirs = collections.Counter(next(s for s in range(3) if first[s] <= i < first[s + 1])
+                                 for b in ids(w0 / "dl_0.txt") for i in b)
+    for s, line in enumerate(lines):
+        m = re.search(r"(\d+) planned \(job\), (\d+) delivered, (\d+) failed", line)
+        assert m, line
+        assert int(m.group(2)) == mine[s] and int(m.group(3)) == 0, line
+        assert int(m.group(1)) == mine[s] + theirs[s], line
+    assert sum(mine.values()) == steps * G // 2
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        return
+    code = ("import json,sys,stoker\n"
+            "l=stoker.Loader(data=[sys.argv[1]], model='qwen2-vl', batch_size=4, rank=1, world_size=2, seed=7,"
+            " threads=1)\n"
+            "n=sum(1 for _ in l)\nprint(json.dumps(l.stats()['sources']))\n")
+    p = subprocess.run(["/usr/bin/python3", "-c", code, str(spec)], capture_output=True, text=True,
+                       env=dict(env_for(w), PYTHONPATH=py), timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    import json
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert [g["delivered"] for g in got] == [mine[s] for s in range(3)]
+    assert [g["planned"] for g in got] == [mine[s] + theirs[s] for s in range(3)]
+
+
+LOADER_RESUME = r"""
+import json, sys, stoker
+spec, world, rank, batch, take, state = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+l = stoker.Loader(data=[spec], model="qwen2-vl", batch_size=batch, rank=rank, world_size=world, seed=7, threads=1)
+if state != "-":
+    l.load_state_dict(json.loads(state))
+out = []
+for i, b in enumerate(l):
+    out.append(b["sample_ids"].tolist())
+    if take and len(out) == take:
+        break
+print(json.dumps({"ids": out, "state": l.state_dict()}))
+"""
+
+
+def test_loader_state_dict_resumes_at_another_world_size(mix, tmp_path):
+    """stoker.Loader: 5 steps at world 1, state_dict(), the rest at world 2 (both ranks from
+    that dict) = the uninterrupted world-1 stream; the dict carries the plan (mix)."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    spec = str(mix / "epochized.yaml")
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+
+    def child(world, rank, batch, take, state):
+        import json
+        p = subprocess.run(["/usr/bin/python3", "-c", LOADER_RESUME, spec, str(world), str(rank), str(batch),
+                            str(take), json.dumps(state) if state else "-"], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    full = child(1, 0, G, 0, None)["ids"]
+    head = child(1, 0, G, 5, None)
+    assert "mix" in head["state"], head["state"]
+    tails = [child(2, r, G // 2, 0, head["state"])["ids"] for r in range(2)]
+    assert len(tails[0]) == len(tails[1]) == len(full) - 5
+    assert head["ids"] + [a + b for a, b in zip(*tails)] == full
+
+
+SERVED_CLIENT = r"""
+import json, sys, stoker
+l = stoker.Loader(connect=sys.argv[1], rank=int(sys.argv[2]), world_size=2)
+print(json.dumps([b["sample_ids"].tolist() for b in l]))
+"""
+
+
+def test_served_ranks_follow_the_plan(stoker_bin, mix, tmp_path):
+    """`stoker serve mix.yaml --world-size 2`: each attached rank gets the same batches as
+    `stoker run --rank r --world-size 2` (the plan's contiguous slices)."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    import json
+    spec = mix / "epochized.yaml"
+    sock = tmp_path / "s.sock"
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+    server = subprocess.Popen([stoker_bin, "serve", str(spec), "--world-size", "2", "--socket", str(sock),
+                               "--model", "qwen2-vl", "--batch-size", str(G // 2), "--seed", "7",
+                               "--threads", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        clients = [subprocess.Popen(["/usr/bin/python3", "-c", SERVED_CLIENT, str(sock), str(r)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+        served = []
+        for c in clients:
+            out, err = c.communicate(timeout=300)
+            assert c.returncode == 0, err[-2000:]
+            served.append(json.loads(out.strip().splitlines()[-1]))
+        assert server.wait(timeout=60) == 0, server.stderr.read().decode()[-2000:]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    for r in range(2):
+        w = tmp_path / f"run{r}"
+        w.mkdir()
+        subprocess.run(args(stoker_bin, spec, w, rank=r, world=2), env=env_for(w), check=True, capture_output=True)
+        assert served[r] == ids(w / f"dl_{r}.txt"), r
+
+
+def test_packing_takes_windows_of_the_plan(stoker_bin, mix, tmp_path):
+    """--packing over the epochized blend: the packs of an epoch hold exactly floor(r·N) draws of
+    each source (counted from the delivered ids), world 2 delivers the same samples, and a
+    weighted blend is refused for packing with the reason."""
+    spec = mix / "epochized.yaml"
+    pack = ["--packing", "--max-tokens", "4096", "--pack-window", "32"]
+    w1 = tmp_path / "w1"
+    w1.mkdir()
+    r = subprocess.run(args(stoker_bin, spec, w1, extra=pack), env=env_for(w1), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    c = collections.Counter(i for b in ids(w1 / "dl_0.txt") for i in b)
+    assert {c[i] for i in range(40)} == {1} and {c[i] for i in range(40, 70)} == {2}
+    assert sum(1 for i in range(70, 90) if c[i]) == 10 and all(c[i] <= 1 for i in range(70, 90))
+    assert "110 planned" not in r.stdout  # per-source lines: 40 / 60 / 10 planned
+    assert re.search(r"source 1 .*: 60 planned \(job\), 60 delivered", r.stdout), r.stdout
+    both = collections.Counter()
+    for rank in range(2):
+        w = tmp_path / f"w2_{rank}"
+        w.mkdir()
+        r = subprocess.run(args(stoker_bin, spec, w, rank=rank, world=2, extra=pack), env=env_for(w),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        both.update(i for b in ids(w / f"dl_{rank}.txt") for i in b)
+    assert set(both) == set(c)
+    w = tmp_path / "weighted"
+    w.mkdir()
+    r = subprocess.run(args(stoker_bin, mix / "weighted.yaml", w, extra=pack), env=env_for(w), capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "weighted blend reads in fixed batches" in r.stderr, r.stderr
