@@ -147,21 +147,24 @@ Status read_audio_entry(dom::element e, const std::string& id, Part* out) {
   return bad(id, "\"audios\" entries must be strings or objects with an \"audio\"");
 }
 
-Status read_audio_list(dom::object elem, const char* key, const std::string& id,
-                       std::vector<Part>* out) {
+// A media list field (`key`): absent or null is none; a list reads each entry with `entry`; any
+// other value is one entry ("videos": "a.mp4").
+using EntryReader = Status (*)(dom::element, const std::string&, Part*);
+Status read_entry_list(dom::object elem, const char* key, const std::string& id,
+                       EntryReader entry, std::vector<Part>* out) {
   dom::element v;
   if (elem[key].get(v) != simdjson::SUCCESS || v.is_null()) return ok_status();
   if (v.is_array()) {
     dom::array arr = v.get_array().value_unsafe();
     for (dom::element e : arr) {
       Part p;
-      STOKER_RETURN_IF_ERROR(read_audio_entry(e, id, &p));
+      STOKER_RETURN_IF_ERROR(entry(e, id, &p));
       out->push_back(std::move(p));
     }
     return ok_status();
   }
   Part p;
-  STOKER_RETURN_IF_ERROR(read_audio_entry(v, id, &p));
+  STOKER_RETURN_IF_ERROR(entry(v, id, &p));
   out->push_back(std::move(p));
   return ok_status();
 }
@@ -204,25 +207,6 @@ Status read_video_entry(dom::element e, const std::string& id, Part* out) {
     }
   }
   return bad(id, "\"videos\" entries must be strings, frame lists or objects with a \"video\"");
-}
-
-Status read_video_list(dom::object elem, const char* key, const std::string& id,
-                       std::vector<Part>* out) {
-  dom::element v;
-  if (elem[key].get(v) != simdjson::SUCCESS || v.is_null()) return ok_status();
-  if (v.is_array()) {
-    dom::array arr = v.get_array().value_unsafe();
-    for (dom::element e : arr) {
-      Part p;
-      STOKER_RETURN_IF_ERROR(read_video_entry(e, id, &p));
-      out->push_back(std::move(p));
-    }
-    return ok_status();
-  }
-  Part p;
-  STOKER_RETURN_IF_ERROR(read_video_entry(v, id, &p));
-  out->push_back(std::move(p));
-  return ok_status();
 }
 
 struct MediaLists {
@@ -457,8 +441,8 @@ Result<Conversation> parse_openai(dom::object root, std::string id) {
   STOKER_RETURN_IF_ERROR(read_template_inputs(root, &conv));
   MediaLists media;  // LLaMA-Factory's "openai" layout: string content with <image> tags + lists
   STOKER_RETURN_IF_ERROR(read_media_list(root, "images", conv.id, &media.images));
-  STOKER_RETURN_IF_ERROR(read_video_list(root, "videos", conv.id, &media.videos));
-  STOKER_RETURN_IF_ERROR(read_audio_list(root, "audios", conv.id, &media.audios));
+  STOKER_RETURN_IF_ERROR(read_entry_list(root, "videos", conv.id, read_video_entry, &media.videos));
+  STOKER_RETURN_IF_ERROR(read_entry_list(root, "audios", conv.id, read_audio_entry, &media.audios));
   int image_tags = 0, video_tags = 0;
   dom::array msgs;
   if (root["messages"].get_array().get(msgs) != simdjson::SUCCESS) {
@@ -513,11 +497,12 @@ Result<Conversation> parse_sharegpt(dom::object root, std::string id) {
   if (media.images.empty()) {
     STOKER_RETURN_IF_ERROR(read_media_list(root, "image", conv.id, &media.images));
   }
-  STOKER_RETURN_IF_ERROR(read_video_list(root, "videos", conv.id, &media.videos));
+  STOKER_RETURN_IF_ERROR(read_entry_list(root, "videos", conv.id, read_video_entry, &media.videos));
   if (media.videos.empty()) {
-    STOKER_RETURN_IF_ERROR(read_video_list(root, "video", conv.id, &media.videos));
+    STOKER_RETURN_IF_ERROR(
+        read_entry_list(root, "video", conv.id, read_video_entry, &media.videos));
   }
-  STOKER_RETURN_IF_ERROR(read_audio_list(root, "audios", conv.id, &media.audios));
+  STOKER_RETURN_IF_ERROR(read_entry_list(root, "audios", conv.id, read_audio_entry, &media.audios));
   // LLaMA-Factory's ShareGPT puts the system prompt in a top-level "system" string.
   std::string_view system;
   if (root["system"].get_string().get(system) == simdjson::SUCCESS && !system.empty()) {

@@ -8,9 +8,8 @@
 #include "stoker/pipeline/state.h"
 
 namespace stoker::pipeline {
-namespace {
 
-std::string shown(std::string_view text) {
+std::string detail::shown_state_text(std::string_view text) {
   std::string out = "'";
   for (char c : text.substr(0, 40)) {
     const auto u = static_cast<unsigned char>(c);
@@ -18,6 +17,10 @@ std::string shown(std::string_view text) {
   }
   return out + (text.size() > 40 ? "...'" : "'");
 }
+
+namespace {
+
+constexpr auto shown = detail::shown_state_text;
 
 constexpr std::string_view kFpPrefix = "fp.";
 

@@ -37,4 +37,10 @@ struct LoaderState {
   static Result<LoaderState> parse(std::string_view text);
 };
 
+namespace detail {
+// A state text in an error message: quoted, its first 40 characters, controls and non-ASCII
+// bytes as '?' (a hostile state file never prints as it is).
+std::string shown_state_text(std::string_view text);
+}  // namespace detail
+
 }  // namespace stoker::pipeline

@@ -7,14 +7,7 @@
 namespace stoker::pipeline {
 namespace {
 
-std::string shown(std::string_view text) {
-  std::string out = "'";
-  for (char c : text.substr(0, 40)) {
-    const auto u = static_cast<unsigned char>(c);
-    out += u < 0x20 || u >= 0x7f ? '?' : c;
-  }
-  return out + (text.size() > 40 ? "...'" : "'");
-}
+constexpr auto shown = detail::shown_state_text;
 
 // a * b + c, saturated at the largest uint64.
 std::uint64_t mul_add_sat(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
