@@ -20,6 +20,7 @@ import collections
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -376,3 +377,91 @@ def test_packing_takes_windows_of_the_plan(stoker_bin, mix, tmp_path):
     r = subprocess.run(args(stoker_bin, mix / "weighted.yaml", w, extra=pack), env=env_for(w), capture_output=True,
                        text=True)
     assert r.returncode != 0 and "weighted blend reads in fixed batches" in r.stderr, r.stderr
+
+
+def test_a_step_whose_every_sample_failed_on_one_rank_is_an_empty_batch(stoker_bin, mix, tmp_path):
+    """#23 (c): rank 1's whole slice of one global step is broken (its records name missing
+    images): rank 1 still yields a batch for that step — empty, 0 samples — so both ranks yield
+    the same number of batches (DDP would hang otherwise), and every other step is unchanged."""
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = (mix / "a" / "data.jsonl").read_text().splitlines()
+    for p in (mix / "a").iterdir():
+        if p.is_dir():
+            shutil.copytree(p, src / p.name)
+    (src / "data.jsonl").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "m.json"
+    spec.write_text('[{"path": "%s", "repeat": 1}]' % (src / "data.jsonl"))
+    one = world_stream(stoker_bin, spec, tmp_path / "w1", 1, 1)
+    assert len(one) == 5 and all(len(s) == G for s in one)
+    step = 2
+    broken = set(one[step][G // 2:])  # rank 1's slice of step 2 (ids = line numbers)
+    for i in broken:
+        lines[i] = '{"id": "broken-%d", "messages": 7}' % i  # fails at read, the line count kept
+    (src / "data.jsonl").write_text("\n".join(lines) + "\n")
+    work = tmp_path / "w2"
+    work.mkdir()
+    per_rank = []
+    for r in range(2):
+        extra = ("--max-error-rate", "1", "--error-report", str(work / f"err_{r}.jsonl"))
+        p = subprocess.run(args(stoker_bin, spec, work, r, 2, 1, extra), env=env_for(work),
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        per_rank.append(open(work / f"dl_{r}.txt").read().splitlines())
+    assert len(per_rank[0]) == len(per_rank[1]) == len(one)
+    got = [[[int(x) for x in per_rank[r][t].split()[2:]] for r in range(2)] for t in range(len(one))]
+    for t in range(len(one)):
+        want1 = [] if t == step else one[t][G // 2:]
+        assert got[t] == [one[t][:G // 2], want1], t
+    assert per_rank[1][step].split()[1] == str(step)  # the empty batch holds the step's place
+    import json
+    reported = [json.loads(x) for x in open(work / "err_1.jsonl").read().splitlines()]
+    assert sorted(r["sample"] for r in reported) == sorted(broken)
+    # The Python Loader: the same batches, the empty one with 0-row tensors and its step.
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if py:
+        env = dict(env_for(work), PYTHONPATH=py)
+        p = subprocess.run(["/usr/bin/python3", "-c", EMPTY_STEP, str(spec)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+        assert out["ids"] == [g[1] for g in got]
+        assert out["empty"] == [step, [0, 0], 0]
+        # `stoker serve`: both attached ranks get the same number of batches, rank 1 the empty one.
+        sock = tmp_path / "s.sock"
+        server = subprocess.Popen([stoker_bin, "serve", str(spec), "--world-size", "2", "--socket", str(sock),
+                                   "--model", "qwen2-vl", "--batch-size", str(G // 2), "--seed", "7",
+                                   "--threads", "1", "--max-error-rate", "1"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            for _ in range(200):
+                if sock.exists():
+                    break
+                time.sleep(0.05)
+            clients = [subprocess.Popen(["/usr/bin/python3", "-c", SERVED_CLIENT, str(sock), str(r)], env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                       for r in range(2)]
+            served = []
+            for c in clients:
+                o, e = c.communicate(timeout=300)
+                assert c.returncode == 0, e[-2000:]
+                served.append(json.loads(o.strip().splitlines()[-1]))
+            assert server.wait(timeout=60) == 0, server.stderr.read().decode()[-2000:]
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+        assert served == [[g[0] for g in got], [g[1] for g in got]]
+
+
+EMPTY_STEP = r"""
+import json, sys, stoker
+l = stoker.Loader(data=[sys.argv[1]], model="qwen2-vl", batch_size=4, rank=1, world_size=2, seed=7,
+                  threads=1, max_error_rate=1.0)
+out, empty = [], None
+for b in l:
+    out.append(b["sample_ids"].tolist())
+    if not out[-1]:
+        empty = [len(out) - 1, list(b["input_ids"].shape), int(b["pixel_values"].shape[0])]
+print(json.dumps({"ids": out, "empty": empty}))
+"""
