@@ -465,3 +465,74 @@ for b in l:
         empty = [len(out) - 1, list(b["input_ids"].shape), int(b["pixel_values"].shape[0])]
 print(json.dumps({"ids": out, "empty": empty}))
 """
+
+
+SUBFLAVORS = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend:
+      - weight: 2
+        path: inner.yaml
+        subflavors: {task: vqa, lang: en}
+      - weight: 1
+        path: c/energon
+"""
+SUBFLAVORS_INNER = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend:
+      - weight: 1
+        path: a/data.jsonl
+        subflavors: {task: caption, level: 3, tags: [x, y]}
+      - weight: 1
+        path: b/shards/data-{000..002}.tar
+"""
+
+
+def test_subflavors_reach_the_sources_stats(stoker_bin, mix, tmp_path):
+    """#23 (b): MetadatasetV2 subflavors are attached to every sample of their leaf — outer
+    levels' keys winning over inner ones — and visible per source in stats()['sources'] with the
+    leaf's sample-id range (first_id, records), so a batch's sample_ids map to their subflavors."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    import json
+    (mix / "subflavors.yaml").write_text(SUBFLAVORS)
+    (mix / "inner.yaml").write_text(SUBFLAVORS_INNER)
+    code = r"""
+import json, sys, stoker
+l = stoker.Loader(data=[sys.argv[1]], model="qwen2-vl", batch_size=8, seed=7, threads=1)
+ids = []
+for b in l:
+    ids += b["sample_ids"].tolist()
+    if len(ids) >= 40:
+        break
+print(json.dumps({"ids": ids, "sources": l.stats()["sources"]}))
+"""
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run(["/usr/bin/python3", "-c", code, str(mix / "subflavors.yaml")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    src = out["sources"]
+    assert [s["name"].split("/")[-1] for s in src] == ["data.jsonl", "data-{000..002}.tar", "energon"]
+    assert [s["subflavors"] for s in src] == [
+        {"task": "vqa", "level": 3, "tags": ["x", "y"], "lang": "en"},  # outer 'task' wins
+        {"task": "vqa", "lang": "en"},
+        {}]
+    assert [(s["first_id"], s["records"]) for s in src] == [(0, 40), (40, 30), (70, 20)]
+    flavors = [next(s["subflavors"] for s in src if s["first_id"] <= i < s["first_id"] + s["records"])
+               for i in out["ids"]]
+    assert len(flavors) >= 40 and {f.get("task") for f in flavors} <= {"vqa", None}
+    # stoker run's summary names them per source.
+    w = tmp_path / "run"
+    w.mkdir()
+    r = subprocess.run(args(stoker_bin, mix / "subflavors.yaml", w, epochs=1), env=env_for(w),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("source ")]
+    assert len(lines) == 3, r.stdout
+    assert [json.loads(x.split("; subflavors ")[1]) if "; subflavors " in x else {} for x in lines] == \
+        [s["subflavors"] for s in src]

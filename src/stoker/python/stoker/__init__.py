@@ -401,6 +401,9 @@ class Loader:
 
     def stats(self) -> Dict[str, Any]:
         """Engine counters (wait ratio, per-stage busy time and utilisation) + hand-off cost.
+        With a mixture spec: "sources", per leaf name, share, records, first_id (its samples are
+        sample ids [first_id, first_id + records)), subflavors (Energon's dict attached to every
+        sample of the leaf), planned (the job's plan), delivered and failed (this rank).
         Served mode: the client's counters (batches, socket bytes) + hand-off cost."""
         s = self._client.info() if self._client is not None else self._raw.stats()
         h = sorted(self._handoff_ns)
