@@ -380,9 +380,10 @@ def test_packing_takes_windows_of_the_plan(stoker_bin, mix, tmp_path):
 
 
 def test_a_step_whose_every_sample_failed_on_one_rank_is_an_empty_batch(stoker_bin, mix, tmp_path):
-    """#23 (c): rank 1's whole slice of one global step is broken (its records name missing
-    images): rank 1 still yields a batch for that step — empty, 0 samples — so both ranks yield
-    the same number of batches (DDP would hang otherwise), and every other step is unchanged."""
+    """#23 (c): rank 1's whole slice of a middle step and of the last step is broken (records
+    that fail at read): rank 1 still yields a batch for each — empty, 0 samples — so both ranks
+    yield the same number of batches (DDP would hang otherwise), every other step unchanged;
+    the same through stoker.Loader (0-row tensors) and stoker serve."""
     src = tmp_path / "src"
     src.mkdir()
     lines = (mix / "a" / "data.jsonl").read_text().splitlines()
@@ -394,8 +395,8 @@ def test_a_step_whose_every_sample_failed_on_one_rank_is_an_empty_batch(stoker_b
     spec.write_text('[{"path": "%s", "repeat": 1}]' % (src / "data.jsonl"))
     one = world_stream(stoker_bin, spec, tmp_path / "w1", 1, 1)
     assert len(one) == 5 and all(len(s) == G for s in one)
-    step = 2
-    broken = set(one[step][G // 2:])  # rank 1's slice of step 2 (ids = line numbers)
+    steps = (2, 4)  # a middle step and the last one (the end of the data right after it)
+    broken = {i for t in steps for i in one[t][G // 2:]}  # rank 1's slices (ids = line numbers)
     for i in broken:
         lines[i] = '{"id": "broken-%d", "messages": 7}' % i  # fails at read, the line count kept
     (src / "data.jsonl").write_text("\n".join(lines) + "\n")
@@ -411,9 +412,10 @@ def test_a_step_whose_every_sample_failed_on_one_rank_is_an_empty_batch(stoker_b
     assert len(per_rank[0]) == len(per_rank[1]) == len(one)
     got = [[[int(x) for x in per_rank[r][t].split()[2:]] for r in range(2)] for t in range(len(one))]
     for t in range(len(one)):
-        want1 = [] if t == step else one[t][G // 2:]
+        want1 = [] if t in steps else one[t][G // 2:]
         assert got[t] == [one[t][:G // 2], want1], t
-    assert per_rank[1][step].split()[1] == str(step)  # the empty batch holds the step's place
+    for t in steps:
+        assert per_rank[1][t].split()[1] == str(t)  # the empty batch holds the step's place
     import json
     reported = [json.loads(x) for x in open(work / "err_1.jsonl").read().splitlines()]
     assert sorted(r["sample"] for r in reported) == sorted(broken)
@@ -426,7 +428,7 @@ def test_a_step_whose_every_sample_failed_on_one_rank_is_an_empty_batch(stoker_b
         assert p.returncode == 0, p.stderr[-2000:]
         out = json.loads(p.stdout.strip().splitlines()[-1])
         assert out["ids"] == [g[1] for g in got]
-        assert out["empty"] == [step, [0, 0], 0]
+        assert out["empty"] == [[t, [0, 0], 0] for t in steps]
         # `stoker serve`: both attached ranks get the same number of batches, rank 1 the empty one.
         sock = tmp_path / "s.sock"
         server = subprocess.Popen([stoker_bin, "serve", str(spec), "--world-size", "2", "--socket", str(sock),
@@ -458,11 +460,11 @@ EMPTY_STEP = r"""
 import json, sys, stoker
 l = stoker.Loader(data=[sys.argv[1]], model="qwen2-vl", batch_size=4, rank=1, world_size=2, seed=7,
                   threads=1, max_error_rate=1.0)
-out, empty = [], None
+out, empty = [], []
 for b in l:
     out.append(b["sample_ids"].tolist())
     if not out[-1]:
-        empty = [len(out) - 1, list(b["input_ids"].shape), int(b["pixel_values"].shape[0])]
+        empty.append([len(out) - 1, list(b["input_ids"].shape), int(b["pixel_values"].shape[0])])
 print(json.dumps({"ids": out, "empty": empty}))
 """
 
