@@ -20,6 +20,7 @@ import collections
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -376,3 +377,164 @@ def test_packing_takes_windows_of_the_plan(stoker_bin, mix, tmp_path):
     r = subprocess.run(args(stoker_bin, mix / "weighted.yaml", w, extra=pack), env=env_for(w), capture_output=True,
                        text=True)
     assert r.returncode != 0 and "weighted blend reads in fixed batches" in r.stderr, r.stderr
+
+
+def test_a_step_whose_every_sample_failed_on_one_rank_is_an_empty_batch(stoker_bin, mix, tmp_path):
+    """#23 (c): rank 1's whole slice of a middle step and of the last step is broken (records
+    that fail at read): rank 1 still yields a batch for each — empty, 0 samples — so both ranks
+    yield the same number of batches (DDP would hang otherwise), every other step unchanged;
+    the same through stoker.Loader (0-row tensors) and stoker serve."""
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = (mix / "a" / "data.jsonl").read_text().splitlines()
+    for p in (mix / "a").iterdir():
+        if p.is_dir():
+            shutil.copytree(p, src / p.name)
+    (src / "data.jsonl").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "m.json"
+    spec.write_text('[{"path": "%s", "repeat": 1}]' % (src / "data.jsonl"))
+    one = world_stream(stoker_bin, spec, tmp_path / "w1", 1, 1)
+    assert len(one) == 5 and all(len(s) == G for s in one)
+    steps = (2, 4)  # a middle step and the last one (the end of the data right after it)
+    broken = {i for t in steps for i in one[t][G // 2:]}  # rank 1's slices (ids = line numbers)
+    for i in broken:
+        lines[i] = '{"id": "broken-%d", "messages": 7}' % i  # fails at read, the line count kept
+    (src / "data.jsonl").write_text("\n".join(lines) + "\n")
+    work = tmp_path / "w2"
+    work.mkdir()
+    per_rank = []
+    for r in range(2):
+        extra = ("--max-error-rate", "1", "--error-report", str(work / f"err_{r}.jsonl"))
+        p = subprocess.run(args(stoker_bin, spec, work, r, 2, 1, extra), env=env_for(work),
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        per_rank.append(open(work / f"dl_{r}.txt").read().splitlines())
+    assert len(per_rank[0]) == len(per_rank[1]) == len(one)
+    got = [[[int(x) for x in per_rank[r][t].split()[2:]] for r in range(2)] for t in range(len(one))]
+    for t in range(len(one)):
+        want1 = [] if t in steps else one[t][G // 2:]
+        assert got[t] == [one[t][:G // 2], want1], t
+    for t in steps:
+        assert per_rank[1][t].split()[1] == str(t)  # the empty batch holds the step's place
+    import json
+    reported = [json.loads(x) for x in open(work / "err_1.jsonl").read().splitlines()]
+    assert sorted(r["sample"] for r in reported) == sorted(broken)
+    # The Python Loader: the same batches, the empty one with 0-row tensors and its step.
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if py:
+        env = dict(env_for(work), PYTHONPATH=py)
+        p = subprocess.run(["/usr/bin/python3", "-c", EMPTY_STEP, str(spec)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+        assert out["ids"] == [g[1] for g in got]
+        assert out["empty"] == [[t, [0, 0], 0] for t in steps]
+        # `stoker serve`: both attached ranks get the same number of batches, rank 1 the empty one.
+        sock = tmp_path / "s.sock"
+        server = subprocess.Popen([stoker_bin, "serve", str(spec), "--world-size", "2", "--socket", str(sock),
+                                   "--model", "qwen2-vl", "--batch-size", str(G // 2), "--seed", "7",
+                                   "--threads", "1", "--max-error-rate", "1"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            for _ in range(200):
+                if sock.exists():
+                    break
+                time.sleep(0.05)
+            clients = [subprocess.Popen(["/usr/bin/python3", "-c", SERVED_CLIENT, str(sock), str(r)], env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                       for r in range(2)]
+            served = []
+            for c in clients:
+                o, e = c.communicate(timeout=300)
+                assert c.returncode == 0, e[-2000:]
+                served.append(json.loads(o.strip().splitlines()[-1]))
+            assert server.wait(timeout=60) == 0, server.stderr.read().decode()[-2000:]
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+        assert served == [[g[0] for g in got], [g[1] for g in got]]
+
+
+EMPTY_STEP = r"""
+import json, sys, stoker
+l = stoker.Loader(data=[sys.argv[1]], model="qwen2-vl", batch_size=4, rank=1, world_size=2, seed=7,
+                  threads=1, max_error_rate=1.0)
+out, empty = [], []
+for b in l:
+    out.append(b["sample_ids"].tolist())
+    if not out[-1]:
+        empty.append([len(out) - 1, list(b["input_ids"].shape), int(b["pixel_values"].shape[0])])
+print(json.dumps({"ids": out, "empty": empty}))
+"""
+
+
+SUBFLAVORS = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend:
+      - weight: 2
+        path: inner.yaml
+        subflavors: {task: vqa, lang: en}
+      - weight: 1
+        path: c/energon
+"""
+SUBFLAVORS_INNER = """__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend:
+      - weight: 1
+        path: a/data.jsonl
+        subflavors: {task: caption, level: 3, tags: [x, y]}
+      - weight: 1
+        path: b/shards/data-{000..002}.tar
+"""
+
+
+def test_subflavors_reach_the_sources_stats(stoker_bin, mix, tmp_path):
+    """#23 (b): MetadatasetV2 subflavors are attached to every sample of their leaf — outer
+    levels' keys winning over inner ones — and visible per source in stats()['sources'] with the
+    leaf's sample-id range (first_id, records), so a batch's sample_ids map to their subflavors."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    import json
+    (mix / "subflavors.yaml").write_text(SUBFLAVORS)
+    (mix / "inner.yaml").write_text(SUBFLAVORS_INNER)
+    code = r"""
+import json, sys, stoker
+l = stoker.Loader(data=[sys.argv[1]], model="qwen2-vl", batch_size=8, seed=7, threads=1)
+ids = []
+for b in l:
+    ids += b["sample_ids"].tolist()
+    if len(ids) >= 40:
+        break
+print(json.dumps({"ids": ids, "sources": l.stats()["sources"]}))
+"""
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run(["/usr/bin/python3", "-c", code, str(mix / "subflavors.yaml")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    src = out["sources"]
+    assert [s["name"].split("/")[-1] for s in src] == ["data.jsonl", "data-{000..002}.tar", "energon"]
+    assert [s["subflavors"] for s in src] == [
+        {"task": "vqa", "level": 3, "tags": ["x", "y"], "lang": "en"},  # outer 'task' wins
+        {"task": "vqa", "lang": "en"},
+        {}]
+    assert [(s["first_id"], s["records"]) for s in src] == [(0, 40), (40, 30), (70, 20)]
+    flavors = [next(s["subflavors"] for s in src if s["first_id"] <= i < s["first_id"] + s["records"])
+               for i in out["ids"]]
+    assert len(flavors) >= 40 and {f.get("task") for f in flavors} <= {"vqa", None}
+    # stoker run's summary names them per source.
+    w = tmp_path / "run"
+    w.mkdir()
+    r = subprocess.run(args(stoker_bin, mix / "subflavors.yaml", w, epochs=1), env=env_for(w),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("source ")]
+    assert len(lines) == 3, r.stdout
+    assert [json.loads(x.split("; subflavors ")[1]) if "; subflavors " in x else {} for x in lines] == \
+        [s["subflavors"] for s in src]

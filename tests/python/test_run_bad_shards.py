@@ -154,6 +154,21 @@ def k_bad_index(d, s):
     return str(d / "{a,b}.tar"), str(d / "b.tar"), 1, [*range(GOOD_A), GOOD_A + 0, GOOD_A + 2, GOOD_A + 3]
 
 
+def k_jsonl_idx_stale(d, s):
+    """Energon's .jsonl.idx written (struct-style, little-endian uint64) for the first 4 records,
+    then a fifth appended to the JSONL: the index ends before the file does."""
+    recs = [json.dumps({"messages": [{"role": "user", "content": f"q{i}"},
+                                     {"role": "assistant", "content": f"a{i}"}]}) + "\n" for i in range(5)]
+    offs, o = [], 0
+    for r in recs[:4]:
+        offs.append(o)
+        o += len(r.encode())
+    offs.append(o)
+    (d / "data.jsonl").write_text("".join(recs))
+    (d / "data.jsonl.idx").write_bytes(b"".join(x.to_bytes(8, "little") for x in offs))
+    return str(d / "data.jsonl"), "", None, []
+
+
 def k_missing_shard(d, s):
     write_tar(d / "a.tar", members_of(s[:GOOD_A]))
     return str(d / "{a,b}.tar"), str(d / "b.tar"), None, []
@@ -240,6 +255,8 @@ KINDS = [
               h.fails("DataLoss", r"b\.tar.*(adjacent|unique|twice)")),
     ShardKind("index-disagrees", ".tar.idx merges two samples into one range", k_bad_index,
               h.fails("DataLoss", r"b\.tar.*index disagrees")),
+    ShardKind("jsonl-idx-stale", "a .jsonl.idx that ends before its JSONL (a record appended since)",
+              k_jsonl_idx_stale, refuse=r"data\.jsonl\.idx.*(stale|disagrees)"),
     ShardKind("missing-shard", "a shard of a plain list does not exist", k_missing_shard,
               refuse=r"b\.tar"),
     ShardKind("brace-million", "the shard list expands to 1,000,000 names", k_million,

@@ -14,6 +14,7 @@ import json
 import os
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -94,6 +95,37 @@ def test_local_forms_give_identical_batch_hashes(stoker_bin, synth, local_hashes
     if form in ("shards", "gnu_shards", "energon"):
         for e in errors:  # the report names the shard and the sample in it
             assert ".tar" in e["file"], e
+
+
+def test_jsonl_idx_indexes_instead_of_a_scan(stoker_bin, synth, local_hashes, tmp_path):
+    """Energon's .jsonl.idx (N+1 little-endian uint64: each record's start, then the file size),
+    written here with struct from the file's own line offsets, beside a copy of data.jsonl:
+    stoker indexes the file from it (no scan, no .stoker-index cache written) and the batch
+    hashes and the failed samples equal the scanned run's."""
+    d = tmp_path / "set"
+    d.mkdir()
+    shutil.copytree(synth / "images", d / "images")
+    raw = (synth / "data.jsonl").read_bytes()
+    (d / "data.jsonl").write_bytes(raw)
+    offsets, o = [], 0
+    for line in raw.splitlines(keepends=True):
+        if line.strip():
+            offsets.append(o)
+        o += len(line)
+    offsets.append(len(raw))
+    (d / "data.jsonl.idx").write_bytes(struct.pack("<%dQ" % len(offsets), *offsets))
+    work = tmp_path / "w"
+    r = _run(stoker_bin, str(d / "data.jsonl"), work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "hashes.txt").read_text() == local_hashes[0]
+    errors = [json.loads(line) for line in open(work / "errors.jsonl")]
+    assert [e["sample"] for e in errors] == [e["sample"] for e in local_hashes[1]]
+    assert not list(d.glob("*.stoker-index")) and not list(work.rglob("*.stoker-index"))
+    # Without the index the same run scans (and caches its own index): the check above can fail.
+    (d / "data.jsonl.idx").unlink()
+    r = _run(stoker_bin, str(d / "data.jsonl"), tmp_path / "w2")
+    assert r.returncode == 0, r.stderr
+    assert list(d.glob("*.stoker-index")) or list((tmp_path / "w2").rglob("*.stoker-index"))
 
 
 def test_shard_index_written_equals_tarfile(synth):

@@ -304,10 +304,11 @@ void print_summary(const pipeline::Loader& loader, const pipeline::LoaderConfig&
   // A mixture: each source's samples, planned by the global plan (the whole job) vs this rank's.
   for (std::size_t i = 0; i < s.sources.size(); ++i) {
     const pipeline::SourceStats& src = s.sources[i];
-    std::printf("  source %zu (%s, share %g, %llu records): %llu planned (job), %lld delivered, %lld failed (this rank)\n",
+    std::printf("  source %zu (%s, share %g, %llu records): %llu planned (job), %lld delivered, %lld failed (this rank)%s%s\n",
                 i, printable(src.name).c_str(), src.share, static_cast<unsigned long long>(src.records),
                 static_cast<unsigned long long>(src.planned), static_cast<long long>(src.delivered),
-                static_cast<long long>(src.failed));
+                static_cast<long long>(src.failed), src.subflavors == "{}" ? "" : "; subflavors ",
+                src.subflavors == "{}" ? "" : printable(src.subflavors).c_str());
   }
   std::printf("  state: %s\n", loader.state().serialize().c_str());
 }

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "stoker/base/option_name.h"
+#include "stoker/dataset/jsonl_file.h"
 
 namespace stoker::dataset {
 namespace {
@@ -366,11 +367,107 @@ std::string cache_path_for(const std::string& path, const ManifestOptions& optio
       .string();
 }
 
-// Index one file into `file` / `scan`: from its cache when valid, else by scanning.
+// Energon's `.jsonl.idx` beside the file, when there is one: the records from its offsets instead
+// of a scan. Checked against the file before it is trusted — its size a multiple of 8 and at
+// most 8 × (file size + 2), the offsets ascending from the first, the last = the file's size, and
+// every record but the last ending with '\n', none blank (a pread of its last and first bytes
+// per record, to trim its range's JSON whitespace like the scan) — a disagreeing
+// index refuses the manifest at start naming the index and the reason (never a silent scan: the
+// index says where records are, and a wrong one would shift every record after it). Records are
+// one-based record numbers as their "line" (the index has no line numbers).
+// Returns false when there is no index.
+Result<bool> load_jsonl_idx(int fd, const ManifestFile& file, const FileIdentity& id, ScanResult& scan) {
+  const std::string idx_path = jsonl_index_path(file.path);
+  const int ifd = ::open(idx_path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (ifd < 0) {
+    if (errno == ENOENT) return false;
+    return errno_error(errno, "opening the .jsonl.idx " + idx_path);
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{ifd};
+  struct stat st {};
+  if (::fstat(ifd, &st) != 0) return errno_error(errno, "stat " + idx_path);
+  if (!S_ISREG(st.st_mode)) return invalid_argument(idx_path + ": the .jsonl.idx is not a regular file");
+  const auto isize = static_cast<std::uint64_t>(st.st_size);
+  if (isize > 8 * (id.size + 2)) {
+    return invalid_argument(idx_path + ": the .jsonl.idx has " + std::to_string(isize) + " bytes, more entries than " +
+                            file.path + " (" + std::to_string(id.size) + " bytes) can have records");
+  }
+  std::vector<std::uint8_t> bytes(isize);
+  if (pread_full(ifd, bytes.data(), bytes.size(), 0) != static_cast<std::int64_t>(isize)) {
+    return unavailable(idx_path + ": short read (file changing?)");
+  }
+  Result<std::vector<std::uint64_t>> offsets = decode_jsonl_index(bytes, id.size, idx_path);
+  if (!offsets.ok()) {
+    return std::move(offsets.error().with_context("the .jsonl.idx disagrees with " + file.path +
+                                                  " (remove or rebuild it)"));
+  }
+  const std::vector<std::uint64_t>& o = *offsets;
+  const std::size_t n = o.size() - 1;
+  if (n > std::numeric_limits<std::uint32_t>::max()) {
+    return invalid_argument(idx_path + ": more than 2^32 records; split the manifest");
+  }
+  scan.records.clear();
+  scan.records.reserve(n);
+  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  auto disagrees = [&](std::size_t i, const std::string& why) {
+    return invalid_argument(idx_path + ": the .jsonl.idx disagrees with " + file.path + ": record " + std::to_string(i) +
+                            " [" + std::to_string(o[i]) + ", " + std::to_string(o[i + 1]) + ") " + why +
+                            " (remove or rebuild the index)");
+  };
+  char chunk[64];
+  for (std::size_t i = 0; i < n; ++i) {
+    // The record is its range with JSON whitespace trimmed at both ends (Energon's ranges keep
+    // the blank lines after a record, and before the first): what the scan takes as the line.
+    std::uint64_t lo = o[i], hi = o[i + 1];
+    bool first_chunk = true;
+    while (hi > lo) {
+      const std::uint64_t from = std::max(lo, hi >= sizeof(chunk) ? hi - sizeof(chunk) : 0);
+      const std::size_t k = static_cast<std::size_t>(hi - from);
+      if (pread_full(fd, chunk, k, from) != static_cast<std::int64_t>(k)) {
+        return unavailable(file.path + ": short read while checking its .jsonl.idx (file changing?)");
+      }
+      if (first_chunk && i + 1 < n && chunk[k - 1] != '\n') return disagrees(i, "does not end with a newline");
+      first_chunk = false;
+      std::size_t j = k;
+      while (j > 0 && ws(chunk[j - 1])) --j;
+      hi = from + j;
+      if (j > 0) break;
+    }
+    if (hi == lo) return disagrees(i, "is blank");
+    while (lo < hi) {
+      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof(chunk), hi - lo));
+      if (pread_full(fd, chunk, k, lo) != static_cast<std::int64_t>(k)) {
+        return unavailable(file.path + ": short read while checking its .jsonl.idx (file changing?)");
+      }
+      std::size_t j = 0;
+      while (j < k && ws(chunk[j])) ++j;
+      lo += j;
+      if (j < k) break;
+    }
+    const std::uint64_t length = std::min<std::uint64_t>(hi - lo, kTooLong);
+    scan.records.push_back({lo, static_cast<std::uint32_t>(length), static_cast<std::uint32_t>(i + 1)});
+  }
+  scan.num_lines = n;
+  return true;
+}
+
+// Index one file into `file` / `scan`: from Energon's .jsonl.idx beside it, else from its cache
+// when valid, else by scanning.
 Status index_file(int fd, ManifestFile& file, const ManifestOptions& options,
                   std::vector<char>& buf, ScanResult& scan) {
   STOKER_ASSIGN_OR_RETURN(FileIdentity before, identify(fd, file.path));
   file.size_bytes = before.size;
+  if (options.use_jsonl_idx) {
+    STOKER_ASSIGN_OR_RETURN(bool indexed, load_jsonl_idx(fd, file, before, scan));
+    if (indexed) {
+      file.cache = CacheOutcome::kJsonlIdx;
+      file.num_lines = scan.num_lines;
+      return ok_status();
+    }
+  }
   file.cache_path = cache_path_for(file.path, options);
   file.cache = CacheOutcome::kBuilt;
   if (!file.cache_path.empty()) {

@@ -5,6 +5,11 @@
 // The index of each file is cached next to it as "<file>.stoker-index" (or in options.cache_dir),
 // keyed by the file's size, mtime and inode plus a hash of its first and last 4 KiB; a stale or
 // corrupt cache is rebuilt, never trusted; an unwritable cache is a warning, not an error.
+// Energon's "<name>.jsonl.idx" beside a file takes precedence over both (no scan): checked
+// (size, ascending offsets, last = the file's size, every record ending with a newline, none
+// blank; a record is its range with JSON whitespace trimmed, as the scan's line) and
+// refused with InvalidArgument naming it when it disagrees; its records' "line" is the record
+// number (1-based), the index having no line numbers.
 // Owns one open descriptor per file. Immutable after open(): all reads are thread-safe.
 // Errors: NotFound / PermissionDenied (opening), InvalidArgument (not a regular file, a record
 // over 4 GiB), Unavailable (file changed while indexing), DataLoss (file shrank after indexing).
@@ -35,6 +40,9 @@ struct ManifestOptions {
   // A longer record is never read: read_record() fails it with ResourceExhausted (one bad line
   // cannot stall the pipeline or take gigabytes). Indexing itself streams, whatever the lengths.
   std::uint64_t max_record_bytes = std::uint64_t{16} << 20;
+  // Energon's "<name>.jsonl.idx" beside a file (N+1 little-endian uint64 offsets) indexes it when
+  // present, checked against the file first; one that disagrees refuses the manifest at start.
+  bool use_jsonl_idx = true;
 
   Status validate() const;
 };
@@ -51,6 +59,7 @@ enum class CacheOutcome {
   kBuilt,           // no cache existed (or caching is off): scanned
   kRebuiltStale,    // the file changed since the cache was written: scanned
   kRebuiltCorrupt,  // the cache was unreadable or inconsistent: scanned (also a warning)
+  kJsonlIdx,        // Energon's "<name>.jsonl.idx" beside the file was used (no scan, no cache)
 };
 
 struct ManifestFile {

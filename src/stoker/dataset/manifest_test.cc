@@ -371,5 +371,50 @@ TEST_F(ManifestTest, ConcurrentReads) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+// Energon's .jsonl.idx beside a file indexes it (no scan): records equal the reference split
+// (CRLF ends dropped), numbered 1.. as their "line"; an index that disagrees refuses the file.
+std::string idx_bytes(const std::vector<std::uint64_t>& offsets) {
+  std::string out;
+  for (std::uint64_t o : offsets) {
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>((o >> (8 * b)) & 0xff));
+  }
+  return out;
+}
+
+TEST_F(ManifestTest, JsonlIdxIndexesTheFileWithoutAScan) {
+  const std::string text = "{\"a\":1}\r\n{\"b\":22}\n{\"c\":333}";
+  const std::string path = write("x.jsonl", text);
+  write("x.jsonl.idx", idx_bytes({0, 9, 18, text.size()}));
+  auto index = ManifestIndex::open({path});
+  ASSERT_TRUE(index.ok()) << index.error().to_string();
+  EXPECT_EQ((*index)->files()[0].cache, CacheOutcome::kJsonlIdx);
+  expect_matches(**index, reference_split(text));
+  EXPECT_FALSE(fs::exists(path + ".stoker-index"));
+  EXPECT_EQ((*index)->describe(2), path + ":3");
+}
+
+TEST_F(ManifestTest, JsonlIdxThatDisagreesRefusesTheFileNamingIt) {
+  const std::string text = "{\"a\":1}\n{\"b\":22}\n";
+  const std::string path = write("x.jsonl", text);
+  const std::string idx = (dir_ / "x.jsonl.idx").string();
+  for (const auto& [bytes, why] : std::vector<std::pair<std::string, std::string>>{
+           {idx_bytes({0, 8, 17}).substr(0, 20), "not a .jsonl.idx"},
+           {idx_bytes({0, 8, 16}), "stale index"},
+           {idx_bytes({0, 12, 17}), "does not end with a newline"},
+           {idx_bytes({0, 8, 8, 17}), "does not follow"}}) {
+    write("x.jsonl.idx", bytes);
+    auto index = ManifestIndex::open({path});
+    ASSERT_FALSE(index.ok()) << why;
+    EXPECT_EQ(index.error().code(), ErrorCode::kInvalidArgument) << why;
+    EXPECT_NE(index.error().to_string().find(idx), std::string::npos) << index.error().to_string();
+    EXPECT_NE(index.error().to_string().find(why), std::string::npos) << index.error().to_string();
+  }
+  ManifestOptions off;
+  off.use_jsonl_idx = false;  // ignored on request: scanned
+  auto index = ManifestIndex::open({path}, off);
+  ASSERT_TRUE(index.ok());
+  expect_matches(**index, reference_split(text));
+}
+
 }  // namespace
 }  // namespace stoker::dataset

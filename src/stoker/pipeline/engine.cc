@@ -303,17 +303,26 @@ bool Engine::next_prepared(std::size_t need, ReadyBatch& out, std::stop_token st
 // samples are counted and kept for the report, an outage or a spent failure budget stops.
 Engine::Collect Engine::collect(std::vector<Prepared>& goods, std::uint64_t& epoch,
                                 ReadyBatch& out, std::vector<SeqFailure>& failures,
-                                std::stop_token stop) {
+                                std::uint64_t& taken, bool& whole, std::stop_token stop) {
+  // A step of the global plan is one batch on every rank, even when all of this rank's samples
+  // of it failed: an empty batch, so that the ranks' batch counts agree (DDP would hang).
+  const bool steps = source_->steps();
   for (;;) {
     const std::size_t need = options_.batch_size - goods.size();
     Collect result = Collect::kDone;
-    if (!next_prepared(need, out, stop, &result)) return result;
+    if (!next_prepared(need, out, stop, &result)) {
+      if (result == Collect::kDone && steps && taken > 0 && goods.empty()) whole = true;
+      return result;
+    }
     // Batches never span epochs: the last one of an epoch may be short.
-    if (!goods.empty() && (carried_->item.epoch != epoch || carried_->item.group != group_)) {
+    if ((!goods.empty() || (steps && taken > 0)) &&
+        (carried_->item.epoch != epoch || carried_->item.group != group_)) {
+      if (goods.empty()) whole = true;
       return Collect::kDone;
     }
     Prepared cur = std::move(*carried_);
     carried_.reset();
+    ++taken;
     epoch = cur.item.epoch;
     group_ = cur.item.group;
     ++seen_;
@@ -424,11 +433,13 @@ ReadyBatch Engine::produce(std::stop_token stop) {
     return std::move(out);
   };
   const bool units = options_.packing.batching != Batching::kFixed;
-  bool whole = false;  // units: every item of the unit was taken (it may have no good sample)
+  // Units, or a step of the plan: every item of it was taken (it may have no good sample).
+  bool whole = false;
+  std::uint64_t taken = 0;
   for (;;) {
     if (!whole) {
       const Collect c = units ? collect_unit(goods, epoch, out, failures, whole, stop)
-                              : collect(goods, epoch, out, failures, stop);
+                              : collect(goods, epoch, out, failures, taken, whole, stop);
       if (c == Collect::kStop) return finish();
     }
     if (goods.empty() && !whole) {

@@ -120,8 +120,11 @@ class Engine {
     SampleFailure failure;
   };
   enum class Collect { kDone, kStop };
+  // `taken`: items consumed by this produce() call so far; with a source of steps
+  // (ItemSource::steps) a group whose every item failed sets `whole` (an empty batch).
   Collect collect(std::vector<Prepared>& goods, std::uint64_t& epoch, ReadyBatch& out,
-                  std::vector<SeqFailure>& failures, std::stop_token stop);
+                  std::vector<SeqFailure>& failures, std::uint64_t& taken, bool& whole,
+                  std::stop_token stop);
   // Packing / token budgets: takes the items of the next unit (failed ones are not replaced).
   // `whole` tells a unit whose every sample failed from the end of the data.
   Collect collect_unit(std::vector<Prepared>& goods, std::uint64_t& epoch, ReadyBatch& out,

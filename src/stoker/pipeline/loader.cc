@@ -727,6 +727,8 @@ LoaderStats Loader::stats() const {
         st.name = mix->leaf_name(i);
         st.share = mix->spec().mode == dataset::MixMode::kWeighted ? leaf.weight : leaf.repetitions;
         st.records = mix->leaf_size(i);
+        st.first_id = mix->first_id(i);
+        st.subflavors = leaf.subflavors;
         st.planned = planned[i];
         st.delivered = i < m.source_delivered.size() ? m.source_delivered[i] : 0;
         st.failed = i < m.source_failed.size() ? m.source_failed[i] : 0;

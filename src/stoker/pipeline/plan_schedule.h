@@ -3,7 +3,9 @@
 // holds plan positions [tG, (t+1)G), G = batch_size × world size; rank r takes the contiguous
 // slice of G/W positions at r·G/W, so the ranks' batches concatenated in rank order are the
 // world-1 stream and every rank has a batch in every step. Items of one step form one batch
-// (Item::group): a failed sample leaves its batch short, never pulls in the next step's samples.
+// (Item::group): a failed sample leaves its batch short, never pulls in the next step's samples;
+// a step whose every sample failed on this rank is an empty batch (0 samples), so every rank
+// yields one batch per step (steps()).
 // Epochs: step t belongs to epoch floor(tG / T) (T = the plan's epoch length; weighted: Σ N_s);
 // `epochs` epochs = Plan::steps_for_epochs(epochs) steps. State after a step: LoaderState
 // {epoch, position = (t+1)G, mix = encode_mix(cursor state)}; it resumes exactly at any world
@@ -41,6 +43,7 @@ class PlanSchedule final : public ItemSource {
                                                     const LoaderState& start, bool allow_spec_change,
                                                     std::vector<std::string>* warnings);
   Next next(bool block, std::stop_token stop, Item* out) override;
+  bool steps() const override { return true; }
   // The source (mixture leaf) of global record id `sample`.
   std::uint32_t source_of(std::uint64_t sample) const;
 

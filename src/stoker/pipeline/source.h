@@ -48,6 +48,10 @@ class ItemSource {
     *measured = 0;
     return {};
   }
+  // True when every group (Item::group) is one batch of its own, delivered even when all its
+  // samples failed (an empty batch): the global plan's steps, so that every rank yields the same
+  // number of batches (a rank short of one would hang a collective).
+  virtual bool steps() const { return false; }
   // Why the source ended early (a resume state that does not match the data), if it did.
   virtual std::optional<Error> error() const { return std::nullopt; }
 };

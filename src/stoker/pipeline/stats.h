@@ -33,6 +33,10 @@ struct SourceStats {
   std::string name;
   double share = 0;  // weight (weighted) or repetitions (epochized)
   std::uint64_t records = 0;
+  std::uint64_t first_id = 0;  // its records are sample ids [first_id, first_id + records)
+  // Energon's subflavors of the leaf (a JSON object, outer levels' keys winning): attached to
+  // every sample of it — sample id -> source by the id range above.
+  std::string subflavors = "{}";
   std::uint64_t planned = 0;
   std::int64_t delivered = 0, failed = 0;
 };

@@ -253,6 +253,8 @@ class RawLoader {
         e["name"] = src.name;
         e["share"] = src.share;
         e["records"] = src.records;
+        e["first_id"] = src.first_id;
+        e["subflavors"] = py::module_::import("json").attr("loads")(src.subflavors);
         e["planned"] = src.planned;
         e["delivered"] = src.delivered;
         e["failed"] = src.failed;

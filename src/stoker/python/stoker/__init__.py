@@ -188,6 +188,13 @@ class Loader:
     next epoch (with epochs=N or epochs=-1). rank/world_size default to the launcher's variables
     (torchrun, Open MPI, Slurm). Every blocking call releases the GIL.
 
+    With a mixture spec as the data, every rank yields exactly one batch per global step of the
+    plan: a step whose every sample failed on this rank is an empty batch (0 samples:
+    `sample_ids` and every tensor with 0 rows), never skipped, so DDP ranks stay in step. A
+    training loop must not skip it on that rank alone (the other ranks' gradient all-reduce would
+    wait for it): take a zero-loss step there (e.g. `loss = sum(p.sum() for p in
+    model.parameters()) * 0`) or skip the step on every rank together.
+
     Every option is checked before the engine starts: its type (an int option takes an int, not
     a bool or a str; a float option an int or a float; paths a str or os.PathLike), its range on
     this machine and its choices, then how the options combine. A bad one raises
@@ -394,6 +401,9 @@ class Loader:
 
     def stats(self) -> Dict[str, Any]:
         """Engine counters (wait ratio, per-stage busy time and utilisation) + hand-off cost.
+        With a mixture spec: "sources", per leaf name, share, records, first_id (its samples are
+        sample ids [first_id, first_id + records)), subflavors (Energon's dict attached to every
+        sample of the leaf), planned (the job's plan), delivered and failed (this rank).
         Served mode: the client's counters (batches, socket bytes) + hand-off cost."""
         s = self._client.info() if self._client is not None else self._raw.stats()
         h = sorted(self._handoff_ns)
