@@ -22,13 +22,12 @@
 // its tokenizer and template come from the folder; positions must be whole: t·spg·13 is a float
 // in transformers and stoker's position_ids are int64) below.
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "stoker/audio/processor.h"
+#include "stoker/base/file.h"
 #include "stoker/base/hash.h"
 #include "stoker/base/option_name.h"
 #include "stoker/batch/omni_rope.h"
@@ -84,13 +83,8 @@ constexpr OmniTokenNames kQwen3Names = {"<|image_pad|>", "<|video_pad|>", "<|aud
                                         "<|audio_end|>"};
 constexpr std::string_view kModalities[] = {"image", "video", "audio"};
 
-Result<std::string> read_text(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return not_found("cannot read " + p.string());
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+// A model folder's file (base/file.h: the reader the other families use).
+Result<std::string> read_text(const std::filesystem::path& p) { return read_text_file(p.string()); }
 
 // The Qwen2.5 tokenizer files with the Omni names at the Omni ids.
 Result<std::unique_ptr<text::Tokenizer>> preset_tokenizer(const std::string& dir) {
@@ -119,6 +113,28 @@ Result<std::unique_ptr<text::Tokenizer>> preset_tokenizer(const std::string& dir
     }
   }
   return text::Tokenizer::from_json(t.dump(), cfg);
+}
+
+// The tokenizer a model opens: a folder's own (or --tokenizer's) as it is, a preset's installed
+// Qwen2.5 files with the Omni names (preset_tokenizer).
+Result<std::unique_ptr<text::Tokenizer>> open_tokenizer(const std::string& dir, bool own) {
+  if (own) return text::Tokenizer::load(dir);
+  return preset_tokenizer(dir);
+}
+
+// Each named special token's id; InvalidArgument naming the model, the folder and the token.
+using TokenWant = std::pair<std::string_view, text::TokenId*>;
+Status token_ids(const text::Tokenizer& tok, std::string_view model, const std::string& dir,
+                 std::initializer_list<TokenWant> want) {
+  for (auto [text, id] : want) {
+    std::optional<text::TokenId> t = tok.token_to_id(text);
+    if (!t) {
+      return invalid_argument("the " + std::string(model) + " tokenizer in " + dir + " has no " +
+                              std::string(text));
+    }
+    *id = *t;
+  }
+  return ok_status();
 }
 
 bool preceded_by(std::string_view text, std::size_t pos, std::string_view s) {
@@ -383,35 +399,21 @@ class QwenOmniFamily final : public Family {
     if (tok_dir.empty()) {
       STOKER_ASSIGN_OR_RETURN(tok_dir, default_tokenizer_dir(spec));
     }
-    std::unique_ptr<text::Tokenizer> tok;
-    if (folder || !options.tokenizer.empty()) {
-      STOKER_ASSIGN_OR_RETURN(tok, text::Tokenizer::load(tok_dir));
-    } else {
-      STOKER_ASSIGN_OR_RETURN(tok, preset_tokenizer(tok_dir));
-    }
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tok,
+                            open_tokenizer(tok_dir, folder || !options.tokenizer.empty()));
     OmniIds ids;
-    for (auto [text, id] : {std::pair{kImage, &ids.image}, std::pair{kVideo, &ids.video},
-                            std::pair{kAudio, &ids.audio}}) {
-      std::optional<text::TokenId> t = tok->token_to_id(text);
-      if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer in " + tok_dir + " has no " + std::string(text));
-      *id = *t;
-    }
-    for (auto [text, id] : {std::pair{kAudioBos, &ids.audio_bos}, std::pair{kAudioEos, &ids.audio_eos}}) {
-      std::optional<text::TokenId> t = tok->token_to_id(text);
-      if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer has no " + std::string(text));
-      *id = *t;
-    }
+    STOKER_RETURN_IF_ERROR(token_ids(*tok, "Qwen2.5-Omni", tok_dir,
+                                     {{kImage, &ids.image}, {kVideo, &ids.video},
+                                      {kAudio, &ids.audio}, {kAudioBos, &ids.audio_bos},
+                                      {kAudioEos, &ids.audio_eos}}));
     batch::OmniRopeConfig rope = batch::OmniRopeConfig::qwen25_omni();
     rope.spatial_merge_size = vl.image.merge_size;
     rope.image_token_id = ids.image;
     rope.video_token_id = ids.video;
     rope.audio_token_id = ids.audio;
-    for (auto [text, id] : {std::pair{kVisionBos, &rope.vision_start_token_id},
-                            std::pair{kAudioBos, &rope.audio_start_token_id}}) {
-      std::optional<text::TokenId> t = tok->token_to_id(text);
-      if (!t) return invalid_argument("the Qwen2.5-Omni tokenizer has no " + std::string(text));
-      *id = *t;
-    }
+    STOKER_RETURN_IF_ERROR(token_ids(*tok, "Qwen2.5-Omni", tok_dir,
+                                     {{kVisionBos, &rope.vision_start_token_id},
+                                      {kAudioBos, &rope.audio_start_token_id}}));
     std::uint64_t template_hash = 0;
     STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
                             omni_renderer(spec, folder, kTemplate, "Qwen2.5-Omni", tok_dir, options,
@@ -507,19 +509,12 @@ class Qwen2AudioFamily final : public Family {
     if (tok_dir.empty()) {
       STOKER_ASSIGN_OR_RETURN(tok_dir, default_tokenizer_dir(spec));
     }
-    std::unique_ptr<text::Tokenizer> tok;
-    if (folder || !options.tokenizer.empty()) {
-      STOKER_ASSIGN_OR_RETURN(tok, text::Tokenizer::load(tok_dir));
-    } else {
-      STOKER_ASSIGN_OR_RETURN(tok, preset_tokenizer(tok_dir));
-    }
+    STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tok,
+                            open_tokenizer(tok_dir, folder || !options.tokenizer.empty()));
     OmniIds ids;
-    for (auto [text, id] : {std::pair{kAudio, &ids.audio}, std::pair{kAudioBos, &ids.audio_bos},
-                            std::pair{kAudioEos, &ids.audio_eos}}) {
-      std::optional<text::TokenId> t = tok->token_to_id(text);
-      if (!t) return invalid_argument("the Qwen2-Audio tokenizer in " + tok_dir + " has no " + std::string(text));
-      *id = *t;
-    }
+    STOKER_RETURN_IF_ERROR(token_ids(*tok, "Qwen2-Audio", tok_dir,
+                                     {{kAudio, &ids.audio}, {kAudioBos, &ids.audio_bos},
+                                      {kAudioEos, &ids.audio_eos}}));
     std::uint64_t template_hash = 0;
     STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::JinjaRenderer> renderer,
                             omni_renderer(spec, folder, kQwen2AudioTemplate, "Qwen2-Audio", tok_dir,
@@ -572,16 +567,13 @@ class Qwen3OmniFamily final : public Family {
     STOKER_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tok, text::Tokenizer::load(tok_dir));
     OmniIds ids;
     batch::OmniRopeConfig rope = batch::OmniRopeConfig::qwen3_omni();
-    for (auto [text, id] : {std::pair{kQwen3Names.image, &ids.image},
-                            std::pair{kQwen3Names.video, &ids.video},
-                            std::pair{kQwen3Names.audio, &ids.audio},
-                            std::pair{kQwen3Names.audio_bos, &ids.audio_bos},
-                            std::pair{kQwen3Names.audio_eos, &ids.audio_eos},
-                            std::pair{kQwen3Names.vision_bos, &rope.vision_start_token_id}}) {
-      std::optional<text::TokenId> t = tok->token_to_id(text);
-      if (!t) return invalid_argument("the Qwen3-Omni tokenizer in " + tok_dir + " has no " + std::string(text));
-      *id = *t;
-    }
+    STOKER_RETURN_IF_ERROR(token_ids(*tok, "Qwen3-Omni", tok_dir,
+                                     {{kQwen3Names.image, &ids.image},
+                                      {kQwen3Names.video, &ids.video},
+                                      {kQwen3Names.audio, &ids.audio},
+                                      {kQwen3Names.audio_bos, &ids.audio_bos},
+                                      {kQwen3Names.audio_eos, &ids.audio_eos},
+                                      {kQwen3Names.vision_bos, &rope.vision_start_token_id}}));
     rope.spatial_merge_size = vl.image.merge_size;
     rope.image_token_id = ids.image;
     rope.video_token_id = ids.video;

@@ -205,6 +205,16 @@ struct Loader::Impl {
 
   // Schedule from start_state, pools, engine and (kPrefetch) the producer thread.
   Status start_engine();
+  // A resume's state adopted: the order starts at `s`. An engine already started
+  // (prefetch_on_create began at the start of the order) is discarded and started again at `s`.
+  Status resume_at(const LoaderState& s) {
+    start_state = s;
+    state = s;
+    resumed = true;
+    if (!engine) return ok_status();
+    stop_engine();
+    return start_engine();
+  }
   Status open_report();
   Status start();
   // nullopt: `interrupted` returned true while waiting (prefetch only).
@@ -489,15 +499,7 @@ Status Loader::resume(const LoaderState& saved) {
     }
   }
   impl_->resume_note = std::move(note);
-  impl_->start_state = s;
-  impl_->state = s;
-  impl_->resumed = true;
-  if (impl_->engine) {
-    // prefetch_on_create began at the start of the order: discard that and start again at `s`.
-    impl_->stop_engine();
-    return impl_->start_engine();
-  }
-  return ok_status();
+  return impl_->resume_at(s);
 }
 
 // A mixture run's state (plan_schedule.h): the spec first — a changed mixture is refused
@@ -512,14 +514,7 @@ Status Loader::resume_mixture(const LoaderState& saved) {
     // The start of the plan (a node server resumes a fresh rank from a zero state): nothing to
     // check; anything else without the plan's cursors cannot be placed in it.
     if (saved.epoch == 0 && saved.position == 0 && saved.packs == 0 && saved.plan == 0) {
-      impl_->start_state = saved;
-      impl_->state = saved;
-      impl_->resumed = true;
-      if (impl_->engine) {
-        impl_->stop_engine();
-        return impl_->start_engine();
-      }
-      return ok_status();
+      return impl_->resume_at(saved);
     }
     return invalid_argument("resume: the state (epoch " + std::to_string(saved.epoch) + " position " +
                             std::to_string(saved.position) + ") was not written by a mixture run (no mix= field)");
@@ -547,14 +542,7 @@ Status Loader::resume_mixture(const LoaderState& saved) {
   STOKER_RETURN_IF_ERROR(check_fingerprint(saved, now, c.force_resume, &fp_note));
   if (!fp_note.empty()) note += (note.empty() ? "" : "; ") + fp_note;
   impl_->resume_note = std::move(note);
-  impl_->start_state = saved;
-  impl_->state = saved;
-  impl_->resumed = true;
-  if (impl_->engine) {
-    impl_->stop_engine();
-    return impl_->start_engine();
-  }
-  return ok_status();
+  return impl_->resume_at(saved);
 }
 
 Result<std::optional<Batch>> Loader::next() { return next_impl(nullptr, {}); }
