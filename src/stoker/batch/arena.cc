@@ -120,7 +120,6 @@ Arena::Arena(std::uint8_t* map, std::uint64_t map_bytes, std::uint8_t* base,
   state_->warm = options.warm && madvise(base_, kAlign, MADV_POPULATE_WRITE) == 0;
   if (state_->warm) {
     state_->warmer = std::jthread([this](std::stop_token stop) { warm_loop(stop); });
-    pthread_setname_np(state_->warmer.native_handle(), "stoker-arena");
   }
 }
 
@@ -165,6 +164,7 @@ bool Arena::populate_chunk(std::uint64_t from, std::uint64_t to) {
 // kernel refuses (e.g. out of memory): blocks are then populated when handed out, or faulted in.
 void Arena::warm_loop(std::stop_token stop) {
   (void)exec::set_current_thread_sched(exec::SchedClass::kIdle);  // spare CPU only
+  pthread_setname_np(pthread_self(), "stoker-arena");  // named once its class is set
   State& st = *state_;
   for (;;) {
     std::uint64_t from = 0, to = 0;

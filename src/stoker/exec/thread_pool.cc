@@ -32,10 +32,9 @@ ThreadPool::ThreadPool(int num_threads, std::string name, SchedClass sched)
   STOKER_CHECK(num_threads >= 1, "a thread pool needs at least one thread");
   workers_.reserve(static_cast<std::size_t>(num_threads));
   for (int i = 0; i < num_threads; ++i) {
-    workers_.emplace_back([this] { worker_loop(); });
     // Linux limits thread names to 15 bytes; failure to name is harmless.
     std::string thread_name = (name_ + "/" + std::to_string(i)).substr(0, 15);
-    pthread_setname_np(workers_.back().native_handle(), thread_name.c_str());
+    workers_.emplace_back([this, thread_name] { worker_loop(thread_name); });
     worker_ids_.push_back(workers_.back().get_id());
   }
 }
@@ -55,9 +54,12 @@ Status ThreadPool::submit_task(detail::Task task) {
   return cancelled("thread pool '" + name_ + "' is shut down; task not run");
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(const std::string& thread_name) {
   const std::stop_token stop = cancel_.get_token();
   Status sched = sched_ == SchedClass::kNormal ? ok_status() : set_current_thread_sched(sched_);
+  // Named after its class is set: whoever finds a thread by its name sees its final class (a
+  // name given by the creator was visible before the thread had run at all).
+  pthread_setname_np(pthread_self(), thread_name.c_str());
   std::unique_lock lock(mu_);
   if (!sched.ok() && !sched_error_) sched_error_ = std::move(sched).error();
   for (;;) {

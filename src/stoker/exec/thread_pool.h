@@ -77,7 +77,7 @@ class ThreadPool {
  private:
   ThreadPool(int num_threads, std::string name, SchedClass sched = SchedClass::kNormal);
   Status submit_task(detail::Task task);
-  void worker_loop();
+  void worker_loop(const std::string& thread_name);
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // tasks queued or closing

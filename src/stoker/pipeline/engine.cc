@@ -228,6 +228,12 @@ void Engine::top_up(std::size_t need) {
   }
 }
 
+bool Engine::nothing_after() const {
+  if (carried_) return false;
+  std::lock_guard lock(mu_);
+  return schedule_done_ && next_take_ == submitted_;
+}
+
 std::optional<Prepared> Engine::take(std::stop_token stop) {
   std::unique_lock lock(mu_);
   if (next_take_ == submitted_ && schedule_done_) return std::nullopt;
@@ -457,6 +463,9 @@ ReadyBatch Engine::produce(std::stop_token stop) {
       out.fatal = end_of_data_check();
       return finish();
     }
+    // The last batch: no block will follow it, so warming ahead of it would only add memory (a
+    // 4-record run held a second, never used, batch-sized block).
+    if (nothing_after()) arena_->stop_prefault();
     std::vector<BrokenMedium> broken;
     const std::int64_t t0 = now_ns();
     Result<Batch> batch = options_.packing.batching == Batching::kPack

@@ -130,6 +130,9 @@ class Engine {
   Collect collect_unit(std::vector<Prepared>& goods, std::uint64_t& epoch, ReadyBatch& out,
                        std::vector<SeqFailure>& failures, bool& whole, std::stop_token stop);
   bool next_prepared(std::size_t need, ReadyBatch& out, std::stop_token stop, Collect* result);
+  // True when the batch in hand is the schedule's last: the source has ended and every item it
+  // gave was taken (none carried into a next batch). The arena then stops warming ahead.
+  bool nothing_after() const;
 
   // A medium of goods[sample] that failed to produce its rows in its batch: its modality and
   // its index among the sample's media of that modality ("video 1").

@@ -312,12 +312,13 @@ Status Loader::Impl::start_engine() {
   if (config.mode == Mode::kPrefetch) {
     ring = std::make_unique<exec::BoundedQueue<ReadyBatch>>(static_cast<std::size_t>(config.prefetch));
     producer = std::jthread([this](std::stop_token stop) {
-      // Named from inside, before its first trace event (a tracer reads the name then).
-      pthread_setname_np(pthread_self(), "stoker-produce");
       // Best effort, as the pools: a refused class leaves the producer in the caller's class.
       if (config.worker_sched != exec::SchedClass::kNormal) {
         (void)exec::set_current_thread_sched(config.worker_sched);
       }
+      // Named from inside once its class is set, before its first trace event (a tracer reads
+      // the name then).
+      pthread_setname_np(pthread_self(), "stoker-produce");
       for (;;) {
         ReadyBatch rb = engine->produce(stop);
         bool last = rb.end || rb.fatal.has_value();
