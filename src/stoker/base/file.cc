@@ -5,6 +5,8 @@
 #include <cstring>
 #include <memory>
 
+#include "stoker/base/atomic_file.h"
+
 namespace stoker {
 namespace {
 
@@ -19,30 +21,16 @@ struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
-template <typename Container>
-Result<Container> read_all(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (!f) return errno_error("opening", path, errno);
-  Container out;
-  char buf[1 << 16];
-  for (;;) {
-    size_t n = std::fread(buf, 1, sizeof buf, f.get());
-    out.insert(out.end(), buf, buf + n);
-    if (n < sizeof buf) {
-      if (std::ferror(f.get())) return errno_error("reading", path, errno);
-      break;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
-Result<std::vector<std::uint8_t>> read_file(const std::string& path) {
-  return read_all<std::vector<std::uint8_t>>(path);
+Result<std::vector<std::uint8_t>> read_file(const std::string& path, std::size_t max_bytes) {
+  STOKER_ASSIGN_OR_RETURN(std::string text, read_small_file(path, max_bytes));
+  return std::vector<std::uint8_t>(text.begin(), text.end());
 }
 
-Result<std::string> read_text_file(const std::string& path) { return read_all<std::string>(path); }
+Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
+  return read_small_file(path, max_bytes);
+}
 
 Status write_file(const std::string& path, std::span<const std::uint8_t> bytes) {
   std::string tmp = path + ".tmp";

@@ -67,7 +67,8 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 }  // namespace
 
 Result<ShardsResult> write_shards(const std::string& out_dir, int shards) {
-  STOKER_ASSIGN_OR_RETURN(std::string jsonl, read_text_file((fs::path(out_dir) / "data.jsonl").string()));
+  STOKER_ASSIGN_OR_RETURN(
+      std::string jsonl, read_text_file((fs::path(out_dir) / "data.jsonl").string(), kMaxFileBytes));
   std::vector<std::string> lines;
   {
     std::istringstream in(jsonl);
