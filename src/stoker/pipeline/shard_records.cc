@@ -233,19 +233,33 @@ dataset::ShardOpener store_shard_opener(std::shared_ptr<io::ObjectStore> store, 
       note();
       return r;
     }
+    // The index beside the shard is asked for with the HEAD (one round trip for both).
+    exec::Future<io::Bytes> beside = store->read(dataset::tar_index_path(path), {.max_bytes = std::int64_t{256} << 20});
     STOKER_ASSIGN_OR_RETURN(io::ObjectInfo info, io::head_sync(*store, path));
     const std::string shown = redact_secrets(path);
     std::shared_ptr<const dataset::ByteSource> source =
         std::make_shared<RemoteShardBytes>(store, path, shown, info, pool);
     // The index beside the shard, else our cached one.
     const std::string cached = cache_dir.empty() ? std::string() : (fs::path(cache_dir) / cache_name(path, info, ".tar.idx")).string();
-    if (auto idx = io::read_sync(*store, dataset::tar_index_path(path), {.max_bytes = std::int64_t{256} << 20}); idx.ok()) {
+    // The index is checked against the shard by reading its first sample's headers and the
+    // block after its end: both hinted first, so they go out together (one round trip).
+    auto hint_index_checks = [&](std::span<const std::uint8_t> idx) {
+      auto offsets = dataset::decode_tar_index(idx, info.size, path);
+      if (!offsets.ok() || offsets->size() < 2) return;
+      const auto first = static_cast<std::int64_t>(offsets->front());
+      const auto end = static_cast<std::int64_t>(offsets->back());
+      source->prefetch(first, std::min<std::int64_t>(dataset::kTarBlock * 4, info.size - first));
+      if (end < info.size) source->prefetch(end, std::min<std::int64_t>(dataset::kTarBlock, info.size - end));
+    };
+    if (auto idx = std::move(beside.get()); idx.ok()) {
+      hint_index_checks(*idx);
       auto s = dataset::WdsShard::from_index(source, *idx, options);
       if (s.ok()) return s;
       w.push_back(shown + ": its .tar.idx is not used: " + s.error().message() + " (scanning instead)");
     }
     if (!cached.empty()) {
       if (auto idx = read_file(cached); idx.ok()) {
+        hint_index_checks(*idx);
         auto s = dataset::WdsShard::from_index(source, *idx, options);
         if (s.ok()) {
           note();
