@@ -538,3 +538,74 @@ print(json.dumps({"ids": ids, "sources": l.stats()["sources"]}))
     assert len(lines) == 3, r.stdout
     assert [json.loads(x.split("; subflavors ")[1]) if "; subflavors " in x else {} for x in lines] == \
         [s["subflavors"] for s in src]
+
+
+SOURCE_INDEX = r"""
+import json, sys, stoker
+kw = json.loads(sys.argv[2])
+l = stoker.Loader(data=[sys.argv[1]], model="qwen2-vl", seed=7, threads=1, **kw)
+rows = []
+for b in l:
+    ids = b["sample_ids"].tolist()
+    si = b["source_index"]
+    assert si.dtype.is_floating_point is False and str(si.dtype) == "torch.int32", si.dtype
+    assert list(si.shape) == list(b["sample_ids"].shape), (si.shape, b["sample_ids"].shape)
+    if "cu_seq_lens_q" in b:  # packed: one per sequence, in the row's order
+        cu = b["cu_seq_lens_q"].tolist()
+        lengths = [cu[k + 1] - cu[k] for k in range(len(cu) - 1)]
+    else:  # padded: one per row
+        lengths = b["attention_mask"].sum(1).tolist()
+    rows += [[i, s, n] for i, s, n in zip(ids, si.tolist(), lengths)]
+print(json.dumps({"rows": rows, "sources": l.sources()}))
+"""
+
+
+@pytest.mark.parametrize("layout", ["padded", "packed"])
+def test_source_index_per_sample_names_its_subflavors(mix, tmp_path, layout):
+    """#23: MetadatasetV2 subflavors reach every sample: each batch carries `source_index`
+    (int32, one per sample_ids entry: a padded row, a packed sequence) into loader.sources(),
+    which holds each source's subflavors. Checked independently of the plan: source a's records
+    are short and source b's long (the tokens a sample takes, from attention_mask / cu_seq_lens,
+    say which file it came from), with different subflavors."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    import json
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "a.jsonl").write_text("".join(json.dumps({"id": f"a{i}", "messages": [
+        {"role": "user", "content": f"hi {i}"}, {"role": "assistant", "content": "ok"}]}) + "\n"
+        for i in range(30)))
+    (d / "b.jsonl").write_text("".join(json.dumps({"id": f"b{i}", "messages": [
+        {"role": "user", "content": " ".join(["word"] * 300) + f" {i}"},
+        {"role": "assistant", "content": "fine"}]}) + "\n" for i in range(20)))
+    (d / "mix.yaml").write_text("""__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend_epochized:
+      - repetitions: 1
+        path: a.jsonl
+        subflavors: {src: a, level: 1}
+      - repetitions: 2
+        path: b.jsonl
+        subflavors: {src: b, tags: [x, y]}
+""")
+    kw = {"batch_size": 4} if layout == "padded" else \
+        {"batch_size": 1, "packing": True, "max_tokens": 1024, "pack_window": 16}
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run(["/usr/bin/python3", "-c", SOURCE_INDEX, str(d / "mix.yaml"), json.dumps(kw)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    src = out["sources"]
+    assert [(s["index"], s["name"].split("/")[-1], s["first_id"], s["records"], s["subflavors"]) for s in src] == [
+        (0, "a.jsonl", 0, 30, {"src": "a", "level": 1}), (1, "b.jsonl", 30, 20, {"src": "b", "tags": ["x", "y"]})]
+    rows = out["rows"]
+    T = 30 + 2 * 20  # an epoch: floor(r·N) of each (the last step may reach into the next)
+    assert T <= len(rows) < T + 4 * 4, len(rows)
+    for sample, si, tokens in rows:
+        by_content = "a" if tokens < 100 else "b"  # ~20 tokens vs ~320
+        assert src[si]["subflavors"]["src"] == by_content, (sample, si, tokens)
+        assert (sample < 30) == (by_content == "a"), (sample, tokens)
+    assert collections.Counter(si for _, si, _ in rows[:T]) == {0: 30, 1: 40}
