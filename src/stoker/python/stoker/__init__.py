@@ -6,7 +6,8 @@
         for batch in loader:           # dict: input_ids, labels, attention_mask, position_ids,
             ...                        #       pixel_values, image_grid_thw, sample_ids (+ with
                                        #       videos: pixel_values_videos, video_grid_thw,
-                                       #       second_per_grid_ts)
+                                       #       second_per_grid_ts; + with a mixture spec:
+                                       #       source_index into loader.sources())
     sd = loader.state_dict()           # small dict; Loader(...).load_state_dict(sd) resumes
 
 With finish="device" the batches carry each patch's resized uint8 bytes (pixel_values_uint8, ...)
