@@ -538,3 +538,138 @@ print(json.dumps({"ids": ids, "sources": l.stats()["sources"]}))
     assert len(lines) == 3, r.stdout
     assert [json.loads(x.split("; subflavors ")[1]) if "; subflavors " in x else {} for x in lines] == \
         [s["subflavors"] for s in src]
+
+
+SOURCE_INDEX = r"""
+import json, sys, stoker
+kw = json.loads(sys.argv[2])
+l = stoker.Loader(data=[sys.argv[1]], model="qwen2-vl", seed=7, threads=1, **kw)
+rows = []
+for b in l:
+    ids = b["sample_ids"].tolist()
+    si = b["source_index"]
+    assert si.dtype.is_floating_point is False and str(si.dtype) == "torch.int32", si.dtype
+    assert list(si.shape) == list(b["sample_ids"].shape), (si.shape, b["sample_ids"].shape)
+    if "cu_seq_lens_q" in b:  # packed: one per sequence, in the row's order
+        cu = b["cu_seq_lens_q"].tolist()
+        lengths = [cu[k + 1] - cu[k] for k in range(len(cu) - 1)]
+    else:  # padded: one per row
+        lengths = b["attention_mask"].sum(1).tolist()
+    rows += [[i, s, n] for i, s, n in zip(ids, si.tolist(), lengths)]
+print(json.dumps({"rows": rows, "sources": l.sources()}))
+"""
+
+
+@pytest.mark.parametrize("layout", ["padded", "packed"])
+def test_source_index_per_sample_names_its_subflavors(mix, tmp_path, layout):
+    """#23: MetadatasetV2 subflavors reach every sample: each batch carries `source_index`
+    (int32, one per sample_ids entry: a padded row, a packed sequence) into loader.sources(),
+    which holds each source's subflavors. Checked independently of the plan: source a's records
+    are short and source b's long (the tokens a sample takes, from attention_mask / cu_seq_lens,
+    say which file it came from), with different subflavors."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    import json
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "a.jsonl").write_text("".join(json.dumps({"id": f"a{i}", "messages": [
+        {"role": "user", "content": f"hi {i}"}, {"role": "assistant", "content": "ok"}]}) + "\n"
+        for i in range(30)))
+    (d / "b.jsonl").write_text("".join(json.dumps({"id": f"b{i}", "messages": [
+        {"role": "user", "content": " ".join(["word"] * 300) + f" {i}"},
+        {"role": "assistant", "content": "fine"}]}) + "\n" for i in range(20)))
+    (d / "mix.yaml").write_text("""__module__: megatron.energon
+__class__: MetadatasetV2
+splits:
+  train:
+    blend_epochized:
+      - repetitions: 1
+        path: a.jsonl
+        subflavors: {src: a, level: 1}
+      - repetitions: 2
+        path: b.jsonl
+        subflavors: {src: b, tags: [x, y]}
+""")
+    kw = {"batch_size": 4} if layout == "padded" else \
+        {"batch_size": 1, "packing": True, "max_tokens": 1024, "pack_window": 16}
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run(["/usr/bin/python3", "-c", SOURCE_INDEX, str(d / "mix.yaml"), json.dumps(kw)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    src = out["sources"]
+    assert [(s["index"], s["name"].split("/")[-1], s["first_id"], s["records"], s["subflavors"]) for s in src] == [
+        (0, "a.jsonl", 0, 30, {"src": "a", "level": 1}), (1, "b.jsonl", 30, 20, {"src": "b", "tags": ["x", "y"]})]
+    rows = out["rows"]
+    T = 30 + 2 * 20  # an epoch: floor(r·N) of each (the last step may reach into the next)
+    assert T <= len(rows) < T + 4 * 4, len(rows)
+    for sample, si, tokens in rows:
+        by_content = "a" if tokens < 100 else "b"  # ~20 tokens vs ~320
+        assert src[si]["subflavors"]["src"] == by_content, (sample, si, tokens)
+        assert (sample < 30) == (by_content == "a"), (sample, tokens)
+    assert collections.Counter(si for _, si, _ in rows[:T]) == {0: 30, 1: 40}
+
+
+def test_packed_sigkill_resume_is_exact(stoker_bin, mix, tmp_path):
+    """#23: the epochized blend with --packing, SIGKILLed 15+ times at random moments and resumed
+    from its state file each time: the packs delivered (each batch's sample ids, in row order)
+    equal the uninterrupted run's, and the last segment's batch hashes (every tensor) equal the
+    uninterrupted run's tail."""
+    spec = mix / "epochized.yaml"
+    epochs = 20  # ~170 packs: 10 s at --step-ms 60
+    pack = ["--packing", "--max-tokens", "4096", "--pack-window", "32"]
+    ref_dir = tmp_path / "ref"
+    ref_dir.mkdir()
+    r = subprocess.run(args(stoker_bin, spec, ref_dir, epochs=epochs,
+                            extra=pack + ["--batch-hashes", str(ref_dir / "h.txt")]),
+                       env=env_for(ref_dir), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ref = ids(ref_dir / "dl_0.txt")
+    ref_hashes = (ref_dir / "h.txt").read_text().split()
+    assert len(ref) == len(ref_hashes) > 60
+
+    def saved_batches(p):
+        m = re.search(r"batches=(\d+)", p.read_text()) if p.exists() else None
+        return int(m.group(1)) if m else None
+
+    rng = random.Random(4242)
+    stream, state, done = [], None, 0
+    kills = segments = 0
+    while True:
+        segments += 1
+        assert segments < 80, "the run never finished"
+        seg = tmp_path / f"seg{segments}"
+        seg.mkdir()
+        extra = pack + ["--state-file", str(seg / "st_0.txt"), "--step-ms", "60",
+                        "--batch-hashes", str(seg / "h.txt")]
+        if state is not None:
+            extra += ["--resume", str(state)]
+            (seg / "dl_0.txt").write_text("x\n" * done)  # run cuts its log back to the state's batches
+        p = subprocess.Popen(args(stoker_bin, spec, seg, epochs=epochs, extra=extra), env=env_for(seg),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        killed = False
+        if kills < 16:
+            time.sleep(rng.uniform(0.3, 1.0))
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                killed = True
+                kills += 1
+        _, err = p.communicate(timeout=300)
+        if not killed:
+            assert p.returncode == 0, err.decode()
+        saved = saved_batches(seg / "st_0.txt")
+        if saved is None or saved <= done:
+            continue  # nothing new saved: resume again from the previous state
+        got = ids(seg / "dl_0.txt", skip=done)
+        stream += got[:saved - done]
+        if not killed:
+            assert saved == len(ref)
+            assert (seg / "h.txt").read_text().split() == ref_hashes[done:]
+        done = saved
+        state = seg / "st_0.txt"
+        if not killed:
+            break
+    print(f"kills {kills}, segments {segments}")
+    assert stream == ref
+    assert kills >= 15

@@ -27,6 +27,14 @@ class ByteSource {
   virtual std::int64_t size() const = 0;
   // Fills `out` with the bytes [offset, offset + out.size()). All of them or an error.
   virtual Status read_at(std::int64_t offset, std::span<std::uint8_t> out) const = 0;
+  // A hint: [offset, offset + length) will be read soon, by one or more read_at calls inside it.
+  // A remote source may start one ranged GET for it now (pipeline/shard_records.cc); read_at
+  // then waits for it instead of issuing its own. Never changes what read_at returns. Default:
+  // nothing (a pread is cheap).
+  virtual void prefetch(std::int64_t offset, std::int64_t length) const {
+    (void)offset;
+    (void)length;
+  }
 };
 
 // A local file, opened once (O_RDONLY | O_CLOEXEC), read with pread. NotFound, PermissionDenied,

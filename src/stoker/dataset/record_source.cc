@@ -36,6 +36,17 @@ const MediaResolver& ConcatSource::media(std::uint64_t id) const {
   return part->media(local);
 }
 
+void ConcatSource::prefetch(std::span<const std::uint64_t> ids) const {
+  std::vector<std::uint64_t> local;
+  for (std::size_t p = 0; p < parts_.size(); ++p) {
+    local.clear();
+    const std::uint64_t end = first_[p] + parts_[p]->size();
+    for (std::uint64_t id : ids)
+      if (id >= first_[p] && id < end) local.push_back(id - first_[p]);
+    if (!local.empty()) parts_[p]->prefetch(local);
+  }
+}
+
 std::vector<std::string> ConcatSource::warnings() const {
   std::vector<std::string> out;
   for (const auto& p : parts_) {

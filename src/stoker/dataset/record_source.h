@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,11 @@ class RecordSource {
   virtual Status read(std::uint64_t id, std::string& out) const = 0;
   virtual RecordOrigin origin(std::uint64_t id) const = 0;
   virtual const MediaResolver& media(std::uint64_t id) const = 0;
+  // A hint from the engine: these records (< size()) are about to be read, on any threads. A
+  // source whose reads are round trips (remote shards) starts them now, several in flight and
+  // adjacent records as one request, so read() later waits less or not at all. Must not block
+  // on I/O, nor change what read() returns. Default: nothing.
+  virtual void prefetch(std::span<const std::uint64_t> ids) const { (void)ids; }
   // Things worth a line on stderr that did not stop the source (an index cache not written).
   virtual std::vector<std::string> warnings() const { return {}; }
   // What identifies these records and their order, as text: one line per file or shard — where
@@ -64,6 +70,7 @@ class ConcatSource final : public RecordSource {
   Status read(std::uint64_t id, std::string& out) const override;
   RecordOrigin origin(std::uint64_t id) const override;
   const MediaResolver& media(std::uint64_t id) const override;
+  void prefetch(std::span<const std::uint64_t> ids) const override;  // each part its own ids
   std::vector<std::string> warnings() const override;
   std::string identity() const override;  // the parts', in order
 

@@ -122,6 +122,21 @@ std::pair<std::size_t, std::int64_t> ShardSource::locate(std::int64_t i) const {
   return {shard, k};
 }
 
+void ShardSource::prefetch(std::span<const std::int64_t> samples) const {
+  std::vector<std::pair<std::size_t, std::int64_t>> at;
+  at.reserve(samples.size());
+  for (std::int64_t i : samples)
+    if (i >= 0 && i < total_) at.push_back(locate(i));
+  std::sort(at.begin(), at.end());
+  std::vector<std::int64_t> in_shard;
+  for (std::size_t k = 0; k < at.size();) {
+    const std::size_t s = at[k].first;
+    in_shard.clear();
+    for (; k < at.size() && at[k].first == s; ++k) in_shard.push_back(at[k].second);
+    if (shards_[s].shard) shards_[s].shard->prefetch(in_shard);
+  }
+}
+
 std::string ShardSource::describe(std::int64_t i) const {
   if (i < 0 || i >= total_) return "sample " + std::to_string(i) + " (out of range)";
   const auto [s, k] = locate(i);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,9 @@ class ShardSource {
 
   std::int64_t count() const { return total_; }
   Result<SourceRecord> read(std::int64_t i) const;
+  // A hint that these samples (< count()) will be read soon: grouped by shard, each shard's
+  // WdsShard::prefetch (runs of adjacent samples as one range). No I/O of its own.
+  void prefetch(std::span<const std::int64_t> samples) const;
   // "shard: sample k" for sample i, without I/O.
   std::string describe(std::int64_t i) const;
   // (shard number, sample index within the shard) of sample i.

@@ -288,6 +288,31 @@ Result<WdsSample> WdsShard::read(std::int64_t i) const {
   return sample;
 }
 
+void WdsShard::prefetch(std::span<const std::int64_t> samples) const {
+  std::vector<std::int64_t> sorted;
+  sorted.reserve(samples.size());
+  for (std::int64_t i : samples) {
+    if (i < 0 || i >= count() || problem(i) != nullptr) continue;
+    if (static_cast<std::int64_t>(offsets_[i + 1] - offsets_[i]) > options_.whole_sample_bytes) continue;
+    sorted.push_back(i);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::size_t k = 0;
+  while (k < sorted.size()) {
+    const std::int64_t b = static_cast<std::int64_t>(offsets_[sorted[k]]);
+    std::int64_t e = static_cast<std::int64_t>(offsets_[sorted[k] + 1]);
+    std::size_t j = k + 1;
+    while (j < sorted.size() && sorted[j] == sorted[j - 1] + 1 &&
+           static_cast<std::int64_t>(offsets_[sorted[j] + 1]) - b <= options_.whole_sample_bytes) {
+      e = static_cast<std::int64_t>(offsets_[sorted[j] + 1]);
+      ++j;
+    }
+    source_->prefetch(b, e - b);
+    k = j;
+  }
+}
+
 Result<std::string> WdsShard::key(std::int64_t i) const {
   if (i < 0 || i >= count()) return invalid_argument(sample_name(name(), i) + ": out of range");
   TarReader reader(*source_, options_.limits, static_cast<std::int64_t>(offsets_[i]), 4 * kTarBlock);

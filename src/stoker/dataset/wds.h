@@ -105,6 +105,11 @@ class WdsShard {
 
   // Sample i (< count()): its key and parts; errors name shard, sample, key and member.
   Result<WdsSample> read(std::int64_t i) const;
+  // A hint that these samples (indices < count(), any order, repeats allowed) will be read soon:
+  // runs of adjacent samples that would each be read whole become one ByteSource::prefetch of
+  // their combined range, at most `whole_sample_bytes` each (the source may then serve them
+  // from one ranged GET). Samples known bad or read part by part are left out. No I/O here.
+  void prefetch(std::span<const std::int64_t> samples) const;
   // Only sample i's key: its first headers, a few KiB read.
   Result<std::string> key(std::int64_t i) const;
   // A part's bytes (from memory when the sample was read whole, else one read of its range).

@@ -318,6 +318,70 @@ TEST(WdsTest, RemoteShardsAreReadByRangeNeverWhole) {
   EXPECT_TRUE(gets->empty());
 }
 
+// Records the prefetch hints; serves read_at from the last hinted range when inside it (as the
+// remote source does), counting those reads.
+class HintedSource final : public ByteSource {
+ public:
+  explicit HintedSource(std::string bytes) : bytes_(std::move(bytes)) {}
+  const std::string& name() const override { return name_; }
+  std::int64_t size() const override { return static_cast<std::int64_t>(bytes_.size()); }
+  Status read_at(std::int64_t offset, std::span<std::uint8_t> out) const override {
+    if (offset < 0 || offset + static_cast<std::int64_t>(out.size()) > size()) return data_loss("truncated");
+    for (const auto& [b, n] : hints)
+      if (offset >= b && offset + static_cast<std::int64_t>(out.size()) <= b + n) ++served;
+    std::memcpy(out.data(), bytes_.data() + offset, out.size());
+    return ok_status();
+  }
+  void prefetch(std::int64_t offset, std::int64_t length) const override { hints.push_back({offset, length}); }
+  mutable std::vector<std::pair<std::int64_t, std::int64_t>> hints;
+  mutable int served = 0;
+
+ private:
+  std::string name_ = "http://host/shard.tar", bytes_;
+};
+
+TEST(WdsTest, PrefetchHintsRunsOfAdjacentSamples) {
+  std::vector<std::pair<std::string, std::string>> members;
+  for (int i = 0; i < 8; ++i) members.push_back({"s" + std::to_string(i) + ".json", std::string(700 + i, 'j')});
+  members.push_back({"big.bin", std::string(6000, 'b')});  // sample 8: read part by part
+  auto src = std::make_shared<HintedSource>(make_tar(members));
+  ShardOptions o;
+  o.whole_sample_bytes = 5000;  // a run holds at most three of the 1.5 KiB samples
+  auto shard = WdsShard::from_scan(src, o);
+  ASSERT_TRUE(shard.ok());
+  const auto& off = (*shard)->offsets();
+  ASSERT_EQ((*shard)->count(), 9);
+  const std::vector<std::int64_t> ids = {6, 0, 1, 3, 4, 5, 1, 8, 42, -1};  // any order, repeats, out of range
+  (*shard)->prefetch(ids);
+  auto range = [&](int a, int b) {  // samples [a, b)
+    return std::make_pair(static_cast<std::int64_t>(off[a]), static_cast<std::int64_t>(off[b] - off[a]));
+  };
+  EXPECT_EQ(src->hints, (std::vector<std::pair<std::int64_t, std::int64_t>>{range(0, 2), range(3, 6), range(6, 7)}));
+  // Reads of hinted samples come from their range; the checks are the same
+  for (std::int64_t i : {0, 1, 3, 4, 5, 6}) {
+    auto r = (*shard)->read(i);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->key, "s" + std::to_string(i));
+  }
+  EXPECT_EQ(src->served, 6);
+}
+
+TEST(WdsTest, PrefetchedRangeOfADisagreeingIndexStillFails) {
+  const std::string tar = make_tar({{"a.json", "{}"}, {"b.json", "{}"}, {"c.json", "{}"}});
+  auto src = std::make_shared<HintedSource>(tar);
+  // An index that merges samples a and b into one range: sound in itself, wrong for the shard.
+  const std::vector<std::uint64_t> offsets = {0, 2048, 3072};
+  auto shard = WdsShard::from_index(src, encode_tar_index(offsets));
+  ASSERT_TRUE(shard.ok()) << shard.error().to_string();
+  const std::vector<std::int64_t> ids = {0, 1};
+  (*shard)->prefetch(ids);
+  ASSERT_EQ(src->hints.size(), 1u);
+  auto r = (*shard)->read(0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("the index disagrees with the shard"), std::string::npos) << r.error().to_string();
+  EXPECT_EQ(src->served, 1);
+}
+
 TEST(WdsTest, MissingShardIsNotFound) {
   auto r = open_local_shard("/nonexistent/shard-007.tar");
   ASSERT_FALSE(r.ok());

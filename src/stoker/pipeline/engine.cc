@@ -205,17 +205,32 @@ void Engine::top_up(std::size_t need) {
   // Samples in flight = submitted but not yet taken (running, queued or waiting in the reorder
   // buffer); bounded by the window, which bounds the memory of prepared samples.
   const std::size_t limit = options_.on_demand ? std::min(need, options_.window) : options_.window;
-  while (!schedule_done_ && submitted_ - next_take_ < limit) {
+  // The items of this round are taken first and handed to the records as a prefetch hint
+  // (remote shards: their reads start now, several in flight, adjacent samples as one request),
+  // then submitted. Scale-out workers read their own records: no hint there.
+  std::vector<Item> items;
+  while (!schedule_done_ && submitted_ - next_take_ + items.size() < limit) {
     // The source may have to wait for its plan: only when nothing is in flight (otherwise the
     // producer would sit on finished samples while the plan of a later window is measured).
     Item item;
-    const ItemSource::Next r = source_->next(submitted_ == next_take_, stop_, &item);
+    const ItemSource::Next r = source_->next(submitted_ == next_take_ && items.empty(), stop_, &item);
     if (r == ItemSource::Next::kNotReady) break;
     if (r == ItemSource::Next::kEnd) {
       std::lock_guard lock(mu_);
       schedule_done_ = true;
       break;
     }
+    items.push_back(std::move(item));
+  }
+  if (items.empty()) return;
+  if (options_.remote == nullptr && ctx_.records != nullptr) {
+    std::vector<std::uint64_t> ids;
+    ids.reserve(items.size());
+    for (const Item& it : items)
+      if (!it.preset) ids.push_back(it.sample);
+    if (!ids.empty()) ctx_.records->prefetch(ids);
+  }
+  for (Item& item : items) {
     {
       std::lock_guard lock(mu_);
       ++submitted_;

@@ -139,6 +139,17 @@ const dataset::MediaResolver& MixtureRecords::media(std::uint64_t id) const {
   return leaves_[l]->media(id - first_[l]);
 }
 
+void MixtureRecords::prefetch(std::span<const std::uint64_t> ids) const {
+  std::vector<std::uint64_t> local;
+  for (std::size_t l = 0; l < leaves_.size(); ++l) {
+    local.clear();
+    const std::uint64_t end = first_[l] + leaves_[l]->size();
+    for (std::uint64_t id : ids)
+      if (id >= first_[l] && id < end) local.push_back(id - first_[l]);
+    if (!local.empty()) leaves_[l]->prefetch(local);
+  }
+}
+
 std::vector<std::string> MixtureRecords::warnings() const {
   std::vector<std::string> w = spec_.warnings;
   for (const auto& l : leaves_) {

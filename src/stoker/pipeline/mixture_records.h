@@ -31,6 +31,7 @@ class MixtureRecords final : public dataset::RecordSource {
   Status read(std::uint64_t id, std::string& out) const override;
   dataset::RecordOrigin origin(std::uint64_t id) const override;
   const dataset::MediaResolver& media(std::uint64_t id) const override;
+  void prefetch(std::span<const std::uint64_t> ids) const override;  // each leaf its own ids
   std::vector<std::string> warnings() const override;
   // "mixture <hash> <mode>" then each leaf's share and identity.
   std::string identity() const override;

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <list>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "stoker/base/clock.h"
 #include "stoker/base/file.h"
 #include "stoker/base/redact.h"
 #include "stoker/base/sha256.h"
@@ -70,12 +73,154 @@ std::string cache_name(const std::string& uri, const io::ObjectInfo& info, std::
          std::string(suffix);
 }
 
+// Ranges of remote shards read ahead on a hint (ByteSource::prefetch, from the engine's
+// RecordSource::prefetch): one ranged GET per hinted range (a run of adjacent samples), all in
+// flight at once on the store's I/O thread; a read_at inside a range waits for it and copies
+// from it. Bounded: at most kMaxBytes / kMaxRanges held by ranges not yet read — a hint beyond
+// that is dropped (that read then goes out on its own, as without a hint); a range leaves once
+// its bytes were read, or failed (the read then goes out on its own and reports its own error);
+// a range left unread for kStaleNs (a hint whose read never came: a restarted engine) is
+// dropped when room is needed. Never changes the bytes read_at returns: the same object version
+// (If-Match), the same offsets, and the shard layer checks them as before.
+class PrefetchPool {
+ public:
+  static constexpr std::int64_t kMaxBytes = std::int64_t{64} << 20;
+  static constexpr std::size_t kMaxRanges = 1024;
+  static constexpr std::int64_t kStaleNs = std::int64_t{5} * 1000 * 1000 * 1000;
+
+  struct Range {
+    std::uint64_t object = 0;
+    std::int64_t offset = 0, length = 0;
+    std::int64_t created_ns = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    bool ok = false;
+    io::Bytes bytes;
+    std::int64_t served = 0;  // under the pool's mutex
+  };
+
+  // A new range to start, or null (one covering it is there, or no room).
+  std::shared_ptr<Range> add(std::uint64_t object, std::int64_t offset, std::int64_t length) {
+    std::lock_guard lock(mu_);
+    for (const auto& r : ranges_)
+      if (r->object == object && r->offset <= offset && offset + length <= r->offset + r->length) return nullptr;
+    const std::int64_t now = now_ns();
+    if (bytes_ + length > kMaxBytes || ranges_.size() >= kMaxRanges) {
+      for (auto it = ranges_.begin(); it != ranges_.end();) {
+        bool stale = now - (*it)->created_ns > kStaleNs;
+        if (stale) {
+          std::lock_guard rl((*it)->mu);
+          stale = (*it)->done;
+        }
+        if (stale) {
+          bytes_ -= (*it)->length;
+          it = ranges_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (bytes_ + length > kMaxBytes || ranges_.size() >= kMaxRanges) return nullptr;
+    }
+    auto r = std::make_shared<Range>();
+    r->object = object;
+    r->offset = offset;
+    r->length = length;
+    r->created_ns = now;
+    ranges_.push_back(r);
+    bytes_ += length;
+    return r;
+  }
+
+  std::shared_ptr<Range> find(std::uint64_t object, std::int64_t offset, std::int64_t length) {
+    std::lock_guard lock(mu_);
+    for (const auto& r : ranges_)
+      if (r->object == object && r->offset <= offset && offset + length <= r->offset + r->length) return r;
+    return nullptr;
+  }
+
+  // `n` bytes of `r` were read (all of it: `drop`); it leaves once all were.
+  void served(const std::shared_ptr<Range>& r, std::int64_t n, bool drop) {
+    std::lock_guard lock(mu_);
+    r->served += n;
+    if (!drop && r->served < r->length) return;
+    for (auto it = ranges_.begin(); it != ranges_.end(); ++it) {
+      if (*it == r) {
+        bytes_ -= r->length;
+        ranges_.erase(it);
+        return;
+      }
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::list<std::shared_ptr<Range>> ranges_;
+  std::int64_t bytes_ = 0;
+};
+
+// A remote shard: HEAD's size and ETag, ranged GETs with If-Match, hinted ranges read ahead.
+class RemoteShardBytes final : public dataset::ByteSource {
+ public:
+  RemoteShardBytes(std::shared_ptr<io::ObjectStore> store, std::string uri, std::string shown, io::ObjectInfo info,
+                   std::shared_ptr<PrefetchPool> pool)
+      : store_(std::move(store)), uri_(std::move(uri)), shown_(std::move(shown)), info_(std::move(info)),
+        pool_(std::move(pool)) {
+    static std::atomic<std::uint64_t> next_id{1};
+    id_ = next_id++;
+  }
+
+  const std::string& name() const override { return shown_; }
+  std::int64_t size() const override { return info_.size; }
+
+  Status read_at(std::int64_t offset, std::span<std::uint8_t> out) const override {
+    const auto n = static_cast<std::int64_t>(out.size());
+    if (offset < 0 || offset + n > info_.size) return data_loss("truncated");
+    if (std::shared_ptr<PrefetchPool::Range> r = pool_->find(id_, offset, n)) {
+      bool ok = false;
+      {
+        std::unique_lock lock(r->mu);
+        r->cv.wait(lock, [&] { return r->done; });
+        ok = r->ok && static_cast<std::int64_t>(r->bytes.size()) == r->length;
+        if (ok) std::memcpy(out.data(), r->bytes.data() + (offset - r->offset), out.size());
+      }
+      pool_->served(r, n, !ok);
+      if (ok) return ok_status();
+    }
+    STOKER_ASSIGN_OR_RETURN(io::Bytes b, io::read_sync(*store_, uri_, {.offset = offset, .length = n, .if_match = info_.etag}));
+    if (static_cast<std::int64_t>(b.size()) != n) return data_loss("short ranged read");
+    std::memcpy(out.data(), b.data(), b.size());
+    return ok_status();
+  }
+
+  void prefetch(std::int64_t offset, std::int64_t length) const override {
+    if (offset < 0 || length <= 0 || offset + length > info_.size) return;
+    std::shared_ptr<PrefetchPool::Range> r = pool_->add(id_, offset, length);
+    if (!r) return;
+    store_->read(uri_, {.offset = offset, .length = length, .if_match = info_.etag}, [r](Result<io::Bytes> b) {
+      std::lock_guard lock(r->mu);
+      r->ok = b.ok();
+      if (b.ok()) r->bytes = std::move(b).value();
+      r->done = true;
+      r->cv.notify_all();
+    });
+  }
+
+ private:
+  std::shared_ptr<io::ObjectStore> store_;
+  std::string uri_, shown_;
+  io::ObjectInfo info_;
+  std::shared_ptr<PrefetchPool> pool_;
+  std::uint64_t id_ = 0;
+};
+
 // Shards of any scheme: local ones through dataset::open_local_shard (pread; index beside the
 // shard or in the cache), remote ones through the store (HEAD, ranged GETs with If-Match).
 dataset::ShardOpener store_shard_opener(std::shared_ptr<io::ObjectStore> store, std::string cache_dir,
                                         dataset::ShardOptions options, std::vector<std::string>* warnings,
                                         std::shared_ptr<std::mutex> mu) {
-  return [store, cache_dir, options, warnings, mu](const std::string& path) -> Result<std::shared_ptr<dataset::WdsShard>> {
+  auto pool = std::make_shared<PrefetchPool>();
+  return [store, cache_dir, options, warnings, mu, pool](const std::string& path) -> Result<std::shared_ptr<dataset::WdsShard>> {
     std::vector<std::string> w;
     auto note = [&] {
       if (warnings != nullptr && !w.empty()) {
@@ -88,27 +233,33 @@ dataset::ShardOpener store_shard_opener(std::shared_ptr<io::ObjectStore> store, 
       note();
       return r;
     }
+    // The index beside the shard is asked for with the HEAD (one round trip for both).
+    exec::Future<io::Bytes> beside = store->read(dataset::tar_index_path(path), {.max_bytes = std::int64_t{256} << 20});
     STOKER_ASSIGN_OR_RETURN(io::ObjectInfo info, io::head_sync(*store, path));
     const std::string shown = redact_secrets(path);
-    std::shared_ptr<const dataset::ByteSource> source = dataset::make_range_source(
-        shown, info.size, [store, path, etag = info.etag](std::int64_t offset, std::span<std::uint8_t> out) -> Status {
-          STOKER_ASSIGN_OR_RETURN(io::Bytes b, io::read_sync(*store, path,
-                                                             {.offset = offset,
-                                                              .length = static_cast<std::int64_t>(out.size()),
-                                                              .if_match = etag}));
-          if (b.size() != out.size()) return data_loss("short ranged read");
-          std::memcpy(out.data(), b.data(), b.size());
-          return ok_status();
-        });
+    std::shared_ptr<const dataset::ByteSource> source =
+        std::make_shared<RemoteShardBytes>(store, path, shown, info, pool);
     // The index beside the shard, else our cached one.
     const std::string cached = cache_dir.empty() ? std::string() : (fs::path(cache_dir) / cache_name(path, info, ".tar.idx")).string();
-    if (auto idx = io::read_sync(*store, dataset::tar_index_path(path), {.max_bytes = std::int64_t{256} << 20}); idx.ok()) {
+    // The index is checked against the shard by reading its first sample's headers and the
+    // block after its end: both hinted first, so they go out together (one round trip).
+    auto hint_index_checks = [&](std::span<const std::uint8_t> idx) {
+      auto offsets = dataset::decode_tar_index(idx, info.size, path);
+      if (!offsets.ok() || offsets->size() < 2) return;
+      const auto first = static_cast<std::int64_t>(offsets->front());
+      const auto end = static_cast<std::int64_t>(offsets->back());
+      source->prefetch(first, std::min<std::int64_t>(dataset::kTarBlock * 4, info.size - first));
+      if (end < info.size) source->prefetch(end, std::min<std::int64_t>(dataset::kTarBlock, info.size - end));
+    };
+    if (auto idx = std::move(beside.get()); idx.ok()) {
+      hint_index_checks(*idx);
       auto s = dataset::WdsShard::from_index(source, *idx, options);
       if (s.ok()) return s;
       w.push_back(shown + ": its .tar.idx is not used: " + s.error().message() + " (scanning instead)");
     }
     if (!cached.empty()) {
       if (auto idx = read_file(cached); idx.ok()) {
+        hint_index_checks(*idx);
         auto s = dataset::WdsShard::from_index(source, *idx, options);
         if (s.ok()) {
           note();
@@ -162,6 +313,11 @@ class ShardRecords final : public dataset::RecordSource {
   dataset::RecordOrigin origin(std::uint64_t id) const override {
     const auto [s, k] = src_->locate(static_cast<std::int64_t>(id));
     return {names_[s], static_cast<std::uint64_t>(k) + 1};
+  }
+
+  void prefetch(std::span<const std::uint64_t> ids) const override {
+    std::vector<std::int64_t> samples(ids.begin(), ids.end());
+    src_->prefetch(samples);
   }
 
   const dataset::MediaResolver& media(std::uint64_t id) const override {

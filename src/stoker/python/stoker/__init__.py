@@ -6,7 +6,8 @@
         for batch in loader:           # dict: input_ids, labels, attention_mask, position_ids,
             ...                        #       pixel_values, image_grid_thw, sample_ids (+ with
                                        #       videos: pixel_values_videos, video_grid_thw,
-                                       #       second_per_grid_ts)
+                                       #       second_per_grid_ts; + with a mixture spec:
+                                       #       source_index into loader.sources())
     sd = loader.state_dict()           # small dict; Loader(...).load_state_dict(sd) resumes
 
 With finish="device" the batches carry each patch's resized uint8 bytes (pixel_values_uint8, ...)
@@ -271,6 +272,10 @@ class Loader:
             options["trace"] = trace
         self._from_dlpack = _from_dlpack()
         self._stash = None  # first batch of the next epoch, read while ending this one
+        # A mixture's sources (sources()) and their first sample ids as a tensor (source_index);
+        # read once, at the first batch or sources() call (None: not yet).
+        self._sources = None
+        self._source_firsts = None
         self._ended = False
         self._max_length = max_length
         self._too_long_warned = 0  # dropped_too_long already warned about
@@ -373,6 +378,15 @@ class Loader:
         if "max_length_q" in out:  # packed HF form: flash-attention takes Python ints
             out["max_length_q"] = int(out["max_length_q"])
             out["max_length_k"] = int(out["max_length_k"])
+        if self._sources is None:
+            self.sources()
+        if self._source_firsts is not None and "sample_ids" in out:
+            # Each sample's source (an index into sources()): its id's range [first_id,
+            # first_id + records), one per entry of sample_ids (a padded row, a packed sequence).
+            import torch
+
+            ids = out["sample_ids"]
+            out["source_index"] = (torch.searchsorted(self._source_firsts, ids, right=True) - 1).to(torch.int32)
         self._handoff_ns.append(_stoker.monotonic_ns() - ready_ns)
         return out
 
@@ -411,6 +425,27 @@ class Loader:
             s["handoff_us_p50"] = h[len(h) // 2] / 1e3
             s["handoff_us_p99"] = h[min(len(h) - 1, (len(h) * 99) // 100)] / 1e3
         return s
+
+    def sources(self) -> list:
+        """A mixture's sources, in the order of the `source_index` each of its batches carries
+        (int32, one per entry of `sample_ids`: a padded batch's rows, a pack's sequences): per
+        source its index, name (the leaf's path as the spec resolved it), share (weight or
+        repetitions), records, first_id (its samples are sample ids [first_id, first_id +
+        records)) and subflavors (Energon's dict for every sample of it: MetadatasetV2's
+        `subflavors`, outer levels' keys winning). Empty for data that is not a mixture (its
+        batches then have no source_index). Served mode: the server's plan is not sent to the
+        client, so this is empty there and the batches have no source_index (use the server's
+        summary, or a Loader of your own)."""
+        if self._sources is None:
+            table = [] if self._client is not None else self._raw.stats().get("sources", [])
+            self._sources = [{"index": i, "name": e["name"], "share": e["share"], "records": e["records"],
+                              "first_id": e["first_id"], "subflavors": e["subflavors"]}
+                             for i, e in enumerate(table)]
+            if self._sources:
+                import torch
+
+                self._source_firsts = torch.tensor([e["first_id"] for e in self._sources], dtype=torch.int64)
+        return [dict(e) for e in self._sources]
 
     # -- introspection --------------------------------------------------------------------------
     def arena_info(self) -> Dict[str, int]:
