@@ -170,10 +170,16 @@ int main(int argc, char** argv) {
     auto plan = get(proc.plan(bytes));
     std::vector<float> out(plan.rows() * proc.columns());
     std::vector<std::uint16_t> out16(plan.rows() * proc.columns());
+    // The uint8 rows (finishing on the device) go to 8 buffers in turn, as a batch's images go
+    // to different arena memory: not the same warm bytes every iteration.
+    constexpr int kU8Buffers = 8;
+    std::vector<std::vector<std::uint8_t>> out8(
+        kU8Buffers, std::vector<std::uint8_t>(plan.rows() * proc.columns(PixelDType::kUInt8)));
     ImageScratch s;
-    constexpr int kStages = 7;
+    constexpr int kStages = 9;
     double best[kStages], sum[kStages] = {};
     std::fill(best, best + kStages, 1e9);
+    PhaseTimes phases[2];  // the fused path's phases (wall ns), f32 and u8, summed over iterations
     for (int i = 0; i < iters; ++i) {
       double d[kStages] = {};
       double t0 = cpu_ms();
@@ -195,19 +201,37 @@ int main(int argc, char** argv) {
       proc.normalize_patchify(s.resized, plan, PixelDType::kBFloat16, out16.data());
       d[5] = cpu_ms() - t0;
       t0 = cpu_ms();
+      s.phases = &phases[0];
       if (!proc.process(bytes, plan, PixelDType::kFloat32, out.data(), &s).ok()) die("process");
       d[6] = cpu_ms() - t0;
+      s.phases = &phases[1];
+      t0 = cpu_ms();
+      proc.normalize_patchify(s.resized, plan, PixelDType::kUInt8, out8[i % kU8Buffers].data());
+      d[7] = cpu_ms() - t0;
+      t0 = cpu_ms();
+      if (!proc.process(bytes, plan, PixelDType::kUInt8, out8[(i + 1) % kU8Buffers].data(), &s)
+               .ok()) {
+        die("process");
+      }
+      d[8] = cpu_ms() - t0;
+      s.phases = nullptr;
       for (int k = 0; k < kStages; ++k) best[k] = std::min(best[k], d[k]), sum[k] += d[k];
     }
     const char* names[kStages] = {"plan (probe + EXIF)", "decode", "exif_transform", "resize",
                                   "normalize_patchify_f32", "normalize_patchify_bf16",
-                                  "process_total_f32"};
+                                  "process_total_f32", "patchify_u8", "process_total_u8"};
     std::printf("image %dx%d -> %dx%d, orientation %d, %d iters (thread CPU ms: best / mean)\n",
                 plan.src_width, plan.src_height, plan.width, plan.height, plan.orientation, iters);
     for (int k = 0; k < kStages; ++k) {
       std::printf("  %-24s %7.3f / %7.3f\n", names[k], best[k], sum[k] / iters);
     }
     std::printf("  ratio process/decode (best) %.2f\n", best[6] / best[1]);
+    for (int k = 0; k < 2; ++k) {
+      std::printf("  process_total_%s phases (wall, mean): decode %.3f resize %.3f %s %.3f\n",
+                  k == 0 ? "f32" : "u8", 1e-6 * phases[k].decode_ns / iters,
+                  1e-6 * phases[k].resize_ns / iters, k == 0 ? "normalise+patchify" : "patchify",
+                  1e-6 * phases[k].normalise_ns / iters);
+    }
   } else {
     die("bad command or argument count");
   }

@@ -103,20 +103,39 @@ void patchify(const RgbRows& img, int patch, int tps, int merge, int grid_w, int
 
 // kUInt8 rows: each patch's P runs of 3·P bytes, copied in output order (row r as above, its
 // bytes [py][px][c]). Plain stores: the rows are an eighth of float32's and go to the device next.
-void patchify_u8(const RgbRows& img, int P, int merge, int grid_w, int hb_begin, int hb_end,
+// kP > 0 fixes the patch size at compile time: a run is then a constant-size copy the compiler
+// inlines as a few vector moves (42 or 48 bytes), where a library memcpy call per run was ~9 % of
+// a 1080p photo's CPU on the device path (~150,000 runs per image).
+template <int kP>
+void patchify_u8(const RgbRows& img, int patch, int merge, int grid_w, int hb_begin, int hb_end,
                  std::uint8_t* out) {
+  const int P = kP > 0 ? kP : patch;
   const size_t run = 3 * static_cast<size_t>(P);
-  std::uint8_t* row = out + static_cast<size_t>(hb_begin) * (grid_w / merge) * merge * merge * P * run;
+  const size_t block = static_cast<size_t>(merge) * merge * P * run;
+  std::vector<std::uint8_t> stage(block);
+  std::uint8_t* row = out + static_cast<size_t>(hb_begin) * (grid_w / merge) * block;
   for (int hb = hb_begin; hb < hb_end; ++hb) {
-    for (int wb = 0; wb < grid_w / merge; ++wb) {
+    for (int wb = 0; wb < grid_w / merge; ++wb, row += block) {
+      std::uint8_t* to = stage.data();
       for (int mh = 0; mh < merge; ++mh) {
         for (int mw = 0; mw < merge; ++mw) {
           const int y0 = (hb * merge + mh) * P;
           const size_t x0 = static_cast<size_t>((wb * merge + mw) * P) * 3;
-          for (int py = 0; py < P; ++py, row += run) std::memcpy(row, img.row(y0 + py) + x0, run);
+          for (int py = 0; py < P; ++py, to += run) std::memcpy(to, img.row(y0 + py) + x0, run);
         }
       }
+      emit(row, stage.data(), block);
     }
+  }
+  emit_fence();
+}
+
+void patchify_u8_any(const RgbRows& img, int patch, int merge, int grid_w, int hb_begin,
+                     int hb_end, std::uint8_t* out) {
+  switch (patch) {
+    case 14: return patchify_u8<14>(img, patch, merge, grid_w, hb_begin, hb_end, out);
+    case 16: return patchify_u8<16>(img, patch, merge, grid_w, hb_begin, hb_end, out);
+    default: return patchify_u8<0>(img, patch, merge, grid_w, hb_begin, hb_end, out);
   }
 }
 
@@ -420,7 +439,7 @@ void ImageProcessor::write_bands(const RgbRows& img, const ImagePlan& plan, Pixe
                                  int hb_begin, int hb_end, void* out) const {
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
   if (dtype == PixelDType::kUInt8) {
-    patchify_u8(img, P, m, plan.grid_w, hb_begin, hb_end, static_cast<std::uint8_t*>(out));
+    patchify_u8_any(img, P, m, plan.grid_w, hb_begin, hb_end, static_cast<std::uint8_t*>(out));
   } else if (dtype == PixelDType::kFloat32) {
     patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_, static_cast<float*>(out));
   } else {
