@@ -137,3 +137,37 @@ def test_audio_in_video_layout(tool, family):
                 want.append([a, 1])
         got = tool.ask({"layout": True, "family": family, "grid": g, "spg": spg, "audio_tokens": n})
         assert got["runs"] == want, (g, spg, n)
+
+
+@pytest.mark.parametrize("family", ["qwen2.5-omni", "qwen3-omni"])
+@pytest.mark.parametrize("aiv", [False, True])
+def test_fractional_time_index(tool, family, aiv):
+    """Videos whose second_per_grid · position_id_per_seconds is not whole (fps 3: spg 2/3, fps
+    0.8: spg 2.5, fps 1.87): Qwen3-Omni keeps the float32 fractions (t_index `.float()`, float32
+    position_ids), Qwen2.5-Omni truncates them (`.long()`); stoker equals both, with and without
+    the audio track merged in."""
+    cfg = ref.QWEN3 if family == "qwen3-omni" else ref.QWEN25
+    fn = ref.rope_3 if family == "qwen3-omni" else ref.rope_25
+    fractional = 0
+    for spg in (2 / 3, 2.5, 2 / 1.87):
+        g = [5, 4, 6]
+        ids = [11, 12, cfg["vision_start"]]
+        frames = []
+        if aiv:
+            frames = [900]
+            runs = ref.aiv_placeholder(family, g, spg, feat_len(family, 900), cfg["pps"])
+            ids += [cfg["audio_start"]] + [cfg["video"] if r == "V" else cfg["audio"] for r in runs]
+            ids += [AUDIO_END]
+        else:
+            ids += [cfg["video"]] * (g[0] * g[1] * g[2] // 4)
+        ids += [VISION_END, 13, 14]
+        mask = [1] * len(ids)
+        want, delta = fn(ids, None, [g], mask, aiv, frames, [spg])
+        got = tool.ask({"family": family, "ids": ids, "videos": [g], "spg": [spg],
+                        "audio_frames": frames, "aiv": aiv, "mask": mask})
+        assert "error" not in got, got
+        assert got["positions"] == want and got["delta"] == delta, spg
+        whole = all(float(v).is_integer() for row in want for v in row)
+        fractional += not whole
+        assert whole == (family == "qwen2.5-omni"), (family, spg)
+    assert fractional == (3 if family == "qwen3-omni" else 0)

@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 import numpy as np
+import torch
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -333,21 +334,47 @@ def qwen3_omni_folder(root):
     return folder
 
 
+def fractional_video_records(root, records):
+    """Two records whose video positions are fractional in Qwen3-Omni (second_per_grid·13 not
+    whole): a synth video (2 s or more) sampled at fps 3 (second_per_grid ≈ 2/3 → ≈ 8.67 per step) with
+    its audio track (use_audio_in_video) and without."""
+    videos = [p["video"] for r in records if "messages" in r for m in r["messages"]
+              if isinstance(m["content"], list) for p in m["content"]
+              if p.get("type") == "video" and p.get("use_audio_in_video")]  # ones with a track
+    assert videos
+    out = []
+    for aiv in (True, False):
+        part = {"type": "video", "video": videos[0], "fps": 3.0}
+        if aiv:
+            part["use_audio_in_video"] = True
+        out.append({"id": f"fractional-{aiv}", "messages": [
+            {"role": "user", "content": [part, {"type": "text", "text": "What happens?"}]},
+            {"role": "assistant", "content": "Something moves."}]})
+    return out
+
+
 def test_qwen3_omni_folder(data, tmp_path):
     """Qwen3-Omni rules through the engine: a sample's clips padded to its longest (clips of
     different widths in a batch; the batch as wide as its widest), the 3-Omni token formula,
     Qwen3-VL vision (factor 32), token-level audio-in-video merge at 13 positions/s, positions =
-    get_rope_index of Qwen3-Omni (float32 in torch, whole numbers here)."""
+    get_rope_index of Qwen3-Omni: float32 position_ids, fractional where a video's
+    second_per_grid·13 is (transformers keeps t·second_per_grid·13 unrounded in float32), with and
+    without use_audio_in_video."""
     root, path, records = data
+    records = records + fractional_video_records(root, records)
+    path = root / "with-fractional.jsonl"  # media paths are relative to the data root
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
     folder = qwen3_omni_folder(tmp_path)
     report = tmp_path / "errors.jsonl"
     loader = stoker.Loader(str(path), model=str(folder), arena_bytes=256 << 20,
-                           max_error_rate=1.0, batch_size=3, seed=7, error_report=str(report))
+                           max_error_rate=0.0, batch_size=3, seed=7, error_report=str(report))
     AP, AS, AE = 151675, 151669, 151670
     samples = clips = 0
     widths = set()
+    fractional = {}  # sample id -> with use_audio_in_video
     for b in loader:
         ids, att, pos = b["input_ids"].numpy(), b["attention_mask"].numpy(), b["position_ids"].numpy()
+        assert b["position_ids"].dtype == torch.float32  # transformers' dtype for Qwen3-Omni
         igrids = b["image_grid_thw"].numpy().tolist()
         vgrids = b["video_grid_thw"].numpy().tolist() if "video_grid_thw" in b else []
         vsec = b["second_per_grid_ts"].numpy().tolist() if "second_per_grid_ts" in b else []
@@ -391,15 +418,19 @@ def test_qwen3_omni_folder(data, tmp_path):
             expect, _ = rope_ref.rope_3(seq, igrids[img:img + n_img], vgrids[vid:vid + n_vid],
                                         [1] * len(seq), in_video, lengths, vsec[vid:vid + n_vid],
                                         cfg=Q3_CFG)
-            assert np.array_equal(pos[:, row, :][:, att[row] == 1].astype(np.float64),
-                                  np.asarray(expect, dtype=np.float64)), sid
+            expect = np.asarray(expect, dtype=np.float32)
+            got = pos[:, row, :][:, att[row] == 1]
+            assert got.dtype == np.float32 and np.array_equal(got, expect), sid
+            assert (pos[:, row, :][:, att[row] == 0] == 1).all()  # padding: HF's 1
+            if (expect != np.floor(expect)).any():
+                fractional[sid] = in_video
             img += n_img
             vid += n_vid
             samples += 1
-    # A video whose second_per_grid·13 is fractional (synth's 29.97 fps clip sampled at ~1 fps)
-    # has float positions in transformers: its sample fails at rope, saying so — never rounded.
-    failed = [json.loads(l) for l in report.read_text().splitlines()] if report.exists() else []
-    assert all(f["stage"] == "rope" and "is not an integer" in f["reason"] for f in failed), failed
-    assert len(failed) <= 2
-    assert samples == len(records) - len(failed)
+    # Videos whose second_per_grid·13 is fractional (the two records above; synth's 29.97 fps
+    # clip sampled at ~1 fps) keep their fractions, as transformers does: no sample fails.
+    assert not report.exists() or not report.read_text().strip(), report.read_text()
+    assert samples == len(records)
+    n = len(records)
+    assert fractional.get(n - 2) is True and fractional.get(n - 1) is False, fractional
     assert clips >= 12 and len(widths) >= 4

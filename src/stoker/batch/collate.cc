@@ -14,9 +14,9 @@ std::vector<TensorView> tensors_for(const BatchShape& s) {
       {"attention_mask", DType::kInt64, {B, L}, 0},
   };
   if (s.position_rows == 1) {
-    t.push_back({"position_ids", DType::kInt64, {B, L}, 0});
+    t.push_back({"position_ids", s.position_dtype, {B, L}, 0});
   } else {
-    t.push_back({"position_ids", DType::kInt64, {s.position_rows, B, L}, 0});
+    t.push_back({"position_ids", s.position_dtype, {s.position_rows, B, L}, 0});
   }
   t.insert(t.end(), s.media_front.begin(), s.media_front.end());
   t.push_back({"sample_ids", DType::kUInt64, {B}, 0});
@@ -29,6 +29,17 @@ T* at(std::uint8_t* base, const BatchLayout& layout, const char* name) {
   const TensorView* t = layout.find(name);
   STOKER_CHECK(t != nullptr, std::string("collate: layout has no ") + name);
   return reinterpret_cast<T*>(base + t->offset);
+}
+
+// Row `row` of each of the R position rows: the sample's values, then HF's padding value 1.
+template <typename T>
+void write_positions(T* pos, std::span<const double> src, int R, std::int64_t B, std::int64_t L,
+                     std::int64_t row, std::int64_t n) {
+  for (int r = 0; r < R; ++r) {
+    T* dst = pos + (r * B + row) * L;
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[static_cast<std::size_t>(r * n + i)]);
+    std::fill(dst + n, dst + L, static_cast<T>(1));
+  }
 }
 
 }  // namespace
@@ -55,7 +66,6 @@ void collate_row(std::uint8_t* base, const BatchLayout& layout, std::int64_t row
   std::int64_t* ids = at<std::int64_t>(base, layout, "input_ids") + row * L;
   std::int64_t* labels = at<std::int64_t>(base, layout, "labels") + row * L;
   std::int64_t* mask = at<std::int64_t>(base, layout, "attention_mask") + row * L;
-  std::int64_t* pos = at<std::int64_t>(base, layout, "position_ids");
   for (std::int64_t i = 0; i < n; ++i) {
     ids[i] = s.input_ids[i];
     labels[i] = s.labels[i];
@@ -64,10 +74,11 @@ void collate_row(std::uint8_t* base, const BatchLayout& layout, std::int64_t row
   std::fill(ids + n, ids + L, pad_id);
   std::fill(labels + n, labels + L, kLabelIgnore);
   std::fill(mask + n, mask + L, 0);
-  for (int r = 0; r < R; ++r) {
-    std::int64_t* dst = pos + (r * B + row) * L;
-    std::copy(s.positions.begin() + r * n, s.positions.begin() + (r + 1) * n, dst);
-    std::fill(dst + n, dst + L, 1);
+  if (pos_t->dtype == DType::kFloat32) {
+    write_positions(at<float>(base, layout, "position_ids"), s.positions, R, B, L, row, n);
+  } else {
+    STOKER_CHECK(pos_t->dtype == DType::kInt64, "collate: position_ids are int64 or float32");
+    write_positions(at<std::int64_t>(base, layout, "position_ids"), s.positions, R, B, L, row, n);
   }
 }
 

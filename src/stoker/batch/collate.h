@@ -24,6 +24,9 @@ struct BatchShape {
   // Rows of a sample's positions (the model's position rule): position_ids is [R, B, L] (3 for
   // mRoPE), or [B, L] for R = 1.
   int position_rows = 1;
+  // position_ids' dtype: int64 (HF's), or float32 for a model whose positions are fractional
+  // (Qwen3-Omni: transformers keeps its TMRoPE positions float32; model::Model::float_positions).
+  DType position_dtype = DType::kInt64;
   // The media tensors (name, dtype, shape; offsets are set here): `media_front` right after the
   // token tensors, `media_back` after sample_ids.
   std::vector<TensorView> media_front, media_back;
@@ -35,11 +38,12 @@ BatchLayout make_layout(const BatchShape& shape, Block block);
 std::uint64_t layout_bytes(const BatchShape& shape);
 
 // One sample's token data. `positions` is R × ids.size(), row-major (R: the layout's position
-// rows; mRoPE: RopeIndex::positions).
+// rows; mRoPE: RopeIndex::positions). Doubles hold both kinds exactly (int64 positions below 2^53,
+// float32 ones always); the layout's position dtype decides what is written.
 struct SampleRow {
   std::span<const std::int32_t> input_ids;
   std::span<const std::int32_t> labels;
-  std::span<const std::int64_t> positions;
+  std::span<const double> positions;
 };
 
 // `pad_id`: the model's (model::Model::pad_id).

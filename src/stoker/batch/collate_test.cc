@@ -17,9 +17,9 @@ TEST(CollateTest, PadsRightWithHfValues) {
   BatchLayout layout = make_layout(shape, {128, layout_bytes(shape)});
   for (const TensorView& t : layout.tensors) EXPECT_EQ(t.offset % 64, 0u) << t.name;
   std::vector<std::int32_t> ids0 = {1, 2, 3}, lab0 = {-100, 2, 3};
-  std::vector<std::int64_t> pos0 = {0, 1, 2, 0, 1, 2, 0, 1, 2};
+  std::vector<double> pos0 = {0, 1, 2, 0, 1, 2, 0, 1, 2};
   std::vector<std::int32_t> ids1 = {9, 8, 7, 6}, lab1 = {9, 8, 7, 6};
-  std::vector<std::int64_t> pos1 = {0, 1, 2, 3, 0, 1, 2, 3, 0, 5, 6, 7};
+  std::vector<double> pos1 = {0, 1, 2, 3, 0, 1, 2, 3, 0, 5, 6, 7};
   collate_row(mem.data(), layout, 0, {ids0, lab0, pos0}, 151643);
   collate_row(mem.data(), layout, 1, {ids1, lab1, pos1}, 151643);
   std::vector<std::uint64_t> sids = {17, 4};
@@ -57,7 +57,7 @@ TEST(CollateTest, OnePositionRowIsBatchByLength) {
   BatchLayout layout = make_layout(shape, {0, layout_bytes(shape)});
   EXPECT_EQ(layout.find("position_ids")->shape, (std::vector<std::int64_t>{2, 3}));
   std::vector<std::int32_t> ids0 = {5, 6}, ids1 = {7, 8, 9};
-  std::vector<std::int64_t> pos0 = {0, 1}, pos1 = {0, 1, 2};
+  std::vector<double> pos0 = {0, 1}, pos1 = {0, 1, 2};
   collate_row(mem.data(), layout, 0, {ids0, ids0, pos0}, 42);
   collate_row(mem.data(), layout, 1, {ids1, ids1, pos1}, 42);
   auto i64 = [&](const char* name) {
@@ -67,6 +67,28 @@ TEST(CollateTest, OnePositionRowIsBatchByLength) {
             (std::vector<std::int64_t>{0, 1, 1, 0, 1, 2}));
   EXPECT_EQ(std::vector<std::int64_t>(i64("input_ids"), i64("input_ids") + 6),
             (std::vector<std::int64_t>{5, 6, 42, 7, 8, 9}));
+}
+
+// Qwen3-Omni's TMRoPE positions are float32 in transformers: position_ids float32, the values as
+// given (fractions kept), padding 1.0; the other tensors as always.
+TEST(CollateTest, FloatPositionsAreWrittenAsFloat32) {
+  BatchShape shape{.batch_size = 2, .length = 3, .position_rows = 3,
+                   .position_dtype = DType::kFloat32, .media_front = {}, .media_back = {}};
+  std::vector<std::uint8_t> mem(layout_bytes(shape), 0xEE);
+  BatchLayout layout = make_layout(shape, {0, layout_bytes(shape)});
+  EXPECT_EQ(layout.find("position_ids")->dtype, DType::kFloat32);
+  EXPECT_EQ(layout.find("position_ids")->bytes(), 3u * 2 * 3 * 4);
+  EXPECT_EQ(layout.find("input_ids")->dtype, DType::kInt64);
+  std::vector<std::int32_t> ids0 = {5, 6}, ids1 = {7, 8, 9};
+  std::vector<double> pos0 = {0, 1, 0, 1, 0, 1};
+  std::vector<double> pos1 = {0, 6.5, 16.5, 0, 1, 2, 0.25, 1, 3};  // float32-exact values
+  collate_row(mem.data(), layout, 0, {ids0, ids0, pos0}, 42);
+  collate_row(mem.data(), layout, 1, {ids1, ids1, pos1}, 42);
+  const float* p = reinterpret_cast<const float*>(mem.data() + layout.find("position_ids")->offset);
+  EXPECT_EQ(std::vector<float>(p, p + 18),
+            (std::vector<float>{0, 1, 1, 0, 6.5f, 16.5f,  //
+                                0, 1, 1, 0, 1, 2,         //
+                                0, 1, 1, 0.25f, 1, 3}));
 }
 
 }  // namespace

@@ -17,9 +17,9 @@ std::vector<TensorView> tensors_for(const PackShape& s) {
   t.push_back({"labels", DType::kInt64, {1, N}, 0});
   if (s.format == PackFormat::kHF) {
     if (s.sample_rows == 1) {
-      t.push_back({"position_ids", DType::kInt64, {1, N}, 0});
+      t.push_back({"position_ids", s.position_dtype, {1, N}, 0});
     } else {
-      t.push_back({"position_ids", DType::kInt64, {s.position_rows, 1, N}, 0});
+      t.push_back({"position_ids", s.position_dtype, {s.position_rows, 1, N}, 0});
     }
     t.push_back({"cu_seq_lens_q", DType::kInt32, {K1}, 0});
     t.push_back({"cu_seq_lens_k", DType::kInt32, {K1}, 0});
@@ -51,12 +51,13 @@ T* at(std::uint8_t* base, const BatchLayout& layout, const char* name) {
 // HF: labels unshifted, −100 at the first position (DataCollatorWithFlattening's separator:
 // the previous sample's last token never learns to predict this one's first); positions: row 0
 // arange, then the sample's own 3 mRoPE rows (or those alone).
+template <typename P>
 void write_hf(std::uint8_t* base, const BatchLayout& layout, const PackShape& shape,
               std::span<const SampleRow> samples) {
   const std::int64_t N = shape.tokens;
   std::int64_t* ids = at<std::int64_t>(base, layout, "input_ids");
   std::int64_t* labels = at<std::int64_t>(base, layout, "labels");
-  std::int64_t* pos = at<std::int64_t>(base, layout, "position_ids");
+  P* pos = at<P>(base, layout, "position_ids");
   std::int32_t* cu_q = at<std::int32_t>(base, layout, "cu_seq_lens_q");
   std::int32_t* cu_k = at<std::int32_t>(base, layout, "cu_seq_lens_k");
   const int rows = shape.sample_rows;
@@ -71,11 +72,11 @@ void write_hf(std::uint8_t* base, const BatchLayout& layout, const PackShape& sh
       labels[start + t] = t == 0 ? kLabelIgnore : s.labels[t];
     }
     if (mrope_row0 == 1) {
-      for (std::int64_t t = 0; t < n; ++t) pos[start + t] = t;
+      for (std::int64_t t = 0; t < n; ++t) pos[start + t] = static_cast<P>(t);
     }
     for (int r = 0; r < rows; ++r) {
-      std::copy(s.positions.begin() + r * n, s.positions.begin() + (r + 1) * n,
-                pos + (mrope_row0 + r) * N + start);
+      P* dst = pos + (mrope_row0 + r) * N + start;
+      for (std::int64_t t = 0; t < n; ++t) dst[t] = static_cast<P>(s.positions[static_cast<std::size_t>(r * n + t)]);
     }
     start += n;
     longest = std::max(longest, n);
@@ -155,7 +156,12 @@ void collate_pack(std::uint8_t* base, const BatchLayout& layout, const PackShape
                    sample_ids.size() == samples.size(),
                "pack collate: the samples do not match the shape");
   if (shape.format == PackFormat::kHF) {
-    write_hf(base, layout, shape, samples);
+    if (shape.position_dtype == DType::kFloat32) {
+      write_hf<float>(base, layout, shape, samples);
+    } else {
+      STOKER_CHECK(shape.position_dtype == DType::kInt64, "pack collate: position_ids are int64 or float32");
+      write_hf<std::int64_t>(base, layout, shape, samples);
+    }
   } else {
     write_megatron(base, layout, shape, samples, pad_id);
   }

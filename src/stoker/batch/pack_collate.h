@@ -34,6 +34,8 @@ struct PackShape {
   int sample_rows = 3;               // rows of a sample's positions (the model's rule: 3 mRoPE, 1)
   int position_rows = 4;             // HF with 3-row samples: 4 (text row + mRoPE) or 3 (mRoPE
                                      // only); 1-row samples: position_ids [1, N], the samples' own
+  DType position_dtype = DType::kInt64;  // HF: int64, or float32 (collate.h BatchShape); Megatron's
+                                        // arange positions are int64 always
   std::int64_t align = 1;            // Megatron: sub-sequence length multiple
   std::int64_t sequences = 0;        // k
   std::int64_t tokens = 0;           // row length: N (HF) or T (Megatron, aligned)

@@ -22,9 +22,9 @@ struct Mem {
 
 // Two samples: A = 3 tokens (labels on its last two), B = 2 tokens (label on its last).
 const std::vector<std::int32_t> kIdsA = {10, 11, 12}, kLabA = {-100, 11, 12};
-const std::vector<std::int64_t> kPosA = {0, 1, 2, 0, 1, 5, 0, 1, 7};
+const std::vector<double> kPosA = {0, 1, 2, 0, 1, 5, 0, 1, 7};
 const std::vector<std::int32_t> kIdsB = {20, 21}, kLabB = {-100, 21};
-const std::vector<std::int64_t> kPosB = {0, 1, 0, 3, 0, 4};
+const std::vector<double> kPosB = {0, 1, 0, 3, 0, 4};
 
 Mem pack(PackShape shape) {
   Mem m;
@@ -63,6 +63,15 @@ TEST(PackCollateTest, HuggingFaceVarlenWithFourPositionRows) {
   EXPECT_EQ(m.layout.find("pixel_values")->shape, (std::vector<std::int64_t>{4, 6}));
 }
 
+// float32 positions (Qwen3-Omni): the text row's arange and the samples' rows as float32.
+TEST(PackCollateTest, HuggingFaceFloatPositions) {
+  Mem m = pack({.format = PackFormat::kHF, .position_rows = 4, .position_dtype = DType::kFloat32});
+  EXPECT_EQ(m.layout.find("position_ids")->dtype, DType::kFloat32);
+  EXPECT_EQ(m.get<float>("position_ids"),
+            (std::vector<float>{0, 1, 2, 0, 1, 0, 1, 2, 0, 1, 0, 1, 5, 0, 3, 0, 1, 7, 0, 4}));
+  EXPECT_EQ(m.get<std::int64_t>("input_ids"), (std::vector<std::int64_t>{10, 11, 12, 20, 21}));
+}
+
 TEST(PackCollateTest, HuggingFaceThreeRowsAreTheMropeRowsAlone) {
   Mem m = pack({.format = PackFormat::kHF, .position_rows = 3});
   EXPECT_EQ(m.layout.find("position_ids")->shape, (std::vector<std::int64_t>{3, 1, 5}));
@@ -73,7 +82,7 @@ TEST(PackCollateTest, HuggingFaceThreeRowsAreTheMropeRowsAlone) {
 // A model with 1-D positions: HF's position_ids is [1, N], the samples' own positions.
 TEST(PackCollateTest, HuggingFaceOneRowSamples) {
   PackShape shape{.format = PackFormat::kHF, .sample_rows = 1, .position_rows = 4};
-  std::vector<std::int64_t> pa = {0, 1, 2}, pb = {0, 1};
+  std::vector<double> pa = {0, 1, 2}, pb = {0, 1};
   std::vector<SampleRow> rows = {{kIdsA, kLabA, pa}, {kIdsB, kLabB, pb}};
   shape.sequences = 2;
   shape.tokens = 5;

@@ -2,6 +2,9 @@
 // stage by stage, and prints what a user wants to know before training on it: per image the
 // format, source and resized size, grid and vision tokens and the time of each stage; then a
 // summary. Bad records and images are reported with file:line and the reason; the run goes on.
+// A model of an audio family (Qwen2-Audio, Qwen2.5-Omni, Qwen3-Omni: opened through its family,
+// model/family.h) also has its audio clips inspected (inspect_audio.h); a model without an image
+// processor (Qwen2-Audio) fails each image with the reason.
 // Records and media come through the engine's own sources (pipeline::open_sources): the same
 // manifest index, trust boundary, store and caps as `stoker run`, local or remote.
 #include <algorithm>
@@ -10,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -19,6 +24,8 @@
 #include "stoker/base/printable.h"
 #include "stoker/base/redact.h"
 #include "stoker/cli/commands.h"
+#include "stoker/cli/inspect_audio.h"
+#include "stoker/cli/inspect_format.h"
 #include "stoker/cli/options_cli.h"
 #include "stoker/dataset/conversation.h"
 #include "stoker/image/processor.h"
@@ -40,6 +47,12 @@ tokens, and the time of each stage (decode, resize, normalise+patchify, total) o
 the model's exact (Pillow-compatible) image processor. Then a summary: images, vision tokens
 (total, p50, max per image), time per image (p50, p99), images/s, errors; the summary names the
 chat template the model would train with, or why it is refused.
+With an audio model (--model qwen2-audio | qwen2.5-omni | a Qwen2-Audio, Qwen2.5-Omni or
+Qwen3-Omni folder), also every audio clip (audio parts, and the track of a video with
+use_audio_in_video): container and codec, sample rate and channels, its length at 16 kHz,
+feature frames and audio tokens (as `stoker run` counts them), the time to decode+resample
+(column decode) and to compute its Whisper log-mel features (column norm|feats); then an audio
+summary (clips, tokens, time per clip, clips/s). Videos are not inspected.
 Bad records (malformed JSON, no assistant turn, ...) and bad images (missing, corrupt,
 truncated, too small, ...) are reported with file:line and the reason; the run continues.
 Exit status: 0 when everything was fine, 1 when any record or image had an error, 2 on usage.
@@ -65,44 +78,7 @@ struct RecordError {
   std::string error;
 };
 
-std::string human_time(double s) {
-  char buf[32];
-  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.0f us", s * 1e6);
-  else if (s < 1) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
-
-std::string human_bytes(double b) {
-  char buf[32];
-  if (b < 1e3) std::snprintf(buf, sizeof buf, "%.0f B", b);
-  else if (b < 1e6) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else if (b < 1e9) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  return buf;
-}
-
-std::string with_commas(std::int64_t v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string size_str(int w, int h) { return std::to_string(w) + "x" + std::to_string(h); }
-
-// "…tail" so that the end of a long path (the file name) stays visible.
-std::string fit(const std::string& s, std::size_t width) {
-  if (s.size() <= width) return s;
-  std::size_t start = s.size() - (width - 3);
-  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) ++start;
-  std::string out = "...";
-  out.append(s, start);
-  return out;
-}
 
 std::string format_str(const image::ImageHeader& h) {
   std::string s = std::string(image::format_name(h.format)) + " " + h.mode;
@@ -111,20 +87,20 @@ std::string format_str(const image::ImageHeader& h) {
   return s;
 }
 
-template <typename T>
-T percentile(std::vector<T> v, double p) {
-  if (v.empty()) return T{};
-  std::sort(v.begin(), v.end());
-  std::size_t rank = static_cast<std::size_t>(std::ceil(p / 100.0 * v.size()));
-  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
-}
+// What is inspected with: the model's name and template, its processors (null: the model takes
+// no such media).
+struct InspectModel {
+  std::string name;
+  std::string chat_template;  // model::describe_chat_template, or the renderer's description
+  const image::ImageProcessor* image = nullptr;
+  const audio::AudioProcessor* audio = nullptr;
+};
 
 class Inspector {
  public:
   // `sources`: the record source and the fetcher from pipeline::open_sources.
-  Inspector(const model::ModelConfig& model, image::ImageProcessor proc,
-            const pipeline::Context& sources, bool json)
-      : model_(model), proc_(std::move(proc)), sources_(sources), json_(json) {}
+  Inspector(InspectModel model, const pipeline::Context& sources, bool json)
+      : model_(std::move(model)), sources_(sources), json_(json) {}
 
   void record(std::uint64_t id) {
     const int line = static_cast<int>(sources_.records->origin(id).line);
@@ -152,15 +128,28 @@ class Inspector {
     for (const auto& m : conv->messages)
       for (const auto& p : m.parts) {
         if (p.kind == dataset::Part::Kind::kVideo) ++videos_skipped_;
+        if (p.kind == dataset::Part::Kind::kAudio && model_.audio == nullptr) ++audios_skipped_;
         if (p.kind != dataset::Part::Kind::kImage) continue;
         ImageRow row = inspect_image(line, p.value, scope);
         emit_row(row);
         rows_.push_back(std::move(row));
       }
+    // The record's audio clips after its images (one feature-extractor call per record).
+    if (model_.audio == nullptr) return;
+    for (AudioRow& r : inspect_record_audio(line, *conv, scope, *sources_.fetcher, *model_.audio)) {
+      emit_audio_row(r, json_);
+      audio_rows_.push_back(std::move(r));
+    }
   }
 
   void print_header() const {
     if (json_) return;
+    if (model_.audio != nullptr) {  // audio rows share the columns (inspect_audio.h)
+      std::printf("%5s  %-30s %-14s %10s %10s %9s %6s %9s %9s %9s %9s\n", "line", "image / audio",
+                  "format", "source", "resized", "grid|frames", "tokens", "decode", "resize",
+                  "norm|feats", "total");
+      return;
+    }
     std::printf("%5s  %-30s %-14s %10s %10s %9s %6s %9s %9s %9s %9s\n", "line", "image", "format",
                 "source", "resized", "grid", "tokens", "decode", "resize", "norm+patch", "total");
   }
@@ -178,6 +167,9 @@ class Inspector {
       row.error = e.to_string();
       return row;
     };
+    if (model_.image == nullptr) {
+      return fail(failed_precondition("the model (" + model_.name + ") takes no images"));
+    }
     Result<std::string> uri = scope.resolve(ref);
     if (!uri.ok()) return fail(uri.error());
     Result<std::vector<std::uint8_t>> media = sources_.fetcher->fetch(*uri);
@@ -187,13 +179,13 @@ class Inspector {
     auto header = image::probe_image(*bytes);
     if (!header.ok()) return fail(header.error());
     row.header = *header;
-    auto plan = proc_.plan(*header);
+    auto plan = proc().plan(*header);
     if (!plan.ok()) return fail(plan.error());
     row.plan = *plan;
 
     Stopwatch sw;
     // Decode, size check against the header, EXIF orientation (when the plan applies one).
-    Status st = proc_.decode(*bytes, *plan, &decoded_, &stored_);
+    Status st = proc().decode(*bytes, *plan, &decoded_, &stored_);
     row.decode_s = sw.elapsed_s();
     if (!st.ok()) return fail(st.error());
     // The same steps as ImageProcessor::process, timed one by one (no resize at the same size).
@@ -204,9 +196,9 @@ class Inspector {
       row.resize_s = sw.elapsed_s();
       img = &resized_;
     }
-    pixels_.resize(static_cast<std::size_t>(plan->rows() * proc_.columns()));
+    pixels_.resize(static_cast<std::size_t>(plan->rows() * proc().columns()));
     sw.reset();
-    proc_.normalize_patchify(*img, *plan, image::PixelDType::kFloat32, pixels_.data());
+    proc().normalize_patchify(*img, *plan, image::PixelDType::kFloat32, pixels_.data());
     row.normalize_s = sw.elapsed_s();
     row.ok = true;
     return row;
@@ -260,17 +252,19 @@ class Inspector {
     }
   }
 
-  int merge() const { return proc_.config().merge_size; }
+  const image::ImageProcessor& proc() const { return *model_.image; }
+  int merge() const { return model_.image != nullptr ? proc().config().merge_size : 2; }
 
-  const model::ModelConfig& model_;
-  image::ImageProcessor proc_;
+  InspectModel model_;
   const pipeline::Context& sources_;
   bool json_;
   image::RgbImage decoded_, resized_, stored_;
   std::vector<float> pixels_;
   int records_ = 0;
   int videos_skipped_ = 0;
+  int audios_skipped_ = 0;  // a model without audio
   std::vector<ImageRow> rows_;
+  std::vector<AudioRow> audio_rows_;
   std::vector<RecordError> record_errors_;
 };
 
@@ -297,8 +291,8 @@ int Inspector::finish(const std::string& data_path) {
   std::int64_t total_tokens = 0;
   for (auto t : tokens) total_tokens += t;
   const double busy = decode + resize + normalize;
-  const int errors = static_cast<int>(record_errors_.size() + failed.size());
-  const auto& cfg = proc_.config();
+  int errors = static_cast<int>(record_errors_.size() + failed.size());
+  for (const AudioRow& r : audio_rows_) errors += r.ok ? 0 : 1;
 
   if (json_) {
     char t[512];
@@ -313,16 +307,23 @@ int Inspector::finish(const std::string& data_path) {
                   percentile(totals, 50) * 1e3, percentile(totals, 99) * 1e3,
                   busy > 0 ? totals.size() / busy : 0.0, videos_skipped_);
     std::fputs(t, stdout);
+    if (model_.audio != nullptr) std::fputs(audio_summary_json(audio_rows_).c_str(), stdout);
+    if (audios_skipped_) std::printf(",\"audios_skipped\":%d", audios_skipped_);
     // Long (a refusal quotes the template), so outside the fixed-size buffer.
-    std::printf(",\"chat_template\":%s}}\n", json_string(model::describe_chat_template(model_)).c_str());
+    std::printf(",\"chat_template\":%s}}\n", json_string(model_.chat_template).c_str());
     return errors ? 1 : 0;
   }
 
-  std::printf("\n%s with %s (patch %d, merge %d, pixels %s..%s)\n", printable(data_path).c_str(), model_.name.c_str(),
-              cfg.patch_size, cfg.merge_size, with_commas(cfg.min_pixels).c_str(),
-              with_commas(cfg.max_pixels).c_str());
+  if (model_.image != nullptr) {
+    const auto& cfg = proc().config();
+    std::printf("\n%s with %s (patch %d, merge %d, pixels %s..%s)\n", printable(data_path).c_str(),
+                model_.name.c_str(), cfg.patch_size, cfg.merge_size,
+                with_commas(cfg.min_pixels).c_str(), with_commas(cfg.max_pixels).c_str());
+  } else {
+    std::printf("\n%s with %s (no images)\n", printable(data_path).c_str(), printable(model_.name).c_str());
+  }
   // Not inspected per record, but a refused template stops `stoker run` / `render`: say so here.
-  std::printf("  chat template  %s\n", model::describe_chat_template(model_).c_str());
+  std::printf("  chat template  %s\n", model_.chat_template.c_str());
   std::printf("  records        %d read, %d ok, %zu rejected\n", records_,
               records_ - static_cast<int>(record_errors_.size()), record_errors_.size());
   std::string formats;
@@ -331,6 +332,7 @@ int Inspector::finish(const std::string& data_path) {
               totals.size(), formats.empty() ? "none" : formats.c_str(), failed.size(),
               human_bytes(static_cast<double>(bytes)).c_str(), pixels_in / 1e6, pixels_out / 1e6);
   if (videos_skipped_) std::printf("  videos         %d skipped (video is not inspected yet)\n", videos_skipped_);
+  if (audios_skipped_) std::printf("  audio          %d skipped (the model takes no audio)\n", audios_skipped_);
   if (!totals.empty()) {
     std::printf("  vision tokens  %s total; per image p50 %s, max %s\n", with_commas(total_tokens).c_str(),
                 with_commas(percentile(tokens, 50)).c_str(),
@@ -341,6 +343,7 @@ int Inspector::finish(const std::string& data_path) {
     std::printf("  throughput     %.1f images/s, %.1f Mpx/s decoded, on one core\n", totals.size() / busy,
                 pixels_in / 1e6 / busy);
   }
+  if (model_.audio != nullptr) print_audio_summary(audio_rows_, *model_.audio);
   std::printf("  errors         %d\n", errors);
   std::vector<std::pair<int, std::string>> listed;  // in file order
   // Ids and paths come from the records: bounded (elide_middle), then escaped when printed. The
@@ -351,6 +354,11 @@ int Inspector::finish(const std::string& data_path) {
   for (const ImageRow* r : failed)
     listed.emplace_back(r->line, elide_middle(r->path) + ": " +
                                      std::string(error_code_name(r->code)) + ": " + r->error);
+  for (const AudioRow& r : audio_rows_) {
+    if (r.ok) continue;
+    listed.emplace_back(r.line, elide_middle(r.path) + (r.track ? " (audio track)" : "") + ": " +
+                                    std::string(error_code_name(r.code)) + ": " + r.error);
+  }
   std::stable_sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [line, text] : listed) {
     std::printf("    %s:%d: %s\n", printable(data_path).c_str(), line, printable(text).c_str());
@@ -376,18 +384,35 @@ int run_inspect(int argc, char** argv) {
   warn_settings(*settings, "inspect");
   const std::string data_path = config.data[0];
   const std::int64_t limit = settings->inspect.limit;
-  // The model parsed once by the options, with the image settings (--exif, --small-images).
-  auto model = pipeline::resolved_model(config);
-  if (!model.ok()) return report("inspect", model.error());
-  auto proc = image::ImageProcessor::create(model->image);
-  if (!proc.ok()) return report("inspect", proc.error());
+  InspectModel target;
+  std::optional<image::ImageProcessor> own_proc;
+  std::unique_ptr<model::Model> opened;
+  if (config.model_config != nullptr) {
+    // A Qwen-VL model: parsed once by the options, with the image settings (--exif,
+    // --small-images).
+    auto model = pipeline::resolved_model(config);
+    if (!model.ok()) return report("inspect", model.error());
+    auto proc = image::ImageProcessor::create(model->image);
+    if (!proc.ok()) return report("inspect", proc.error());
+    own_proc.emplace(std::move(*proc));
+    target = {model->name, model::describe_chat_template(*model), &*own_proc, nullptr};
+  } else {
+    // A family without a parsed config (the audio families): opened as the Loader opens it
+    // (tokenizer, template, processors).
+    Result<std::unique_ptr<model::Model>> m =
+        model::open_model(config.model, pipeline::model_options(config));
+    if (!m.ok()) return report("inspect", m.error());
+    opened = std::move(*m);
+    target = {config.model, opened->renderer().describe(), opened->image_processor(),
+              opened->audio_processor()};
+  }
 
   pipeline::Context sources;
   if (Status st = pipeline::open_sources({data_path}, pipeline::source_options(config), &sources);
       !st.ok()) {
     return report("inspect", st.error());
   }
-  Inspector inspector(*model, std::move(*proc), sources, settings->inspect.json);
+  Inspector inspector(std::move(target), sources, settings->inspect.json);
   inspector.print_header();
   const std::uint64_t n = sources.records->size();
   for (std::uint64_t id = 0; id < n && (limit < 0 || static_cast<std::int64_t>(id) < limit); ++id) {

@@ -6,6 +6,12 @@
 // --max-media-per-record) and the record's trust boundary (io::MediaScope: beneath its folder
 // and --media-root) — the option schema's "media and I/O" options (command render), parsed next
 // to render's own flags (options_cli.h settings_from_args).
+// A model of a family without a parsed ModelConfig (the audio families: qwen2-audio,
+// qwen2.5-omni, Qwen3-Omni folders) is opened through its family as the Loader opens it, and its
+// audio clips (and the tracks of videos with use_audio_in_video) are planned by the engine's own
+// media kinds (pipeline/media.h): the token runs and positions are those `stoker run` makes.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -29,7 +35,10 @@
 #include "stoker/image/processor.h"
 #include "stoker/model/family.h"
 #include "stoker/model/model_config.h"
+#include "stoker/pipeline/loader_config.h"
+#include "stoker/pipeline/media.h"
 #include "stoker/pipeline/prepare.h"
+#include "stoker/video/processor.h"
 #include "stoker/text/chat_template.h"
 #include "stoker/text/labels.h"
 #include "stoker/text/qwen_vl.h"
@@ -51,10 +60,15 @@ caps, and images only beneath the record's folder and --media-root (media option
 same as run's).
 
 options:
-  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | a Hugging Face model folder,
-                       rendered with its own chat template (chat_template.jinja / .json,
-                       tokenizer_config.json, found as transformers finds it) by stoker's Jinja
-                       engine; no template there: the family's stock one.
+  --model M            qwen2-vl | qwen2.5-vl (default) | qwen3-vl | qwen2-audio | qwen2.5-omni |
+                       a Hugging Face model folder (those families and Qwen3-Omni), rendered with
+                       its own chat template (chat_template.jinja / .json, tokenizer_config.json,
+                       found as transformers finds it) by stoker's Jinja engine; no template
+                       there: the family's stock one. Audio models: each audio clip (and a video's
+                       track with use_audio_in_video) is read and planned as `stoker run` plans it
+                       (16 kHz length from the header or a decode, the model's feature frames and
+                       token formula); its token run is shown with its feature frames, then the
+                       model's positions (TMRoPE 3 rows; Qwen2-Audio 1 row, 0..L-1).
   --chat-template NAME a named template of the folder (e.g. tool_use)
   --chat-template-kwargs JSON
                        template variables for the record, e.g. '{"enable_thinking": false}'
@@ -144,23 +158,21 @@ Result<std::string> read_record(Sources& src, const std::string& record) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& conv,
-                                                  const model::ModelConfig& model,
-                                                  Sources& src, const Args& args) {
+// Reads a medium of the record through the trust boundary and the media store.
+Result<std::vector<std::uint8_t>> fetch_media(Sources& src, const std::string& ref) {
+  Result<std::string> uri = src.scope.resolve(ref);
+  if (!uri.ok()) return uri.error();
+  return io::read_sync(*src.media_store, *uri, {.max_bytes = src.media.max_object_bytes});
+}
+
+// The images' grids from their headers, planned by `proc`.
+Result<std::vector<text::VisionGrid>> plan_images(const dataset::Conversation& conv,
+                                                  const image::ImageProcessor& proc, Sources& src) {
   std::vector<text::VisionGrid> grids;
-  if (args.has("no-images")) {
-    STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid("--image-grid", args.get("image-grid", "1,8,8")));
-    grids.assign(conv.count(dataset::Part::Kind::kImage), g);
-    return grids;
-  }
-  STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(model.image));
   for (const auto& m : conv.messages) {
     for (const auto& p : m.parts) {
       if (p.kind != dataset::Part::Kind::kImage) continue;
-      Result<std::string> uri = src.scope.resolve(p.value);
-      Result<std::vector<std::uint8_t>> bytes =
-          uri.ok() ? io::read_sync(*src.media_store, *uri, {.max_bytes = src.media.max_object_bytes})
-                   : Result<std::vector<std::uint8_t>>(uri.error());
+      Result<std::vector<std::uint8_t>> bytes = fetch_media(src, p.value);
       if (!bytes.ok()) {
         return std::move(bytes.error().with_context(
             "image " + std::to_string(grids.size()) + " (" + p.value + "; --no-images to skip)"));
@@ -171,6 +183,21 @@ Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& c
     }
   }
   return grids;
+}
+
+// --no-images: every image the --image-grid grid.
+Result<std::vector<text::VisionGrid>> fixed_image_grids(const dataset::Conversation& conv,
+                                                        const Args& args) {
+  STOKER_ASSIGN_OR_RETURN(text::VisionGrid g, parse_grid("--image-grid", args.get("image-grid", "1,8,8")));
+  return std::vector<text::VisionGrid>(conv.count(dataset::Part::Kind::kImage), g);
+}
+
+Result<std::vector<text::VisionGrid>> image_grids(const dataset::Conversation& conv,
+                                                  const model::ModelConfig& model,
+                                                  Sources& src, const Args& args) {
+  if (args.has("no-images")) return fixed_image_grids(conv, args);
+  STOKER_ASSIGN_OR_RETURN(image::ImageProcessor proc, image::ImageProcessor::create(model.image));
+  return plan_images(conv, proc, src);
 }
 
 void print_tokens(const text::TokenizedSample& s, const text::Tokenizer& tok,
@@ -207,6 +234,221 @@ void print_tokens(const text::TokenizedSample& s, const text::Tokenizer& tok,
   }
 }
 
+// A position value: whole numbers as integers, Qwen3-Omni's fractional float32 ones with 3 decimals.
+std::string pos_text(double v) {
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 9e15) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+  }
+  return buf;
+}
+
+// The media of a sample of an opened model (its planned audio clips and what the template and
+// positions take from them).
+struct OpenedMedia {
+  std::vector<text::VisionGrid> images, videos, audios;
+  std::vector<double> video_seconds;        // per video: temporal_patch_size / fps
+  std::vector<std::int64_t> audio_frames;   // per clip incl. tracks, in order (TMRoPE lengths)
+  std::vector<std::int64_t> clip_frames;    // per audio part (not tracks): its mask sum
+};
+
+// Audio parts and video tracks (use_audio_in_video) planned by the engine's media kinds, as
+// pipeline::prepare plans them: each clip, then the record's clips in one call (plan_sample).
+Status plan_audio(const dataset::Conversation& conv, const pipeline::MediaEnv& env, Sources& src,
+                  OpenedMedia* out) {
+  std::vector<std::unique_ptr<pipeline::Medium>> clips;
+  std::vector<int> video_of;  // per clip: the video whose track it is, or -1
+  int video = 0, clip = 0;
+  for (const auto& m : conv.messages) {
+    for (const auto& p : m.parts) {
+      const bool is_video = p.kind == dataset::Part::Kind::kVideo;
+      if (is_video) ++video;
+      if (p.kind != dataset::Part::Kind::kAudio &&
+          !(is_video && p.video.use_audio_in_video && env.audio != nullptr)) {
+        continue;
+      }
+      const std::string name = is_video ? "video " + std::to_string(video - 1) + " (" + p.value +
+                                              "; its audio track)"
+                                        : "audio " + std::to_string(clip++) + " (" + p.value + ")";
+      if (env.audio == nullptr) return failed_precondition(name + ": the model takes no audio");
+      if (is_video && !p.frames.empty()) {
+        return invalid_argument(name + ": use_audio_in_video: a video given as frames has no "
+                                "audio track");
+      }
+      Result<std::vector<std::uint8_t>> bytes = fetch_media(src, p.value);
+      if (!bytes.ok()) return std::move(bytes.error().with_context(name));
+      Result<std::unique_ptr<pipeline::Medium>> planned = [&]() -> Result<std::unique_ptr<pipeline::Medium>> {
+        if (is_video) return pipeline::plan_video_audio(env, p, std::move(*bytes));
+        const pipeline::MediaKind* kind = pipeline::kind_for(p);
+        if (kind == nullptr) return internal_error("no media kind reads an audio part");
+        std::vector<std::vector<std::uint8_t>> b;
+        b.push_back(std::move(*bytes));
+        return kind->plan(env, p, std::move(b));
+      }();
+      if (!planned.ok()) return std::move(planned.error().with_context(name));
+      clips.push_back(std::move(*planned));
+      video_of.push_back(is_video ? video - 1 : -1);
+    }
+  }
+  if (clips.empty()) return ok_status();
+  std::vector<pipeline::Medium*> ptrs;
+  for (auto& c : clips) ptrs.push_back(c.get());
+  const pipeline::Modality& modality = clips[0]->modality();
+  if (modality.plan_sample != nullptr) {
+    if (Status st = modality.plan_sample(env, ptrs); !st.ok()) {
+      Error e = st.error();
+      return e.with_context("the record's audio clips");
+    }
+  }
+  for (std::size_t i = 0; i < clips.size(); ++i) {
+    out->audio_frames.push_back(clips[i]->audio_frames());
+    if (video_of[i] < 0) {
+      out->audios.push_back(clips[i]->grid());
+      out->clip_frames.push_back(clips[i]->audio_frames());
+    } else {
+      text::VisionGrid& v = out->videos[static_cast<std::size_t>(video_of[i])];
+      v.tokens = clips[i]->grid().tokens;
+      v.second_per_grid = out->video_seconds[static_cast<std::size_t>(video_of[i])];
+    }
+  }
+  return ok_status();
+}
+
+// The token table of an opened model: `rows` position rows (3: t h w; 1: one), media runs
+// folded into one line each with their medium.
+void print_opened_tokens(const text::TokenizedSample& s, const text::Tokenizer& tok,
+                         const std::vector<double>& pos, int rows, const OpenedMedia& media) {
+  const std::size_t n = s.input_ids.size();
+  auto at = [&](int r, std::int64_t i) { return pos[static_cast<std::size_t>(r) * n + static_cast<std::size_t>(i)]; };
+  if (rows == 3) {
+    std::printf("%6s %7s %7s %5s %5s %5s  %s\n", "pos", "id", "label", "t", "h", "w", "token");
+  } else {
+    std::printf("%6s %7s %7s %7s  %s\n", "pos", "id", "label", "pos_id", "token");
+  }
+  std::size_t v = 0;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
+    text::TokenId id = s.input_ids[i];
+    if (v < s.vision.size() && s.vision[v].begin == i) {
+      const text::VisionSpan& span = s.vision[v];
+      const std::int64_t last = i + span.count - 1;
+      std::string ranges;
+      const char* axes[] = {"t", "h", "w"};
+      for (int r = 0; r < rows; ++r) {
+        ranges += std::string(rows == 3 ? axes[r] : "p") + " " + pos_text(at(r, i)) + ".." +
+                  pos_text(at(r, last)) + "  ";
+      }
+      std::string what = std::string(span.modality) + " " + std::to_string(span.media_index);
+      const auto k = static_cast<std::size_t>(span.media_index);
+      if (span.modality == "audio" && k < media.audios.size()) {
+        what += ", " + std::to_string(media.clip_frames[k]) + " feature frames";
+      } else if ((span.modality == "image" || span.modality == "video") &&
+                 k < (span.modality == "image" ? media.images : media.videos).size()) {
+        const text::VisionGrid& g = (span.modality == "image" ? media.images : media.videos)[k];
+        what += ", grid " + std::to_string(g.grid_t) + "x" + std::to_string(g.grid_h) + "x" +
+                std::to_string(g.grid_w);
+        if (span.modality == "video" && g.tokens > 0) {
+          what += ", with its audio track: " + std::to_string(g.tokens) + " audio tokens";
+        }
+      }
+      std::printf("%6lld %7d %7s  %s%s x%lld (%s)\n", static_cast<long long>(i), id, "-100",
+                  ranges.c_str(), tok.decode({&id, 1}).c_str(), static_cast<long long>(span.count),
+                  what.c_str());
+      i = last;
+      ++v;
+      continue;
+    }
+    std::string label = s.labels[i] == text::kIgnoreIndex ? "-100" : std::to_string(s.labels[i]);
+    std::printf("%6lld %7d %7s", static_cast<long long>(i), id, label.c_str());
+    for (int r = 0; r < rows; ++r) std::printf(rows == 3 ? " %5s" : " %7s", pos_text(at(r, i)).c_str());
+    std::printf("  %s\n", quoted(tok.decode({&id, 1})).c_str());
+  }
+}
+
+// `stoker render` for a model opened through its family (the audio families): its template
+// (the Jinja engine), media planned as the engine plans them, its own position rule.
+int render_opened(const Args& args, const config::Settings& settings, Sources& src,
+                  const dataset::Conversation& conv, const std::string& spec) {
+  if (args.has("last-turn-only") || args.has("think")) {
+    return report("render", invalid_argument("--last-turn-only and --think apply to the Qwen-VL "
+                                             "stock templates stoker writes natively; " + spec +
+                                             " renders its template with the Jinja engine (its "
+                                             "own variables: --chat-template-kwargs)"));
+  }
+  model::ModelOptions mopt = pipeline::model_options(settings.loader);
+  mopt.tokenizer = args.get("tokenizer");
+  Result<std::unique_ptr<model::Model>> opened = model::open_model(spec, mopt);
+  if (!opened.ok()) return report("render", opened.error());
+  const model::Model& m = **opened;
+  Result<text::ChatText> chat = m.renderer().render(conv);
+  if (!chat.ok()) return report("render", chat.error());
+  std::printf("== template %s; model %s ==\n%s\n", m.renderer().describe().c_str(),
+              printable(spec).c_str(), chat->text.c_str());
+  if (args.has("text-only")) return 0;
+
+  const pipeline::MediaEnv env{m.image_processor(), m.video_processor(), m.audio_processor()};
+  OpenedMedia media;
+  const int n_images = conv.count(dataset::Part::Kind::kImage);
+  const int n_videos = conv.count(dataset::Part::Kind::kVideo);
+  if (n_images > 0 && env.image == nullptr) {
+    return report("render", failed_precondition("image 0: the model (" + spec + ") takes no images"));
+  }
+  if (n_videos > 0 && env.video == nullptr) {
+    return report("render", failed_precondition("video 0: the model (" + spec + ") takes no videos"));
+  }
+  Result<std::vector<text::VisionGrid>> images =
+      n_images == 0 ? Result<std::vector<text::VisionGrid>>(std::vector<text::VisionGrid>())
+      : args.has("no-images") ? fixed_image_grids(conv, args)
+                              : plan_images(conv, *env.image, src);
+  if (!images.ok()) return report("render", images.error());
+  media.images = std::move(*images);
+  Result<text::VisionGrid> vgrid = parse_grid("--video-grid", args.get("video-grid", "2,8,8"));
+  if (!vgrid.ok()) return report("render", vgrid.error());
+  Result<double> fps = args.get_double("video-fps", 2.0, 1e-3, 1e3);  // divides: never 0
+  if (!fps.ok()) return report("render", fps.error());
+  const int temporal = env.video != nullptr ? env.video->config().temporal_patch_size : 2;
+  media.videos.assign(static_cast<std::size_t>(n_videos), *vgrid);
+  media.video_seconds.assign(static_cast<std::size_t>(n_videos), temporal / *fps);
+  if (Status st = plan_audio(conv, env, src, &media); !st.ok()) return report("render", st.error());
+
+  text::SampleOptions sopt;
+  Result<std::int64_t> max_len =
+      args.get_int<std::int64_t>("max-length", 0, 0, std::numeric_limits<std::int64_t>::max());
+  if (!max_len.ok()) return report("render", max_len.error());
+  sopt.max_length = *max_len;
+  sopt.overflow = args.has("truncate") ? text::Overflow::kTruncateTurns : text::Overflow::kDrop;
+  const text::MediaOfKind kinds[] = {
+      {"image", media.images}, {"video", media.videos}, {"audio", media.audios}};
+  Result<text::TokenizedSample> s =
+      text::build_sample(conv, m.renderer(), m.placeholders(), m.tokenizer(), kinds, sopt);
+  if (!s.ok()) return report("render", s.error());
+  Result<std::vector<double>> pos = m.positions(
+      *s, {media.images, media.videos, media.video_seconds, media.audios, media.audio_frames});
+  if (!pos.ok()) return report("render", pos.error());
+  const int rows = m.position_rows();
+  const std::int64_t n = static_cast<std::int64_t>(s->input_ids.size());
+  if (static_cast<std::int64_t>(pos->size()) != rows * n) {
+    return report("render", internal_error("the model's positions do not match the sample"));
+  }
+  const int n_audio = s->media_used.size() > 2 ? s->media_used[2] : 0;
+  std::printf("\n== %zu tokens, %lld supervised, %d image(s), %d video(s), %d audio clip(s)%s ==\n",
+              s->input_ids.size(), static_cast<long long>(s->supervised_tokens()), s->num_images,
+              s->num_videos, n_audio, s->truncated ? ", TRUNCATED to whole turns" : "");
+  print_opened_tokens(*s, m.tokenizer(), *pos, rows, media);
+  double max_pos = 0;
+  for (double p : *pos) max_pos = std::max(max_pos, p);
+  if (rows == 1) {
+    std::printf("\n== positions: 1 x %lld position ids (the language model's own), max %s ==\n",
+                static_cast<long long>(n), pos_text(max_pos).c_str());
+  } else {
+    std::printf("\n== TMRoPE: %d x %lld position ids (%s), max %s, rope_delta %s ==\n", rows,
+                static_cast<long long>(n), m.float_positions() ? "float32" : "int64",
+                pos_text(max_pos).c_str(), pos_text(max_pos + 1 - static_cast<double>(n)).c_str());
+  }
+  return 0;
+}
+
 int render(const Args& args) {
   const auto& pos = args.positional();
   if (pos.size() != 1) return report("render", invalid_argument("expected one conversation.json"));
@@ -229,6 +471,11 @@ int render(const Args& args) {
                  printable(st.error().to_string()).c_str());
   }
   const std::string spec = args.get("model", std::string(model::kDefaultModel));
+  // A family without a parsed ModelConfig (the audio families): opened through its family.
+  if (Result<const model::Family*> family = model::family_for(spec); family.ok()) {
+    Result<std::shared_ptr<const model::ModelConfig>> parsed = (*family)->load_config(spec);
+    if (parsed.ok() && *parsed == nullptr) return render_opened(args, *settings, *sources, *conv, spec);
+  }
   Result<model::ModelConfig> model = model::load_model(spec);
   if (!model.ok()) return report("render", model.error());
   Result<std::string> tok_dir = tokenizer_dir_from_flags(args, *model);  // run's rule

@@ -49,6 +49,7 @@ std::string Model::fingerprint() const {
   }
   add("vocab", static_cast<std::int64_t>(tokenizer().vocab_size()));
   add("position_rows", position_rows());
+  if (float_positions()) out += "\nposition_dtype=float32";
   add("pad", pad_id());
   return out;
 }

@@ -64,10 +64,14 @@ class Model {
   virtual const text::ChatRenderer& renderer() const = 0;
   virtual const text::MediaPlaceholders& placeholders() const = 0;
   // The position rule and its tensor schema: position_rows() rows × the sample's length
-  // (row-major), for the ids the expansion made.
+  // (row-major), for the ids the expansion made. Doubles hold the values exactly: whole numbers
+  // for int64 position_ids, float32 values where float_positions() (Qwen3-Omni's TMRoPE:
+  // transformers keeps a video's time index t·second_per_grid·13 as a float32).
   virtual int position_rows() const = 0;
-  virtual Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& sample,
-                                                      const SampleMedia& media) const = 0;
+  virtual Result<std::vector<double>> positions(const text::TokenizedSample& sample,
+                                                const SampleMedia& media) const = 0;
+  // position_ids float32 instead of int64 (transformers' dtype for the model).
+  virtual bool float_positions() const { return false; }
   // Special ids: what pads a batch's rows (and Megatron's alignment gaps).
   virtual std::int64_t pad_id() const = 0;
   // What decides a sample's tokens and positions besides its record, as text: equal for two

@@ -19,8 +19,8 @@
 // video's in 2-second chunks (batch::audio_in_video_layout), positions with use_audio_in_video
 // (all of a sample's videos, or none: the processor's flag is per call).
 // Qwen2-Audio ("qwen2-audio", folders of model_type "qwen2_audio") and Qwen3-Omni (folders only:
-// its tokenizer and template come from the folder; positions must be whole: t·spg·13 is a float
-// in transformers and stoker's position_ids are int64) below.
+// its tokenizer and template come from the folder; position_ids float32 as transformers keeps
+// them: a video's time index t·spg·13 may be fractional) below.
 #include <filesystem>
 #include <memory>
 
@@ -307,8 +307,8 @@ class OmniModel final : public Model {
   const text::ChatRenderer& renderer() const override { return *renderer_; }
   const text::MediaPlaceholders& placeholders() const override { return placeholders_; }
   int position_rows() const override { return 3; }
-  Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& s,
-                                              const SampleMedia& media) const override {
+  Result<std::vector<double>> positions(const text::TokenizedSample& s,
+                                        const SampleMedia& media) const override {
     std::vector<batch::GridTHW> ig, vg;
     // use_audio_in_video is per call in transformers: every video of the sample, or none.
     int with_track = 0;
@@ -335,22 +335,12 @@ class OmniModel final : public Model {
                                    media.video_seconds.subspan(0, std::min<std::size_t>(
                                                                       media.video_seconds.size(), vg.size())),
                                    media.audio_frames.subspan(0, n_audio), with_track > 0, rope_));
-    std::vector<std::int64_t> out(r.positions.size());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = static_cast<std::int64_t>(r.positions[i]);
-      // Qwen3-Omni's video time index t·second_per_grid·13 is a float32 in transformers; the
-      // engine's position_ids are int64, so a fractional one fails the sample (never rounded).
-      if (static_cast<double>(out[i]) != r.positions[i]) {
-        return invalid_argument("Qwen3-Omni position " + std::to_string(r.positions[i]) +
-                                " at token " + std::to_string(i % s.input_ids.size()) +
-                                " is not an integer (a video's time index t·second_per_grid·" +
-                                std::to_string(rope_.position_id_per_seconds) +
-                                "): stoker's position_ids are int64; sample such videos at an fps "
-                                "that makes second_per_grid·13 whole (fps 2: 1 s)");
-      }
-    }
-    return out;
+    // 2.5-Omni: whole numbers (transformers' `.long()` of the time index); 3-Omni: float32
+    // values as transformers keeps them (a video's t·second_per_grid·13 unrounded), written as
+    // float32 position_ids (float_positions()).
+    return std::move(r.positions);
   }
+  bool float_positions() const override { return rope_.family == batch::OmniFamily::kQwen3Omni; }
   std::int64_t pad_id() const override { return pad_; }
   std::string fingerprint() const override {
     return Model::fingerprint() + "\nomni.rope=" +
@@ -472,10 +462,10 @@ class Qwen2AudioModel final : public Model {
   const text::ChatRenderer& renderer() const override { return *renderer_; }
   const text::MediaPlaceholders& placeholders() const override { return placeholders_; }
   int position_rows() const override { return 1; }
-  Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& s,
-                                              const SampleMedia&) const override {
-    std::vector<std::int64_t> p(s.input_ids.size());
-    for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::int64_t>(i);
+  Result<std::vector<double>> positions(const text::TokenizedSample& s,
+                                        const SampleMedia&) const override {
+    std::vector<double> p(s.input_ids.size());
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<double>(i);
     return p;
   }
   std::int64_t pad_id() const override { return pad_; }
@@ -537,8 +527,8 @@ class Qwen2AudioFamily final : public Family {
 // Qwen3-VL's processor (patch 16, merge 2: factor 32) under the folder's preprocessor_config.json,
 // audio with Qwen3-Omni's rules (a sample's clips padded to its longest, no truncation, 13 tokens
 // per 100 frames), the Qwen3 placeholder names, TMRoPE with position_id_per_seconds from
-// config.json (thinker_config, default 13) and token-level audio-in-video merging. Positions must
-// be whole numbers (see OmniModel::positions).
+// config.json (thinker_config, default 13) and token-level audio-in-video merging. position_ids
+// are float32 (transformers' dtype; fractional where t·second_per_grid·13 is).
 bool is_qwen3_omni_folder(const std::string& spec, nlohmann::json* config = nullptr) {
   const std::string t = folder_model_type(spec, config);
   return t == "qwen3_omni_moe" || t == "qwen3_omni_moe_thinker";

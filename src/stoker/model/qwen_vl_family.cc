@@ -42,12 +42,12 @@ class QwenVLModel final : public Model {
   const text::ChatRenderer& renderer() const override { return *renderer_; }
   const text::MediaPlaceholders& placeholders() const override { return placeholders_; }
   int position_rows() const override { return 3; }
-  Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& sample,
-                                              const SampleMedia& media) const override {
+  Result<std::vector<double>> positions(const text::TokenizedSample& sample,
+                                        const SampleMedia& media) const override {
     STOKER_ASSIGN_OR_RETURN(batch::RopeIndex rope,
                             batch::get_rope_index(sample, media.images, media.videos, rope_,
                                                   media.video_seconds));
-    return std::move(rope.positions);
+    return std::vector<double>(rope.positions.begin(), rope.positions.end());
   }
   std::int64_t pad_id() const override { return pad_; }
   // The seam's default (processors, vocabulary, positions, pad) and what else decides a Qwen-VL

@@ -195,6 +195,7 @@ Result<Batch> Engine::emit(std::vector<Prepared>& goods, std::uint64_t epoch,
   batch::BatchShape shape;
   shape.batch_size = static_cast<std::int64_t>(goods.size());
   shape.position_rows = options_.sample_rows;
+  if (options_.float_positions) shape.position_dtype = batch::DType::kFloat32;
   std::int64_t real = 0;
   for (const Prepared& p : goods) {
     const std::int64_t n = static_cast<std::int64_t>(p.tokens.input_ids.size());
@@ -236,6 +237,7 @@ Result<Batch> Engine::emit_pack(std::vector<Prepared>& goods, std::uint64_t epoc
   shape.format = options_.packing.format;
   shape.sample_rows = options_.sample_rows;
   shape.position_rows = options_.packing.position_rows;
+  if (options_.float_positions) shape.position_dtype = batch::DType::kFloat32;
   shape.align = options_.pack_align();
   shape.sequences = static_cast<std::int64_t>(goods.size());
   std::int64_t real = 0;

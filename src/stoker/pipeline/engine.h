@@ -83,9 +83,11 @@ struct EngineOptions : BatchOptions {
   // is computed ahead of next(). Prefetch: keep the window full.
   bool on_demand = false;
   std::uint64_t errors_before = 0;  // failures already reported before a resume
-  // The model's (model/family.h): its pad id and the rows of a sample's positions.
+  // The model's (model/family.h): its pad id, the rows of a sample's positions and whether
+  // position_ids are float32 (Model::float_positions) rather than int64.
   std::int64_t pad_id = 0;
   int sample_rows = 1;
+  bool float_positions = false;
   RemoteSamples* remote = nullptr;  // samples prepared elsewhere (LoaderConfig::remote)
 };
 

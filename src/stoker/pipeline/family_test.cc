@@ -273,7 +273,7 @@ TEST(FamilyTest, TheSpecIsParsedOnceAndTheTimeIndexIsAChoiceOfThePositionRule) {
     o.parsed = std::move(parsed);
     Result<std::unique_ptr<model::Model>> m = model::open_model(spec, o);
     EXPECT_TRUE(m.ok()) << m.error().to_string();
-    Result<std::vector<std::int64_t>> p = (*m)->positions(sample, media);
+    Result<std::vector<double>> p = (*m)->positions(sample, media);
     EXPECT_TRUE(p.ok()) << p.error().to_string();
     EXPECT_EQ((*m)->position_rows(), 3);
     return std::vector<std::int64_t>(p->begin() + 2, p->begin() + 10);  // row 0, the video

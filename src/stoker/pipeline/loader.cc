@@ -243,6 +243,7 @@ Status Loader::Impl::start_engine() {
   eo.remote = config.remote.get();
   eo.pad_id = ctx->model->pad_id();
   eo.sample_rows = ctx->model->position_rows();
+  eo.float_positions = ctx->model->float_positions();
   std::size_t window = static_cast<std::size_t>(config.window);
   if (window == 0) {
     // Units hold a varying number of samples: the window is sized for ~16 per unit.

@@ -284,7 +284,7 @@ Prepared prepare(const Context& ctx, Fetched&& in) {
   }
   out.tokens = std::move(tokens).value();
   std::optional<obs::Span> rope_span(std::in_place, trace, "rope");
-  Result<std::vector<std::int64_t>> positions =
+  Result<std::vector<double>> positions =
       model.positions(out.tokens, {images, videos, seconds, audios, audio_frames});
   rope_span.reset();
   if (!positions.ok()) {

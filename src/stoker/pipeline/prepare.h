@@ -49,7 +49,7 @@ struct Prepared {
   // planned, holding their encoded bytes until they produce their rows at emit.
   std::vector<std::unique_ptr<Medium>> media;
   text::TokenizedSample tokens;
-  std::vector<std::int64_t> positions;  // position_rows × tokens.input_ids.size()
+  std::vector<double> positions;  // position_rows × tokens.input_ids.size() (model/family.h)
   // Prepared elsewhere (LoaderConfig::remote): the media's rows arrive at emit (RemoteSamples).
   std::optional<RemotePixels> remote;
   std::int64_t rows() const;  // every medium's rows: the packing plan's vision load

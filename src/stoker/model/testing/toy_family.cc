@@ -91,9 +91,9 @@ class ToyModel final : public Model {
   const text::ChatRenderer& renderer() const override { return renderer_; }
   const text::MediaPlaceholders& placeholders() const override { return placeholders_; }
   int position_rows() const override { return 1; }
-  Result<std::vector<std::int64_t>> positions(const text::TokenizedSample& s,
-                                              const SampleMedia&) const override {
-    std::vector<std::int64_t> p(s.input_ids.size());
+  Result<std::vector<double>> positions(const text::TokenizedSample& s,
+                                        const SampleMedia&) const override {
+    std::vector<double> p(s.input_ids.size());
     std::iota(p.begin(), p.end(), 0);
     return p;
   }
