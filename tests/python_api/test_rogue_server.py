@@ -16,7 +16,7 @@ import pytest
 ROGUE = r'''
 import array, os, socket, struct, sys
 path = sys.argv[1]
-MAGIC, VER = 0x524b5453, 3  # shm/detail/wire.h kVersion
+MAGIC, VER = 0x524b5453, 4  # shm/detail/wire.h kVersion
 def hdr(t):
     return struct.pack("<IHH", MAGIC, VER, t)
 arena = os.memfd_create("rogue")

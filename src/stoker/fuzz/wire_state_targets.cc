@@ -40,7 +40,12 @@ void run_wire(const std::uint8_t* data, std::size_t size) {
     case wire::MsgType::kEnd: again = wire::encode_end(); break;
     case wire::MsgType::kWaiting: again = wire::encode_waiting(); break;
     case wire::MsgType::kRelease: again = wire::encode_release(m->release_id); break;
-    case wire::MsgType::kAttach: again = wire::encode_attach(m->attach); break;
+    case wire::MsgType::kAttach: {
+      Result<std::string> e = wire::encode_attach(m->attach);
+      check(e.ok(), "a decoded attach re-encodes");
+      again = *e;
+      break;
+    }
     case wire::MsgType::kRefuse: again = wire::encode_refuse(m->reason); break;
     case wire::MsgType::kBatch: {
       check(wire::validate_layout(m->batch.layout, arena).ok(), "a decoded batch lies in the arena");
@@ -63,8 +68,7 @@ void run_wire(const std::uint8_t* data, std::size_t size) {
     case wire::MsgType::kAttach: {
       const wire::Attach &a = m->attach, &b = m2->attach;
       check(a.rank == b.rank && a.world_size == b.world_size && a.has_state == b.has_state &&
-            a.epoch == b.epoch && a.position == b.position && a.errors == b.errors &&
-            a.packs == b.packs && a.plan == b.plan, "attach round trip");
+            a.state == b.state, "attach round trip");
       break;
     }
     case wire::MsgType::kRefuse: check(m2->reason == m->reason, "refuse round trip"); break;
@@ -124,10 +128,11 @@ void wire_seeds(const std::string& dir) {
   write_seed(dir, "hello", wire::encode_hello({.arena_bytes = 1u << 20, .server_pid = 123}));
   write_seed(dir, "end", wire::encode_end());
   write_seed(dir, "release", wire::encode_release(7));
-  write_seed(dir, "attach", wire::encode_attach({.rank = 1, .world_size = 2}));
-  write_seed(dir, "attach-state", wire::encode_attach({.rank = 0, .world_size = 4, .has_state = true,
-                                                      .epoch = 1, .position = 99, .errors = 3,
-                                                      .packs = 2, .plan = 0xabcdef01}));
+  write_seed(dir, "attach", *wire::encode_attach({.rank = 1, .world_size = 2, .has_state = false, .state = {}}));
+  write_seed(dir, "attach-state",
+             *wire::encode_attach({.rank = 0, .world_size = 4, .has_state = true,
+                                   .state = "stoker-state v1 epoch=1 position=99 errors=3 packs=2 "
+                                            "plan=abcdef01 mix=0123456789abcdef.e.8.40_59"}));
   write_seed(dir, "refuse", wire::encode_refuse("rank 1 is already attached"));
   using batch::DType;
   std::vector<batch::TensorView> t = {

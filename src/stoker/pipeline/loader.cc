@@ -540,6 +540,23 @@ Status Loader::resume_mixture(const LoaderState& saved) {
         if (name == "data") value = *d;
     }
   }
+  if (c.packing.batching == Batching::kFixed) {
+    // The plan's own checks (PlanSchedule::make, PlanCursor::resume) run when the engine starts;
+    // made here too, so that a state that cannot be placed in this plan is refused by resume()
+    // itself — a node server refuses that client's attach instead of failing the rank later.
+    const std::uint64_t g = plan.config().global_batch;
+    if (ps.global_batch != g || saved.position % g != 0) {
+      return invalid_argument("resume: the state was saved with a global batch of " +
+                              std::to_string(ps.global_batch) + " (position " + std::to_string(saved.position) +
+                              "), this run's is " + std::to_string(g) +
+                              " (batch size x world size): an exact resume needs the same global batch");
+    }
+    if (ps.spec == plan.spec_hash() && ps.cursors.size() != plan.config().sources.size()) {
+      return invalid_argument("resume: field 'mix' has " + std::to_string(ps.cursors.size()) +
+                              " per-source cursors, this mixture has " +
+                              std::to_string(plan.config().sources.size()) + " sources");
+    }
+  }
   std::string fp_note;
   STOKER_RETURN_IF_ERROR(check_fingerprint(saved, now, c.force_resume, &fp_note));
   if (!fp_note.empty()) note += (note.empty() ? "" : "; ") + fp_note;

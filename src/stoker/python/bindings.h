@@ -58,6 +58,10 @@ py::object option_env(const std::string& name);
 // (dict name → "dltensor" capsule, step, epoch, ready_ns): what RawLoader/RawClient.next return.
 py::object batch_tuple(const std::shared_ptr<SharedBatch>& b, std::int64_t ready_ns);
 
+// A state dict (state_dict(), load_state_dict, resume_state) → LoaderState, checked again here
+// (InvalidArgument naming the key): module.cc's resume and served.cc's attach (its text).
+pipeline::LoaderState state_from_dict(const py::dict& d);
+
 void bind_served(py::module_& m);
 
 }  // namespace stoker::python

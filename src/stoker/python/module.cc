@@ -102,6 +102,8 @@ std::uint64_t state_number(const py::dict& d, const char* key, std::uint64_t hi)
   return x;
 }
 
+}  // namespace
+
 pipeline::LoaderState state_from_dict(const py::dict& d) {
   static const char* const kKeys[] = {"epoch", "position", "errors", "packs", "plan", "fingerprint", "mix"};
   for (auto item : d) {
@@ -159,6 +161,8 @@ pipeline::LoaderState state_from_dict(const py::dict& d) {
   }
   return s;
 }
+
+namespace {
 
 class RawLoader {
  public:

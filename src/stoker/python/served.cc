@@ -32,7 +32,8 @@ class RawClient {
  public:
   // rank/world_size: -1 = from the launcher's variables (torchrun, Open MPI, Slurm; else 0 of 1).
   // Sent as the attach: the node server serves this rank's shard, resumed from `state` when
-  // given (epoch, position, errors), else from what this rank last released. server_uid: a uid
+  // given (a state_dict(): epoch, position, errors, packs/plan, a mixture's mix), else from what
+  // this rank last released. server_uid: a uid
   // whose server is trusted besides this user's own (-1: none; the package resolves
   // server_uid= / $STOKER_SERVER_UID through the option schema).
   RawClient(const std::string& socket_path, std::int64_t connect_timeout_ms, int rank,
@@ -41,15 +42,13 @@ class RawClient {
     if (rank >= 0) flags.rank = rank;
     if (world_size >= 0) flags.world_size = world_size;
     dataset::RankInfo ri = unwrap(dataset::resolve_rank_info(flags));
-    shm::ClientAttach attach{.rank = ri.rank, .world_size = ri.world_size};
+    shm::ClientAttach attach{
+        .rank = ri.rank, .world_size = ri.world_size, .has_state = false, .state = {}};
     if (!state.is_none()) {
-      py::dict d = state.cast<py::dict>();
+      // Sent as its text (a mixture's mix= cursors included); the server parses it as it
+      // parses a state file.
       attach.has_state = true;
-      attach.epoch = d.contains("epoch") ? d["epoch"].cast<std::uint64_t>() : 0;
-      attach.position = d.contains("position") ? d["position"].cast<std::uint64_t>() : 0;
-      attach.errors = d.contains("errors") ? d["errors"].cast<std::uint64_t>() : 0;
-      attach.packs = d.contains("packs") ? d["packs"].cast<std::uint64_t>() : 0;
-      attach.plan = d.contains("plan") ? d["plan"].cast<std::uint32_t>() : 0;
+      attach.state = state_from_dict(state.cast<py::dict>()).serialize();
     }
     rank_ = ri.rank;
     world_ = ri.world_size;

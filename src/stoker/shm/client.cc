@@ -243,10 +243,10 @@ Result<std::unique_ptr<BatchClient>> BatchClient::connect(const ClientOptions& o
   STOKER_RETURN_IF_ERROR(check_server_uid(conn->fd, path, options.server_uid));
   if (options.attach) {
     const ClientAttach& a = *options.attach;
-    std::string msg = detail::encode_attach({.rank = a.rank, .world_size = a.world_size,
-                                             .has_state = a.has_state, .epoch = a.epoch,
-                                             .position = a.position, .errors = a.errors,
-                                             .packs = a.packs, .plan = a.plan});
+    Result<std::string> encoded = detail::encode_attach(
+        {.rank = a.rank, .world_size = a.world_size, .has_state = a.has_state, .state = a.state});
+    if (!encoded.ok()) return std::move(encoded).error().with_context("hand-off client " + path);
+    const std::string& msg = *encoded;
     if (::send(conn->fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
       return unavailable(errno_text("sending the attach to " + path));
   }

@@ -25,14 +25,14 @@
 namespace stoker::shm {
 
 // Sent first to a ranked server (`stoker serve`): which rank's shard this process wants, and
-// optionally where to resume it (LoaderState's numbers). Unranked servers ignore it.
+// optionally where to resume it: a saved state's text (pipeline::LoaderState::serialize(), a
+// mixture's mix= cursors included; at most 8192 bytes, else connect() refuses it). Unranked
+// servers ignore it.
 struct ClientAttach {
   int rank = 0;
   int world_size = 1;
   bool has_state = false;
-  std::uint64_t epoch = 0, position = 0, errors = 0;
-  std::uint64_t packs = 0;  // packing states (pipeline::LoaderState::packs / plan)
-  std::uint32_t plan = 0;
+  std::string state;  // has_state: the state text (the server parses it like a state file)
 };
 
 struct ClientOptions {

@@ -560,7 +560,9 @@ TEST(SocketTest, ConnectWithoutServerIsNotFound) {
 
 TEST(HandoffTest, RankedServerGivesEachRankItsOwnArenaAndStream) {
   TempSocket sock;
-  auto attach = [](int rank, int world) { return ClientAttach{.rank = rank, .world_size = world}; };
+  auto attach = [](int rank, int world) {
+    return ClientAttach{.rank = rank, .world_size = world, .has_state = false, .state = {}};
+  };
   Child r0 = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out, attach(0, 2)); });
   Child r1 = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out, attach(1, 2)); });
   Child bad = Child::fork_run([&](int out, int) { return consume_and_report(sock.path, out, attach(0, 3)); });

@@ -146,9 +146,6 @@ void NodeServer::Impl::serve_rank(std::stop_token stop, RankSlot& slot) {
       client = *slot.pending;
       slot.pending.reset();
       from = slot.resume_from;
-      slot.sent.clear();  // the previous process's unreleased batches: sent again from `from`
-      slot.committed = from;
-      slot.ended = false;
     }
     {
       std::lock_guard lock(slot.mu);
@@ -159,18 +156,30 @@ void NodeServer::Impl::serve_rank(std::stop_token stop, RankSlot& slot) {
     c.rank.rank = slot.rank;
     c.rank.world_size = options.world_size;
     auto made = pipeline::Loader::create(c);
-    Status ok = made.ok() ? (*made)->resume(from) : Status(made.error());
-    if (!ok.ok()) {
-      std::string why = ok.error().to_string();
+    if (!made.ok()) {  // the server's data or options: the server stops with it
+      std::string why = made.error().to_string();
       server->refuse(client, "rank " + std::to_string(slot.rank) + ": " + why);
       std::lock_guard lock(slot.mu);  // not around refuse(): done callbacks take this lock
       slot.error = why;
-      slot.error_code = ok.error().code();
+      slot.error_code = made.error().code();
+      continue;
+    }
+    if (Status ok = (*made)->resume(from); !ok.ok()) {
+      // The client's resume_state does not fit this data (another mixture, a position past
+      // the end, cursors that are not this plan's): that client is refused with the reason;
+      // the server, the other ranks and this rank's committed state go on as they were.
+      const std::string why = ok.error().to_string();
+      server->refuse(client, "rank " + std::to_string(slot.rank) + ": " + why);
+      log("rank " + std::to_string(slot.rank) + ": attach refused (client " +
+          std::to_string(client) + "): " + printable(why));
       continue;
     }
     loader = std::move(*made);
     {
       std::lock_guard lock(slot.mu);
+      slot.sent.clear();  // the previous process's unreleased batches: sent again from `from`
+      slot.committed = from;
+      slot.ended = false;
       slot.live = loader;
     }
     // memfd_create makes the inode 0777; only fd passing or /proc/PID/fd (same user, ptrace
@@ -256,12 +265,21 @@ void NodeServer::Impl::handle_attach(const AttachRequest& a) {
     server->refuse(a.client, "rank " + std::to_string(a.rank) + " is attached already");
     return;
   }
+  // The client's saved state: untrusted text, parsed exactly as a state file is (issue 28:
+  // a malformed or oversized field is refused with its reason; the rank stays free).
+  std::optional<pipeline::LoaderState> given;
+  if (a.has_state) {
+    Result<pipeline::LoaderState> parsed = pipeline::LoaderState::parse(a.state);
+    if (!parsed.ok()) {
+      server->refuse(a.client, "rank " + std::to_string(a.rank) + ": resume_state refused: " +
+                                   parsed.error().message());
+      return;
+    }
+    given = std::move(*parsed);
+  }
   std::lock_guard lock(slot.mu);
   slot.active = a.client;
-  slot.resume_from =
-      a.has_state ? pipeline::LoaderState{.epoch = a.epoch, .position = a.position,
-                                          .errors = a.errors, .packs = a.packs, .plan = a.plan}
-                  : slot.committed;
+  slot.resume_from = given ? *given : slot.committed;
   slot.pending = a.client;
   slot.cv.notify_all();
 }

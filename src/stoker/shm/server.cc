@@ -263,18 +263,34 @@ struct BatchServer::Impl {
 
   // Reads every pending message of a client: releases, or the end of the connection.
   void service(const ClientPtr& c) {
-    std::array<std::uint8_t, 256> buf;
+    // Room for the largest message a client sends: an attach with its state text (version 4).
+    std::array<std::uint8_t, detail::kMaxAttachBytes> buf;
     std::vector<Done> releases;
     for (;;) {
       ssize_t n = ::recv(c->fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
       std::lock_guard lock(mu);
       if (c->gone) break;
-      if (n <= 0 || static_cast<std::size_t>(n) > buf.size()) {
-        drop_locked(c, releases);  // closed, died (ECONNRESET), or not speaking the protocol
+      if (n <= 0) {
+        drop_locked(c, releases);  // closed, died (ECONNRESET)
         break;
       }
-      auto m = detail::decode({buf.data(), static_cast<std::size_t>(n)}, 0);
+      auto m = static_cast<std::size_t>(n) > buf.size()
+                   ? Result<detail::Message>(data_loss(
+                         "a message of " + std::to_string(n) + " bytes (at most " +
+                         std::to_string(buf.size()) + ")"))
+                   : detail::decode({buf.data(), static_cast<std::size_t>(n)}, 0);
+      if (!m.ok() && options.ranked && c->awaiting_attach && !c->attach_seen) {
+        // Not a valid attach (another protocol version, a state too long, junk): say why
+        // before hanging up, as for an attach the owner refuses (issue 28: a reason, never a
+        // silent drop); the server goes on serving everyone else.
+        std::string msg = detail::encode_refuse("attach refused: " + m.error().message());
+        ::send(c->fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        c->ended = true;
+        ++stats.clients_rejected;
+        drop_locked(c, releases);
+        break;
+      }
       if (m.ok() && m->type == detail::MsgType::kAttach) {
         if (!options.ranked) continue;  // an unranked server serves one stream: rank is moot
         if (c->attach_seen) {
@@ -284,8 +300,7 @@ struct BatchServer::Impl {
         c->attach_seen = true;
         const detail::Attach& a = m->attach;
         attaches.push_back({.client = c->id, .rank = a.rank, .world_size = a.world_size,
-                            .has_state = a.has_state, .epoch = a.epoch, .position = a.position,
-                            .errors = a.errors, .packs = a.packs, .plan = a.plan});
+                            .has_state = a.has_state, .state = a.state});
         cv.notify_all();
         continue;
       }

@@ -50,10 +50,8 @@ struct AttachRequest {
   std::uint64_t client = 0;  // the id accept_attach/refuse/send_to/end_client take
   int rank = 0;
   int world_size = 1;
-  bool has_state = false;    // the client sent the state it saved (LoaderState's numbers)
-  std::uint64_t epoch = 0, position = 0, errors = 0;
-  std::uint64_t packs = 0;   // packing states
-  std::uint32_t plan = 0;
+  bool has_state = false;    // the client sent the state it saved
+  std::string state;         // has_state: its text, unparsed (untrusted: the owner parses it)
 };
 
 struct ServerStats {

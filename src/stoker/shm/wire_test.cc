@@ -112,20 +112,64 @@ TEST(WireTest, RejectsForeignBytes) {
 }
 
 TEST(WireTest, AttachAndRefuseRoundTrip) {
-  Attach a{.rank = 1, .world_size = 2, .has_state = true, .epoch = 3, .position = 40, .errors = 2};
-  auto m = decode(bytes_of(encode_attach(a)), 0);
+  const std::string state = "stoker-state v1 epoch=3 position=40 errors=2 mix=0123456789abcdef.w.8.5_3";
+  Attach a{.rank = 1, .world_size = 2, .has_state = true, .state = state};
+  auto enc = encode_attach(a);
+  ASSERT_TRUE(enc.ok()) << enc.error().to_string();
+  auto m = decode(bytes_of(*enc), 0);
   ASSERT_TRUE(m.ok()) << m.error().to_string();
   ASSERT_EQ(m->type, MsgType::kAttach);
   EXPECT_EQ(m->attach.rank, 1);
   EXPECT_EQ(m->attach.world_size, 2);
   EXPECT_TRUE(m->attach.has_state);
-  EXPECT_EQ(m->attach.position, 40u);
+  EXPECT_EQ(m->attach.state, state);  // the text as sent: the node server parses it
   auto r = decode(bytes_of(encode_refuse("rank 1 is attached")), 0);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->reason, "rank 1 is attached");
+  // Without a state: no text.
+  auto bare =
+      decode(bytes_of(*encode_attach({.rank = 0, .world_size = 1, .has_state = false, .state = {}})), 0);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE(bare->attach.has_state);
+  EXPECT_TRUE(bare->attach.state.empty());
   // A rank outside the world is malformed, not a request.
   a.rank = 2;
-  EXPECT_FALSE(decode(bytes_of(encode_attach(a)), 0).ok());
+  EXPECT_FALSE(decode(bytes_of(*encode_attach(a)), 0).ok());
+}
+
+// Version 4: the attach's state text is bounded and consistent with its flag, on both sides.
+TEST(WireTest, AttachStateIsBounded) {
+  Attach a{.rank = 0, .world_size = 1, .has_state = true, .state = std::string(kMaxAttachState, 'a')};
+  ASSERT_TRUE(encode_attach(a).ok());
+  a.state.push_back('a');
+  EXPECT_EQ(encode_attach(a).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(encode_attach({.rank = 0, .world_size = 1, .has_state = true, .state = {}}).ok());
+  EXPECT_FALSE(encode_attach({.rank = 0, .world_size = 1, .state = "x"}).ok());
+  // Hand-made hostile attaches: a length over the bound, a length past the end, a state with
+  // has_state 0, has_state 1 without one, a version-3 attach.
+  std::string ok = *encode_attach({.rank = 0, .world_size = 1, .has_state = true, .state = "abc"});
+  const std::size_t len_at = 8 + 4 + 4 + 1;
+  auto with_len = [&](std::uint16_t len) {
+    std::string s = ok;
+    std::memcpy(s.data() + len_at, &len, 2);
+    return s;
+  };
+  auto over = decode(bytes_of(with_len(kMaxAttachState + 1) + std::string(kMaxAttachState + 1, 'a')), 0);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.error().message().find("8192"), std::string::npos) << over.error().message();
+  EXPECT_FALSE(decode(bytes_of(with_len(4)), 0).ok());       // past the end
+  EXPECT_FALSE(decode(bytes_of(with_len(2)), 0).ok());       // trailing bytes
+  std::string flag0 = ok;
+  flag0[len_at - 1] = 0;
+  EXPECT_FALSE(decode(bytes_of(flag0), 0).ok());
+  std::string empty = *encode_attach({.rank = 0, .world_size = 1, .has_state = false, .state = {}});
+  empty[len_at - 1] = 1;
+  EXPECT_FALSE(decode(bytes_of(empty), 0).ok());
+  std::string v3 = ok;
+  v3[4] = 3;
+  auto old = decode(bytes_of(v3), 0);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message().find("protocol version 3, expected 4"), std::string::npos);
 }
 
 }  // namespace

@@ -136,16 +136,16 @@ std::string encode_release(std::uint64_t id) {
   return w.take();
 }
 
-std::string encode_attach(const Attach& a) {
+Result<std::string> encode_attach(const Attach& a) {
+  if (a.has_state ? a.state.empty() || a.state.size() > kMaxAttachState : !a.state.empty())
+    return invalid_argument("attach: a resume state of " + std::to_string(a.state.size()) +
+                            " bytes (1 to " + std::to_string(kMaxAttachState) + " with a state)");
   Writer w(MsgType::kAttach);
   w.put(a.rank);
   w.put(a.world_size);
   w.put(static_cast<std::uint8_t>(a.has_state ? 1 : 0));
-  w.put(a.epoch);
-  w.put(a.position);
-  w.put(a.errors);
-  w.put(a.packs);
-  w.put(a.plan);
+  w.put(static_cast<std::uint16_t>(a.state.size()));
+  w.put_bytes(a.state);
   return w.take();
 }
 
@@ -182,13 +182,17 @@ Result<Message> decode(std::span<const std::uint8_t> bytes, std::uint64_t arena_
       break;
     case MsgType::kAttach: {
       std::uint8_t has = 0;
+      std::uint16_t len = 0;
       Attach& a = m.attach;
-      if (!r.get(&a.rank) || !r.get(&a.world_size) || !r.get(&has) || !r.get(&a.epoch) ||
-          !r.get(&a.position) || !r.get(&a.errors) || !r.get(&a.packs) || !r.get(&a.plan))
+      if (!r.get(&a.rank) || !r.get(&a.world_size) || !r.get(&has) || !r.get(&len))
         return malformed("short attach");
       if (has > 1 || a.world_size < 1 || a.rank < 0 || a.rank >= a.world_size)
         return malformed("attach: rank " + std::to_string(a.rank) + " of " +
                          std::to_string(a.world_size));
+      if (len > kMaxAttachState || (has == 1) != (len > 0))
+        return malformed("attach: a resume state of " + std::to_string(len) + " bytes (1 to " +
+                         std::to_string(kMaxAttachState) + " with a state, else 0)");
+      if (!r.bytes(len, &a.state)) return malformed("short attach state");
       a.has_state = has == 1;
       break;
     }

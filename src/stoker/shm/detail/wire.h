@@ -5,8 +5,10 @@
 //   end     server→client: the stream is over (the client's next() returns nullopt)
 //   release client→server: the client dropped its view of batch `id`
 //   attach  client→server, first (ranked servers wait for it before the hello): global rank,
-//           world size, optionally the resume state the client saved (epoch, position, errors,
-//           packs, plan)
+//           world size, optionally the resume state the client saved — the whole state text
+//           ("stoker-state v1 epoch=… position=… … mix=…", pipeline/state.h), at most
+//           kMaxAttachState bytes; the node server parses it as it parses a state file (version 4;
+//           before: fixed numbers without a mixture's per-source cursors)
 //   refuse  server→client instead of the hello: why the attach was refused (text)
 //   waiting client→server: next() found nothing queued and blocks. The window then counts the
 //           batch the consumer is replacing (its loop variable still holds it): the server may
@@ -28,10 +30,16 @@
 namespace stoker::shm::detail {
 
 inline constexpr std::uint32_t kMagic = 0x524b5453;  // "STKR" little-endian
-inline constexpr std::uint16_t kVersion = 3;  // 2: the attach carries packs and plan; 3: waiting
+// 2: the attach carries packs and plan; 3: waiting; 4: the attach carries the state as its text
+// (a mixture's mix= cursors included).
+inline constexpr std::uint16_t kVersion = 4;
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
 inline constexpr std::size_t kMaxTensors = 256;
 inline constexpr std::size_t kMaxRank = 8;
+// An attach's state text: the numbers (~130 bytes) + mix= (pipeline::LoaderState::kMaxMix, 4096)
+// + fingerprint fields (16 x ~117) fit; a longer one is malformed.
+inline constexpr std::size_t kMaxAttachState = 8192;
+inline constexpr std::size_t kMaxAttachBytes = 8 + 4 + 4 + 1 + 2 + kMaxAttachState;
 
 enum class MsgType : std::uint16_t {
   kHello = 1, kBatch = 2, kEnd = 3, kRelease = 4, kAttach = 5, kRefuse = 6, kWaiting = 7,
@@ -41,9 +49,9 @@ struct Attach {
   std::int32_t rank = 0;
   std::int32_t world_size = 1;
   bool has_state = false;  // else the server resumes the rank from what it last saw released
-  std::uint64_t epoch = 0, position = 0, errors = 0;
-  std::uint64_t packs = 0;  // packing states (version 2)
-  std::uint32_t plan = 0;
+  // has_state: the state text, 1..kMaxAttachState bytes (its content is the receiver's to parse:
+  // pipeline::LoaderState::parse); else empty.
+  std::string state;
 };
 
 struct Hello {
@@ -71,7 +79,8 @@ std::string encode_hello(const Hello& hello);
 Result<std::string> encode_batch(const BatchMsg& msg);
 std::string encode_end();
 std::string encode_release(std::uint64_t id);
-std::string encode_attach(const Attach& a);
+// InvalidArgument when the state is empty with has_state, or longer than kMaxAttachState.
+Result<std::string> encode_attach(const Attach& a);
 std::string encode_refuse(std::string_view reason);  // cut to 1024 bytes
 std::string encode_waiting();
 
