@@ -4,12 +4,12 @@ the synth image + video-with-audio + audio set of test_audio_loader, plus videos
 and 5 (second_per_grid·13 = 8.67 / 5.2 per step: fractional TMRoPE time positions) with and
 without use_audio_in_video, through
 
-* `stoker run` padded, HF-packed (4 and 3 position rows) and Megatron-packed,
+* `stoker run` padded (to the longest; to max_length), HF-packed (4 and 3 position rows) and Megatron-packed,
 * the in-process Loader (the same options),
 * `stoker serve` (the CLI) + `Loader(connect=...)`: float32 position_ids read zero-copy from the
   server's arena,
 * `stoker cluster` under mpirun, every wire (float, uint8, encoded; positions travel as doubles)
-  padded, and uint8 HF-packed / float Megatron-packed,
+  padded, and encoded to max_length / uint8 HF-packed / float Megatron-packed,
 
 gives the same FNV-1a batch hashes everywhere; and the position_ids of the padded and HF-packed
 batches equal get_rope_index of Qwen3-Omni written from transformers in torch
@@ -38,6 +38,7 @@ PACK = ["--packing", "--max-tokens", "4096", "--pack-window", "8"]
 PACK_KW = dict(packing=True, max_tokens=4096, pack_window=8)
 FORMS = {  # name: (CLI flags, Loader keywords)
     "padded": ([], {}),
+    "fixed": (["--pad-to-max", "--max-length", "4096"], dict(padding="max_length", max_length=4096)),
     "hf4": (PACK, PACK_KW),
     "hf3": (PACK + ["--position-rows", "3"], dict(PACK_KW, position_rows=3)),
     "megatron": (PACK + ["--pack-format", "megatron", "--pack-align", "8"],
@@ -166,8 +167,9 @@ def test_qwen3_omni_identical_batches_everywhere(q3, tmp_path):
         hashes[form] = run_hashes(path, folder, tmp_path / form, flags)
         got = []
         for b in loader(path, folder, **kw):
-            if form == "padded":
+            if form in ("padded", "fixed"):
                 check_padded(b, oracle, fractional)
+                assert form == "padded" or b["input_ids"].shape[1] == 4096
             elif form.startswith("hf"):
                 check_hf_packed(b, oracle, int(form[2]))
             else:  # Megatron THD: 1-D int64 arange per sub-sequence (no mRoPE rows in that form)
@@ -187,7 +189,7 @@ def test_qwen3_omni_identical_batches_everywhere(q3, tmp_path):
     mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
               "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
     for wire, form in (("float", "padded"), ("uint8", "padded"), ("encoded", "padded"),
-                       ("uint8", "hf4"), ("float", "megatron")):
+                       ("encoded", "fixed"), ("uint8", "hf4"), ("float", "megatron")):
         out = tmp_path / f"cluster-{wire}-{form}.txt"
         r = subprocess.run([*mpirun, "--map-by", "node", "-np", "3", _stoker_bin(), "cluster",
                             str(path), "--model", str(folder), *CLI, "--wire", wire,
