@@ -6,7 +6,7 @@ without use_audio_in_video, through
 
 * `stoker run` padded (to the longest; to max_length), HF-packed (4 and 3 position rows) and Megatron-packed,
 * the in-process Loader (the same options),
-* `stoker serve` (the CLI) + `Loader(connect=...)`: float32 position_ids read zero-copy from the
+* `stoker serve` (the CLI; padded and HF-packed) + `Loader(connect=...)`: float32 position_ids read zero-copy from the
   server's arena,
 * `stoker cluster` under mpirun, every wire (float, uint8, encoded; positions travel as doubles)
   padded, and encoded to max_length / uint8 HF-packed / float Megatron-packed,
@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 
 import numpy as np
 import pytest
@@ -181,8 +182,8 @@ def test_qwen3_omni_identical_batches_everywhere(q3, tmp_path):
     n = len(records)
     assert {n - 3, n - 2, n - 1} <= fractional, fractional
 
-    served = served_hashes(path, folder, tmp_path)
-    assert served == hashes["padded"]
+    for form in ("padded", "hf4"):
+        assert served_hashes(path, folder, FORMS[form][0]) == hashes[form], form
 
     if shutil.which("mpirun") is None:
         pytest.skip("mpirun not installed: the cluster half needs it")
@@ -199,12 +200,13 @@ def test_qwen3_omni_identical_batches_everywhere(q3, tmp_path):
         assert out.read_text().split() == hashes[form], (wire, form)
 
 
-def served_hashes(path, folder, tmp_path):
+def served_hashes(path, folder, extra=()):
     """`stoker serve` (one rank) → Loader(connect=...): every tensor a view of the server's arena
     (position_ids float32 included), the hashes of what it read."""
-    sock = str(tmp_path / "q3.sock")
+    sock_dir = tempfile.mkdtemp(prefix="stoker-q3-")  # a Unix socket path is short (108 bytes)
+    sock = os.path.join(sock_dir, "s.sock")
     proc = subprocess.Popen([_stoker_bin(), "serve", str(path), "--socket", sock, "--world-size", "1",
-                             "--model", str(folder), *CLI], stdout=subprocess.PIPE,
+                             "--model", str(folder), *CLI, *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         client = stoker.Loader(connect=sock, connect_timeout_s=60, rank=0, world_size=1)
@@ -224,4 +226,5 @@ def served_hashes(path, folder, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        shutil.rmtree(sock_dir, ignore_errors=True)
     return served
