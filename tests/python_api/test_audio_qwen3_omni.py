@@ -27,7 +27,7 @@ import pytest
 import torch
 
 from conftest import _stoker_bin
-from test_audio_loader import (AUDIO_BOS, IMAGE, Q3_CFG, VIDEO, audio_parts, batch_hash,  # noqa: F401
+from test_audio_loader import (IMAGE, Q3_CFG, VIDEO, audio_parts, batch_hash,  # noqa: F401,E501 (data: the fixture)
                                data, fractional_video_records, qwen3_omni_folder, ref, rope_ref)
 
 import stoker
