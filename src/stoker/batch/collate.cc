@@ -1,7 +1,9 @@
 #include "stoker/batch/collate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace stoker::batch {
 namespace {
@@ -43,6 +45,20 @@ void write_positions(T* pos, std::span<const double> src, int R, std::int64_t B,
 }
 
 }  // namespace
+
+std::int64_t first_unrepresentable_position(std::span<const double> positions, DType dtype) {
+  constexpr double kExactInt = 9007199254740992.0;  // 2^53
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    const double x = positions[i];
+    const bool fits = dtype == DType::kFloat32
+                          ? std::isfinite(x) && std::fabs(x) <= kFloatMax &&
+                                static_cast<double>(static_cast<float>(x)) == x
+                          : std::isfinite(x) && std::fabs(x) <= kExactInt && std::trunc(x) == x;
+    if (!fits) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
 
 std::uint64_t layout_bytes(const BatchShape& shape) { return placed_bytes(tensors_for(shape)); }
 

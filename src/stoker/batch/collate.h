@@ -46,6 +46,13 @@ struct SampleRow {
   std::span<const double> positions;
 };
 
+// The index of the first value of `positions` that `dtype` does not hold exactly, or -1 if all
+// fit: int64 — finite, whole, |x| <= 2^53 (a double is exact there); float32 — finite, within
+// float32's range and a float32 value. Positions from outside the process (a cluster worker's
+// doubles) are checked with this before collation: the cast of NaN, ±Inf or an out-of-range
+// double is undefined, and a fraction in an int64 model would be truncated silently.
+std::int64_t first_unrepresentable_position(std::span<const double> positions, DType dtype);
+
 // `pad_id`: the model's (model::Model::pad_id).
 void collate_row(std::uint8_t* arena_base, const BatchLayout& layout, std::int64_t row,
                  const SampleRow& sample, std::int64_t pad_id);

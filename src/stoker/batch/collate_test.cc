@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,27 @@ TEST(CollateTest, FloatPositionsAreWrittenAsFloat32) {
             (std::vector<float>{0, 1, 1, 0, 6.5f, 16.5f,  //
                                 0, 1, 1, 0, 1, 2,         //
                                 0, 1, 1, 0.25f, 1, 3}));
+}
+
+// What the engine checks before collating positions that came over the cluster wire (doubles):
+// int64 positions whole, finite, exact (|x| <= 2^53); float32 ones finite float32 values.
+TEST(CollateTest, UnrepresentablePositionsAreFound) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double frac3 = static_cast<double>(2.0f / 3.0f * 13.0f);  // Qwen3-Omni's 8.666667f
+  using V = std::vector<double>;
+  EXPECT_EQ(first_unrepresentable_position(V{}, DType::kInt64), -1);
+  EXPECT_EQ(first_unrepresentable_position(V{0, 1, -5, 9007199254740992.0}, DType::kInt64), -1);
+  EXPECT_EQ(first_unrepresentable_position(V{0, 1, 2.5}, DType::kInt64), 2);
+  EXPECT_EQ(first_unrepresentable_position(V{0, nan}, DType::kInt64), 1);
+  EXPECT_EQ(first_unrepresentable_position(V{-inf, 0}, DType::kInt64), 0);
+  EXPECT_EQ(first_unrepresentable_position(V{1e19}, DType::kInt64), 0);  // past int64
+  EXPECT_EQ(first_unrepresentable_position(V{9007199254740994.0}, DType::kInt64), 0);  // past 2^53
+  EXPECT_EQ(first_unrepresentable_position(V{0, 1, 2.5, frac3, static_cast<double>(1e30f), -7}, DType::kFloat32), -1);
+  EXPECT_EQ(first_unrepresentable_position(V{0, 2.0 / 3.0}, DType::kFloat32), 1);  // not float32
+  EXPECT_EQ(first_unrepresentable_position(V{nan}, DType::kFloat32), 0);
+  EXPECT_EQ(first_unrepresentable_position(V{1, inf}, DType::kFloat32), 1);
+  EXPECT_EQ(first_unrepresentable_position(V{1e39}, DType::kFloat32), 0);  // past float32's range
 }
 
 }  // namespace

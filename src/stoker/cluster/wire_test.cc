@@ -58,6 +58,10 @@ SampleResult sample() {
   p.tokens.num_videos = 2;
   p.tokens.num_messages = 2;
   p.positions.assign(18, 7);
+  // Qwen3-Omni's float32 TMRoPE positions keep their fractions (t · 2/3 s · 13 = 8.666667f):
+  // the wire carries the doubles bit for bit.
+  p.positions[7] = static_cast<double>(1.0f * (2.0f / 3.0f) * 13.0f);
+  p.positions[8] = static_cast<double>(2.0f * (2.0f / 3.0f) * 13.0f) + 12.0;
   dataset::Part image;
   image.kind = dataset::Part::Kind::kImage;
   image.value = "a.jpg";

@@ -197,6 +197,17 @@ void Engine::submit_remote(const Item& item) {
                                  data_loss("cluster: " + std::to_string(p.positions.size()) +
                                            " positions for " + std::to_string(want)));
     }
+    // Values the batch's position dtype holds exactly: whole numbers for int64 positions, float32
+    // values for float ones (Qwen3-Omni's fractional TMRoPE); the wire carries doubles.
+    const batch::DType dtype = e->options_.float_positions ? batch::DType::kFloat32 : batch::DType::kInt64;
+    if (const std::int64_t bad = batch::first_unrepresentable_position(p.positions, dtype);
+        !p.failure && bad >= 0) {
+      p.failure = sample_failure(e->ctx_, p.item, FailureStage::kRope,
+                                 data_loss("cluster: position " + std::to_string(bad) + " (" +
+                                           std::to_string(p.positions[static_cast<std::size_t>(bad)]) +
+                                           ") is no " + (e->options_.float_positions ? "float32" : "int64") +
+                                           " position"));
+    }
     e->deliver(std::move(p));
   });
 }
