@@ -9,24 +9,10 @@
 #include "stoker/base/json_text.h"
 #include "stoker/base/printable.h"
 #include "stoker/cli/inspect_format.h"
+#include "stoker/pipeline/media.h"
 
 namespace stoker::cli {
 namespace {
-
-// librosa's offset and duration of a clip, as the engine reads them (pipeline/media_audio.cc):
-// an audio part's audio_start/audio_end, a video track's video_start/video_end.
-audio::LoadOptions load_options(const audio::AudioProcessor& p, const dataset::Part& part) {
-  audio::LoadOptions o;
-  o.limits = p.limits();
-  if (part.kind == dataset::Part::Kind::kVideo) {
-    o.offset_s = part.video.video_start.value_or(0.0);
-    if (part.video.video_end) o.duration_s = *part.video.video_end - o.offset_s;
-  } else {
-    o.offset_s = part.audio.audio_start.value_or(0.0);
-    if (part.audio.audio_end) o.duration_s = *part.audio.audio_end - o.offset_s;
-  }
-  return o;
-}
 
 // FFmpeg names a demuxer by its aliases ("mov,mp4,m4a,3gp,3g2,mj2"): the first one.
 std::string short_container(const std::string& c) { return c.substr(0, c.find(',')); }
@@ -76,7 +62,7 @@ std::vector<AudioRow> inspect_record_audio(int line, const dataset::Conversation
         continue;
       }
       row.bytes = static_cast<std::int64_t>(bytes->size());
-      const audio::LoadOptions options = load_options(proc, p);
+      const audio::LoadOptions options = pipeline::audio_load_options(proc, p);
       // The header, as the engine plans a clip (no decoding).
       Result<audio::AudioInfo> info = audio::probe(*bytes, options.limits);
       if (!info.ok()) {

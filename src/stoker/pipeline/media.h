@@ -41,6 +41,7 @@ class VideoProcessor;
 }
 namespace stoker::audio {
 class AudioProcessor;
+struct LoadOptions;
 }
 
 namespace stoker::pipeline {
@@ -173,6 +174,10 @@ class MediaKind {
 // FailedPrecondition.
 Result<std::unique_ptr<Medium>> plan_video_audio(const MediaEnv& env, const dataset::Part& part,
                                                  std::vector<std::uint8_t> bytes);
+// librosa's offset and duration of an audio part (audio_start/audio_end) or of a video's track
+// (video_start/video_end), with the processor's limits: how the engine (and `stoker inspect`)
+// loads a clip. Include stoker/audio/load.h to call it.
+audio::LoadOptions audio_load_options(const audio::AudioProcessor& p, const dataset::Part& part);
 
 // The registry. Built in: image, video file, frame-list video, audio. A kind registered later is asked
 // first (takes()); its modality joins the list when first seen. Not thread-safe against

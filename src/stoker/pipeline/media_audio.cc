@@ -44,20 +44,6 @@ std::int64_t audio_columns(const MediaEnv& env) {
   return c.pad_to_max_length ? c.n_samples() / 160 : 0;
 }
 
-audio::LoadOptions load_options(const audio::AudioProcessor& p, const dataset::Part& part) {
-  audio::LoadOptions o;
-  o.limits = p.limits();
-  if (part.kind == dataset::Part::Kind::kVideo) {
-    // The audio track of a video (use_audio_in_video): the video's own range.
-    o.offset_s = part.video.video_start.value_or(0.0);
-    if (part.video.video_end) o.duration_s = *part.video.video_end - o.offset_s;
-  } else {
-    o.offset_s = part.audio.audio_start.value_or(0.0);
-    if (part.audio.audio_end) o.duration_s = *part.audio.audio_end - o.offset_s;
-  }
-  return o;
-}
-
 // float32 → bfloat16, round to nearest even (finite values only: features are finite).
 void to_bf16(const float* in, std::size_t n, std::uint8_t* out) {
   for (std::size_t i = 0; i < n; ++i) {
@@ -200,7 +186,7 @@ class AudioMedium final : public Medium {
 Result<std::unique_ptr<Medium>> plan_clip_medium(const MediaEnv& env, const dataset::Part& part,
                                                  std::vector<std::uint8_t> bytes, bool in_video) {
   if (env.audio == nullptr) return failed_precondition("this model takes no audio");
-  const audio::LoadOptions o = load_options(*env.audio, part);
+  const audio::LoadOptions o = audio_load_options(*env.audio, part);
   STOKER_ASSIGN_OR_RETURN(audio::AudioInfo info, audio::probe(bytes, o.limits));
   STOKER_ASSIGN_OR_RETURN(audio::ClipPlan clip, audio::plan_clip(info, o));
   std::int64_t samples = clip.samples;
@@ -253,6 +239,20 @@ const MediaKind& AudioMedium::kind() const { return kAudioKind; }
 }  // namespace
 
 const MediaKind& audio_kind() { return kAudioKind; }
+
+audio::LoadOptions audio_load_options(const audio::AudioProcessor& p, const dataset::Part& part) {
+  audio::LoadOptions o;
+  o.limits = p.limits();
+  if (part.kind == dataset::Part::Kind::kVideo) {
+    // The audio track of a video (use_audio_in_video): the video's own range.
+    o.offset_s = part.video.video_start.value_or(0.0);
+    if (part.video.video_end) o.duration_s = *part.video.video_end - o.offset_s;
+  } else {
+    o.offset_s = part.audio.audio_start.value_or(0.0);
+    if (part.audio.audio_end) o.duration_s = *part.audio.audio_end - o.offset_s;
+  }
+  return o;
+}
 
 Result<std::unique_ptr<Medium>> plan_video_audio(const MediaEnv& env, const dataset::Part& part,
                                                  std::vector<std::uint8_t> bytes) {
