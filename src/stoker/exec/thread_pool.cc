@@ -37,6 +37,10 @@ ThreadPool::ThreadPool(int num_threads, std::string name, SchedClass sched)
     workers_.emplace_back([this, thread_name] { worker_loop(thread_name); });
     worker_ids_.push_back(workers_.back().get_id());
   }
+  // Each worker sets its class and then its name before the pool is handed out: whoever looks
+  // at the threads afterwards (by name, /proc) sees them as they will run.
+  std::unique_lock lock(mu_);
+  started_cv_.wait(lock, [&] { return started_ == num_threads; });
 }
 
 ThreadPool::~ThreadPool() { shutdown(ShutdownMode::kDrain); }
@@ -62,6 +66,8 @@ void ThreadPool::worker_loop(const std::string& thread_name) {
   pthread_setname_np(pthread_self(), thread_name.c_str());
   std::unique_lock lock(mu_);
   if (!sched.ok() && !sched_error_) sched_error_ = std::move(sched).error();
+  ++started_;
+  started_cv_.notify_all();
   for (;;) {
     work_cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
     if (queue_.empty()) return;  // closing and drained

@@ -82,6 +82,8 @@ class ThreadPool {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // tasks queued or closing
   std::condition_variable idle_cv_;  // queue empty and nothing running
+  std::condition_variable started_cv_;  // a worker has its class and name (started_)
+  int started_ = 0;
   std::deque<detail::Task> queue_;
   int running_ = 0;
   bool closing_ = false;
