@@ -471,12 +471,12 @@ int render(const Args& args) {
                  printable(st.error().to_string()).c_str());
   }
   const std::string spec = args.get("model", std::string(model::kDefaultModel));
-  // A family without a parsed ModelConfig (the audio families): opened through its family.
-  if (Result<const model::Family*> family = model::family_for(spec); family.ok()) {
-    Result<std::shared_ptr<const model::ModelConfig>> parsed = (*family)->load_config(spec);
-    if (parsed.ok() && *parsed == nullptr) return render_opened(args, *settings, *sources, *conv, spec);
-  }
-  Result<model::ModelConfig> model = model::load_model(spec);
+  // The spec parsed once by its family: a family without a ModelConfig (the audio families) is
+  // opened through its family; load_model only words the error of a spec no family takes.
+  Result<std::shared_ptr<const model::ModelConfig>> parsed = model::load_config(spec);
+  if (parsed.ok() && *parsed == nullptr) return render_opened(args, *settings, *sources, *conv, spec);
+  Result<model::ModelConfig> model =
+      parsed.ok() ? Result<model::ModelConfig>(**parsed) : model::load_model(spec);
   if (!model.ok()) return report("render", model.error());
   Result<std::string> tok_dir = tokenizer_dir_from_flags(args, *model);  // run's rule
   if (!tok_dir.ok()) return report("render", tok_dir.error());
