@@ -311,19 +311,15 @@ print(json.dumps([b["sample_ids"].tolist() for b in l]))
 """
 
 
-def test_served_ranks_follow_the_plan(stoker_bin, mix, tmp_path):
-    """`stoker serve mix.yaml --world-size 2`: each attached rank gets the same batches as
-    `stoker run --rank r --world-size 2` (the plan's contiguous slices)."""
-    py = os.environ.get("STOKER_PYTHON_DIR")
-    if not py:
-        pytest.skip("STOKER_PYTHON_DIR not set")
+def serve_two_ranks(stoker_bin, spec, sock, env, *extra):
+    """`stoker serve SPEC --world-size 2` (B = G/2, seed 7, one thread, `extra` flags) with both
+    ranks attached as SERVED_CLIENT processes: each rank's batches' sample ids, in rank order;
+    every process must exit 0."""
     import json
-    spec = mix / "epochized.yaml"
-    sock = tmp_path / "s.sock"
-    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
     server = subprocess.Popen([stoker_bin, "serve", str(spec), "--world-size", "2", "--socket", str(sock),
                                "--model", "qwen2-vl", "--batch-size", str(G // 2), "--seed", "7",
-                               "--threads", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               "--threads", "1", *extra], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
     try:
         for _ in range(200):
             if sock.exists():
@@ -341,6 +337,19 @@ def test_served_ranks_follow_the_plan(stoker_bin, mix, tmp_path):
         if server.poll() is None:
             server.kill()
             server.wait()
+    return served
+
+
+def test_served_ranks_follow_the_plan(stoker_bin, mix, tmp_path):
+    """`stoker serve mix.yaml --world-size 2`: each attached rank gets the same batches as
+    `stoker run --rank r --world-size 2` (the plan's contiguous slices)."""
+    py = os.environ.get("STOKER_PYTHON_DIR")
+    if not py:
+        pytest.skip("STOKER_PYTHON_DIR not set")
+    spec = mix / "epochized.yaml"
+    sock = tmp_path / "s.sock"
+    env = dict(os.environ, PYTHONPATH=py, STOKER_CACHE_DIR=str(tmp_path / "cache"))
+    served = serve_two_ranks(stoker_bin, spec, sock, env)
     for r in range(2):
         w = tmp_path / f"run{r}"
         w.mkdir()
@@ -431,28 +440,7 @@ def test_a_step_whose_every_sample_failed_on_one_rank_is_an_empty_batch(stoker_b
         assert out["empty"] == [[t, [0, 0], 0] for t in steps]
         # `stoker serve`: both attached ranks get the same number of batches, rank 1 the empty one.
         sock = tmp_path / "s.sock"
-        server = subprocess.Popen([stoker_bin, "serve", str(spec), "--world-size", "2", "--socket", str(sock),
-                                   "--model", "qwen2-vl", "--batch-size", str(G // 2), "--seed", "7",
-                                   "--threads", "1", "--max-error-rate", "1"], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            for _ in range(200):
-                if sock.exists():
-                    break
-                time.sleep(0.05)
-            clients = [subprocess.Popen(["/usr/bin/python3", "-c", SERVED_CLIENT, str(sock), str(r)], env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                       for r in range(2)]
-            served = []
-            for c in clients:
-                o, e = c.communicate(timeout=300)
-                assert c.returncode == 0, e[-2000:]
-                served.append(json.loads(o.strip().splitlines()[-1]))
-            assert server.wait(timeout=60) == 0, server.stderr.read().decode()[-2000:]
-        finally:
-            if server.poll() is None:
-                server.kill()
-                server.wait()
+        served = serve_two_ranks(stoker_bin, spec, sock, env, "--max-error-rate", "1")
         assert served == [[g[0] for g in got], [g[1] for g in got]]
 
 
