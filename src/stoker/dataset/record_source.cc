@@ -1,6 +1,7 @@
 #include "stoker/dataset/record_source.h"
 
 #include <algorithm>
+#include <map>
 
 namespace stoker::dataset {
 
@@ -36,15 +37,21 @@ const MediaResolver& ConcatSource::media(std::uint64_t id) const {
   return part->media(local);
 }
 
-void ConcatSource::prefetch(std::span<const std::uint64_t> ids) const {
-  std::vector<std::uint64_t> local;
-  for (std::size_t p = 0; p < parts_.size(); ++p) {
-    local.clear();
-    const std::uint64_t end = first_[p] + parts_[p]->size();
-    for (std::uint64_t id : ids)
-      if (id >= first_[p] && id < end) local.push_back(id - first_[p]);
-    if (!local.empty()) parts_[p]->prefetch(local);
+void prefetch_parts(std::span<const std::uint64_t> ids, std::span<const std::uint64_t> firsts,
+                    std::span<const std::unique_ptr<RecordSource>> parts) {
+  std::map<std::size_t, std::vector<std::uint64_t>> local;  // part → its ids, in order
+  for (std::uint64_t id : ids) {
+    // The last part whose first id is <= id (an empty part shares its first id with the next).
+    const auto after = std::upper_bound(firsts.begin(), firsts.end(), id);
+    if (after == firsts.begin()) continue;
+    const auto p = static_cast<std::size_t>(after - firsts.begin()) - 1;
+    if (id - firsts[p] < parts[p]->size()) local[p].push_back(id - firsts[p]);
   }
+  for (const auto& [p, part_ids] : local) parts[p]->prefetch(part_ids);
+}
+
+void ConcatSource::prefetch(std::span<const std::uint64_t> ids) const {
+  prefetch_parts(ids, first_, parts_);
 }
 
 std::vector<std::string> ConcatSource::warnings() const {

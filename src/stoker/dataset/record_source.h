@@ -63,6 +63,13 @@ class RecordSource {
 };
 
 // Sources one after another: ids of parts[0] first, then parts[1]'s, ...
+// RecordSource::prefetch for a source made of parts: part p holds global ids [firsts[p],
+// firsts[p] + parts[p]->size()) (firsts ascending, as ConcatSource and a mixture lay them out);
+// each part gets the ids that fall in it as its own local ids, in the order given. O(ids · log
+// parts): a job over thousands of files pays nothing per part that holds none of the ids.
+void prefetch_parts(std::span<const std::uint64_t> ids, std::span<const std::uint64_t> firsts,
+                    std::span<const std::unique_ptr<RecordSource>> parts);
+
 class ConcatSource final : public RecordSource {
  public:
   explicit ConcatSource(std::vector<std::unique_ptr<RecordSource>> parts);

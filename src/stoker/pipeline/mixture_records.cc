@@ -140,14 +140,7 @@ const dataset::MediaResolver& MixtureRecords::media(std::uint64_t id) const {
 }
 
 void MixtureRecords::prefetch(std::span<const std::uint64_t> ids) const {
-  std::vector<std::uint64_t> local;
-  for (std::size_t l = 0; l < leaves_.size(); ++l) {
-    local.clear();
-    const std::uint64_t end = first_[l] + leaves_[l]->size();
-    for (std::uint64_t id : ids)
-      if (id >= first_[l] && id < end) local.push_back(id - first_[l]);
-    if (!local.empty()) leaves_[l]->prefetch(local);
-  }
+  dataset::prefetch_parts(ids, first_, leaves_);
 }
 
 std::vector<std::string> MixtureRecords::warnings() const {

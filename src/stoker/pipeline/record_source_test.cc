@@ -31,6 +31,10 @@ class MemorySource final : public dataset::RecordSource {
   }
   dataset::RecordOrigin origin(std::uint64_t id) const override { return {name_, id + 1}; }
   const dataset::MediaResolver& media(std::uint64_t) const override { return scope_; }
+  void prefetch(std::span<const std::uint64_t> ids) const override {
+    hinted.push_back(std::vector<std::uint64_t>(ids.begin(), ids.end()));
+  }
+  mutable std::vector<std::vector<std::uint64_t>> hinted;  // each prefetch call's ids
 
  private:
   struct Scope final : dataset::MediaResolver {
@@ -122,6 +126,32 @@ TEST(RecordSourceTest, ConcatSourceRunsIdsOverItsPartsInOrder) {
   Result<std::string> uri = all.media(2).resolve("img/1.jpg");
   ASSERT_TRUE(uri.ok()) << uri.error().to_string();
   EXPECT_EQ(*uri, dir + "img/1.jpg");
+}
+
+// The engine's hint reaches each part as that part's own ids, in order; a part none of the ids
+// fall in (the empty one, or one not hinted) is not called.
+TEST(RecordSourceTest, ConcatSourceHandsEachPartItsOwnHintedIds) {
+  const std::string dir = ::testing::TempDir();
+  std::vector<const MemorySource*> seen;
+  auto part = [&](std::vector<std::string> lines) {
+    auto p = std::make_unique<MemorySource>(std::move(lines), "p", *io::MediaScope::make(dir + "x.jsonl", {}));
+    seen.push_back(p.get());
+    return std::unique_ptr<dataset::RecordSource>(std::move(p));
+  };
+  std::vector<std::unique_ptr<dataset::RecordSource>> parts;
+  parts.push_back(part({"a0", "a1", "a2"}));  // ids 0..2
+  parts.push_back(part({}));                  // none
+  parts.push_back(part({"c0", "c1"}));        // ids 3..4
+  parts.push_back(part({"d0"}));              // id 5
+  dataset::ConcatSource all(std::move(parts));
+  const std::vector<std::uint64_t> ids = {4, 0, 2, 3};
+  all.prefetch(ids);
+  ASSERT_EQ(seen[0]->hinted.size(), 1u);
+  EXPECT_EQ(seen[0]->hinted[0], (std::vector<std::uint64_t>{0, 2}));
+  EXPECT_TRUE(seen[1]->hinted.empty());
+  ASSERT_EQ(seen[2]->hinted.size(), 1u);
+  EXPECT_EQ(seen[2]->hinted[0], (std::vector<std::uint64_t>{1, 0}));
+  EXPECT_TRUE(seen[3]->hinted.empty());
 }
 
 }  // namespace
