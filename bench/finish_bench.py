@@ -11,9 +11,10 @@ is created once with prefetch 4, `--warmup` epochs are iterated untimed, then `-
 epochs as one window (at least 4x what the Loader buffers; the Loader is given one epoch more
 than is iterated, so it is producing at the window's end as at its start — bench/README.md,
 `bench torch`). The consumer, the same on both sides, digests every batch of every epoch — its
-sample ids, image rows, grids and the CRC-32 of every finished pixel_values row (warm-up) or of
-every 8th (timed epochs); the device contender finishes those rows with stoker.finish(...,
-device="cpu"), 2048 rows at a time — and the digests of every epoch are compared batch by batch.
+sample ids, image rows, grids and the CRC-32 of the finished pixel_values rows of every image:
+all of them (warm-up) or one merge band of each, a different band from image to image (timed
+epochs); the device contender finishes those pixels with stoker.finish(..., device="cpu"), image
+by image — and the digests of every epoch are compared batch by batch.
 No ratio is printed unless every digest matched (else MISMATCH, exit 1).
 
 Measured:
@@ -26,8 +27,8 @@ Measured:
   CPU but the upload of the uint8 bytes.
 - bytes per sample in the ring: the batch block's tensors (all of them) ÷ its samples, over the
   window; the arena's plan (prefetch 4 + 2 batches) and each contender's peak RSS.
-- samples/s over the window: the consumer's work is in the loop on both sides (a CRC of 1/8 of the
-  rows; on the device side also the finish of those rows on this CPU), printed beside it.
+- samples/s over the window: the consumer's work is in the loop on both sides (a CRC of one merge
+  band of each image; on the device side also the finish of those bands on this CPU), printed beside it.
 `ratio: N` = Loader CPU per image, finish="cpu" ÷ finish="device" (target >= 1.5).
 
 `--run finish-time --data D --batch-size B` (also used by `stoker bench ladder`): one JSON line
@@ -47,7 +48,7 @@ import time
 import zlib
 
 MAX_LENGTH = 32768
-TIMED_ROW_STRIDE = 8
+MERGE = 2  # merge_size of the three Qwen-VL models (the bench's default model)
 PREFETCH = 4
 WINDOW_FACTOR = 4
 
@@ -65,41 +66,47 @@ def batch_bytes(b):
     return sum(t.numel() * t.element_size() for t in b.values() if hasattr(t, "element_size"))
 
 
-CHUNK_ROWS = 2048  # rows finished and digested at a time (the consumer's memory stays small)
-
-
-def finished_crc(stoker, b, stride):
-    """CRC-32 of every `stride`-th row of the batch's finished pixel_values: the CPU path's own
-    rows, or stoker.finish of those uint8 rows (finish="device"), CHUNK_ROWS at a time — the same
-    bytes in the same order on both sides, so the same CRC. None without images."""
+def finished_crc(stoker, b, whole):
+    """CRC-32 of finished pixel_values rows of every image of the batch — all its rows (`whole`:
+    warm-up), or one merge band of it (gw·merge rows: band i mod (gh/merge) of image i, the same
+    pixels as that band's raster rows; timed epochs, so the consumer's own work stays small on
+    both sides). The CPU path's own rows, or stoker.finish of those uint8 pixels (finish=
+    "device") — the same bytes in the same order on both sides, so the same CRC. None without
+    images."""
     import numpy as np
 
-    if "pixel_values" in b:
-        rows, finish = b["pixel_values"][::stride], False
-    elif "pixel_values_uint8" in b:
-        rows, finish = b["pixel_values_uint8"][::stride], True
-    else:
+    grid = b.get("image_grid_thw")
+    if grid is None or grid.shape[0] == 0:
         return None
-    crc = 0
-    for i in range(0, rows.shape[0], CHUNK_ROWS):
-        part = rows[i:i + CHUNK_ROWS]
-        if finish:
-            part = stoker.finish({"pixel_values_uint8": part,
+    crc, r0 = 0, 0
+    for i, (gt, gh, gw) in enumerate(grid.tolist()):
+        n = gt * gh * gw
+        if whole:
+            lo, hi, part = r0, r0 + n, grid[i:i + 1]
+        else:  # an image is one frame (gt 1): band k is rows k·gw·m .. (k+1)·gw·m of it
+            k = i % (gh // MERGE)
+            lo, hi = r0 + k * gw * MERGE, r0 + (k + 1) * gw * MERGE
+            part = grid.new_tensor([[1, MERGE, gw]])
+        if "pixel_values" in b:
+            rows = b["pixel_values"][lo:hi]
+        else:
+            rows = stoker.finish({"pixel_values_uint8": b["pixel_values_uint8"][lo:hi],
                                   "pixel_values_lut": b["pixel_values_lut"],
-                                  "pixel_values_repeat": b["pixel_values_repeat"]},
-                                 device="cpu")["pixel_values"]
-        crc = zlib.crc32(np.ascontiguousarray(part.numpy()), crc)
+                                  "pixel_values_patching": b["pixel_values_patching"],
+                                  "image_grid_thw": part}, device="cpu")["pixel_values"]
+        crc = zlib.crc32(np.ascontiguousarray(rows.numpy()), crc)
+        r0 += n
     return crc
 
 
-def digest_batch(stoker, b, stride):
-    """{the batch's sample ids: [images, rows, CRC-32 of its grids, CRC-32 of every `stride`-th
-    finished row]}: both contenders deliver the same batches (same seed and options)."""
+def digest_batch(stoker, b, whole):
+    """{the batch's sample ids: [images, rows, CRC-32 of its grids, CRC-32 of its images' finished
+    rows (finished_crc)]}: both contenders deliver the same batches (same seed and options)."""
     import numpy as np
 
     ids = ",".join(str(i) for i in b["sample_ids"].tolist())
     grid = b.get("image_grid_thw")
-    crc = finished_crc(stoker, b, stride)
+    crc = finished_crc(stoker, b, whole)
     if grid is None or crc is None:
         return {ids: [0, 0, 0, 0]}
     n = int(grid.prod(dim=1).sum())
@@ -132,7 +139,6 @@ def run_one(args):
     ring = {"bytes": 0, "samples": 0, "images": 0}
     for e in range(epochs):
         timed = e >= args.warmup
-        stride = TIMED_ROW_STRIDE if timed else 1
         if e == args.warmup:
             window = {"t": time.perf_counter(), "cpu": process_cpu_s(), "own": time.thread_time(),
                       "next": 0.0}
@@ -153,7 +159,7 @@ def run_one(args):
                 ring["bytes"] += batch_bytes(b)
                 ring["samples"] += int(b["sample_ids"].shape[0])
                 ring["images"] += images_in(b)
-            digests.update(digest_batch(stoker, b, stride))
+            digests.update(digest_batch(stoker, b, whole=not timed))
             samples += int(b["sample_ids"].shape[0])
             t = time.thread_time()
             del b  # the block goes back to the arena: the Loader's work, on this thread
@@ -321,8 +327,9 @@ def report(res, args, n):
               f"{r['ring_bytes_per_sample']:21,.0f} "
               f"{(r['arena_planned_bytes'] or 0) / 2**20:18.1f} {r['peak_rss_mb']:12.0f}")
     print("  Loader CPU: the process's CPU over the window less the consumer thread's, plus its "
-          "time in next() and releasing batches; consumer: the digests (CRC-32 of every 8th "
-          "finished row) and, for finish=device, stoker.finish of those rows on this CPU; "
+          "time in next() and releasing batches; consumer: the digests (CRC-32 of one merge band "
+          "of each image's finished rows) and, for finish=device, stoker.finish of those bands "
+          "on this CPU; "
           "samples/s: the window, consumer work in the loop on both sides")
     for who in ("cpu", "device"):
         print(f"arena finish={who}: {res[who]['arena_plan']}")
@@ -348,8 +355,8 @@ def report(res, args, n):
         raise SystemExit(1)
     epochs = args.warmup + args.passes
     print(f"outputs compared: {batches} batches ({images} images) over {epochs} epochs (sample "
-          f"ids, rows, grids, CRC-32 of every finished pixel_values row in warm-up, every "
-          f"{TIMED_ROW_STRIDE}th in timed epochs), identical")
+          f"ids, rows, grids, CRC-32 of every finished pixel_values row in warm-up, of one "
+          f"merge band of every image in timed epochs), identical")
     print(f"Loader CPU per image: finish=cpu {per['cpu']:.2f} ms, finish=device "
           f"{per['device']:.2f} ms (target ratio >= 1.5)")
     print(f"ratio: {per['cpu'] / per['device']:.2f}")

@@ -348,10 +348,10 @@ def test_videos_with_packing(video_dataset, tmp_path, wire):
     assert summary["local_samples"] > 0
 
 
-# Issue 26: --finish device. The receiver's batches carry each patch's resized uint8 bytes (and
-# the value tables) instead of pixel rows, whatever the wire: float ships those rows as the
-# workers wrote them, uint8 ships the resized frames and the receiver only cuts them into rows (no
-# arithmetic), encoded is decoded and resized on the receiver. Each equals `stoker run --finish
+# Issue 26: --finish device. The receiver's batches carry each medium's resized uint8 pixels (and
+# the value tables) instead of pixel rows, whatever the wire: float ships those pixels as the
+# workers wrote them, uint8 ships the same resized frames and the receiver copies them as they are
+# (no arithmetic), encoded is decoded and resized on the receiver. Each equals `stoker run --finish
 # device` (whose batches tests/python_api/test_finish.py finishes to the CPU path's bit for bit);
 # on that path the float and uint8 wires cost the same bytes.
 @pytest.fixture(scope="module")

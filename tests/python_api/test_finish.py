@@ -149,11 +149,11 @@ def test_finish_equals_the_cpu_path(stoker, media_data, model, pixel_dtype, layo
     p = PATCH[model]
     for b in dev:
         assert "pixel_values" not in b and b["pixel_values_uint8"].dtype == torch.uint8
-        assert tuple(b["pixel_values_uint8"].shape[1:]) == (p, p, 3)
-        assert b["pixel_values_repeat"].tolist() == [2]
+        assert tuple(b["pixel_values_uint8"].shape[1:]) == (3 * p * p,)
+        assert b["pixel_values_patching"].tolist() == [p, 2, 2, 1]
         if "pixel_values_videos_uint8" in b:
-            assert tuple(b["pixel_values_videos_uint8"].shape[1:]) == (2, p, p, 3)
-            assert b["pixel_values_videos_repeat"].tolist() == [1]
+            assert tuple(b["pixel_values_videos_uint8"].shape[1:]) == (2 * 3 * p * p,)
+            assert b["pixel_values_videos_patching"].tolist() == [p, 2, 2, 2]
     kinds = assert_finished_equal(cpu, dev, device)
     assert kinds == {"pixel_values", "pixel_values_videos"}  # both modalities were checked
     if pixel_dtype == "float32":  # bfloat16 made on the device from the float32 table

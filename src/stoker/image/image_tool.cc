@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
     }
     const char* names[kStages] = {"plan (probe + EXIF)", "decode", "exif_transform", "resize",
                                   "normalize_patchify_f32", "normalize_patchify_bf16",
-                                  "process_total_f32", "patchify_u8", "process_total_u8"};
+                                  "process_total_f32", "copy_u8 (wire -> rows)", "process_total_u8"};
     std::printf("image %dx%d -> %dx%d, orientation %d, %d iters (thread CPU ms: best / mean)\n",
                 plan.src_width, plan.src_height, plan.width, plan.height, plan.orientation, iters);
     for (int k = 0; k < kStages; ++k) {

@@ -101,44 +101,6 @@ void patchify(const RgbRows& img, int patch, int tps, int merge, int grid_w, int
   emit_fence();
 }
 
-// kUInt8 rows: each patch's P runs of 3·P bytes, copied in output order (row r as above, its
-// bytes [py][px][c]). Plain stores: the rows are an eighth of float32's and go to the device next.
-// kP > 0 fixes the patch size at compile time: a run is then a constant-size copy the compiler
-// inlines as a few vector moves (42 or 48 bytes), where a library memcpy call per run was ~9 % of
-// a 1080p photo's CPU on the device path (~150,000 runs per image).
-template <int kP>
-void patchify_u8(const RgbRows& img, int patch, int merge, int grid_w, int hb_begin, int hb_end,
-                 std::uint8_t* out) {
-  const int P = kP > 0 ? kP : patch;
-  const size_t run = 3 * static_cast<size_t>(P);
-  const size_t block = static_cast<size_t>(merge) * merge * P * run;
-  std::vector<std::uint8_t> stage(block);
-  std::uint8_t* row = out + static_cast<size_t>(hb_begin) * (grid_w / merge) * block;
-  for (int hb = hb_begin; hb < hb_end; ++hb) {
-    for (int wb = 0; wb < grid_w / merge; ++wb, row += block) {
-      std::uint8_t* to = stage.data();
-      for (int mh = 0; mh < merge; ++mh) {
-        for (int mw = 0; mw < merge; ++mw) {
-          const int y0 = (hb * merge + mh) * P;
-          const size_t x0 = static_cast<size_t>((wb * merge + mw) * P) * 3;
-          for (int py = 0; py < P; ++py, to += run) std::memcpy(to, img.row(y0 + py) + x0, run);
-        }
-      }
-      emit(row, stage.data(), block);
-    }
-  }
-  emit_fence();
-}
-
-void patchify_u8_any(const RgbRows& img, int patch, int merge, int grid_w, int hb_begin,
-                     int hb_end, std::uint8_t* out) {
-  switch (patch) {
-    case 14: return patchify_u8<14>(img, patch, merge, grid_w, hb_begin, hb_end, out);
-    case 16: return patchify_u8<16>(img, patch, merge, grid_w, hb_begin, hb_end, out);
-    default: return patchify_u8<0>(img, patch, merge, grid_w, hb_begin, hb_end, out);
-  }
-}
-
 template <typename T>
 void patchify_any(const RgbRows& img, int patch, int tps, int merge, int grid_w, int hb_begin,
                   int hb_end, const detail::NormalizeParams& norm, T* out) {
@@ -398,6 +360,12 @@ Status ImageProcessor::stream(const RowSource& source, const ImagePlan& plan, Pi
                               void* out, ImageScratch* scratch) const {
   const int band_rows = config_.patch_size * config_.merge_size;
   const size_t stride = static_cast<size_t>(plan.width) * 3;
+  if (dtype == PixelDType::kUInt8) {  // the resized image is the output: each row written in place
+    auto* rows = static_cast<std::uint8_t*>(out);
+    return resize_bicubic_exact_stream(
+        plan.src_width, plan.src_height, source, plan.width, plan.height,
+        [&](int y) { return rows + static_cast<size_t>(y) * stride; }, [](int) {});
+  }
   scratch->band.resize(static_cast<size_t>(band_rows) * stride);
   std::uint8_t* band = scratch->band.data();
   int bands_done = 0;
@@ -431,6 +399,10 @@ void ImageProcessor::normalize_patchify(const std::uint8_t* rgb, const ImagePlan
                    plan.grid_h * config_.patch_size == plan.height &&
                    plan.grid_w % config_.merge_size == 0 && plan.grid_h % config_.merge_size == 0,
                "normalize_patchify: plan grid does not tile the image");
+  if (dtype == PixelDType::kUInt8) {  // the rows are the resized image as it is
+    std::memcpy(out, rgb, static_cast<size_t>(plan.width) * plan.height * 3);
+    return;
+  }
   write_bands(RgbRows{rgb, static_cast<size_t>(plan.width) * 3, 0}, plan, dtype, 0,
               plan.grid_h / config_.merge_size, out);
 }
@@ -438,9 +410,8 @@ void ImageProcessor::normalize_patchify(const std::uint8_t* rgb, const ImagePlan
 void ImageProcessor::write_bands(const RgbRows& img, const ImagePlan& plan, PixelDType dtype,
                                  int hb_begin, int hb_end, void* out) const {
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
-  if (dtype == PixelDType::kUInt8) {
-    patchify_u8_any(img, P, m, plan.grid_w, hb_begin, hb_end, static_cast<std::uint8_t*>(out));
-  } else if (dtype == PixelDType::kFloat32) {
+  STOKER_CHECK(dtype != PixelDType::kUInt8, "write_bands: uint8 rows are not patchified");
+  if (dtype == PixelDType::kFloat32) {
     patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_, static_cast<float*>(out));
   } else {
     patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_,

@@ -53,10 +53,11 @@ struct ImageProcessorConfig {
 Status set_exif_option(std::string_view value, ImageProcessorConfig* config);
 Status set_small_images_option(std::string_view value, ImageProcessorConfig* config);
 
-// kUInt8: the rows for finishing on the trainer's device (issue 26) — each row is its patch's
-// resized RGB bytes as they lie in the image, P rows of P pixels × 3 channels ([P, P, 3], one
-// frame: no temporal copies, no rescale or normalise), rows in pixel_values' order (merge
-// blocks). value_table() gives what rescale + normalise make of each byte.
+// kUInt8: for finishing on the trainer's device (issue 26) — the resized image itself, as the
+// resize writes it: plan.height rows of plan.width × 3 bytes ([H, W, 3], raster order; one frame:
+// no temporal copies, no rescale or normalise). That is rows() × 3·P·P bytes, the count
+// columns(kUInt8) accounts a row for; stoker.finish cuts it into patches on the device (a view)
+// and value_table() gives what rescale + normalise make of each byte.
 enum class PixelDType { kFloat32, kBFloat16, kUInt8 };
 
 // What an image will become, known from its header alone (before decoding).
@@ -104,7 +105,8 @@ class ImageProcessor {
 
   const ImageProcessorConfig& config() const { return config_; }
   std::int64_t columns() const;  // C · T · P · P (1176 for P = 14, 1536 for P = 16)
-  // Elements per row in `dtype`: columns(), or P · P · 3 for kUInt8.
+  // Elements per row in `dtype`: columns(), or P · P · 3 for kUInt8 (bytes of the resized image
+  // per row: a kUInt8 output is rows() × that, laid out [H, W, 3], not row by row).
   std::int64_t columns(PixelDType dtype) const;
   // What normalise makes of every byte: out[c·256 + x] = the value (float32 or bf16 bits) the
   // rows of `dtype` hold for byte x of channel c — computed by the same kernel on this CPU, so a

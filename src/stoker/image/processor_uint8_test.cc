@@ -1,9 +1,10 @@
-// Rows for finishing on the trainer's device (issue 26): PixelDType::kUInt8 rows are each
-// patch's resized bytes in pixel_values' row order, checked element by element against the
-// resized image through spec §1.5's closed form; value_table() is what the float rows hold for
-// each byte, so table[c][u8] over the uint8 rows reproduces process()'s float32 / bf16 rows bit
-// for bit (what stoker.finish does in torch; tests/python_api/test_finish.py checks the tables
-// against numpy's arithmetic and the whole batch against the CPU path).
+// Pixels for finishing on the trainer's device (issue 26): a PixelDType::kUInt8 output is the
+// resized image itself ([H, W, 3], raster order, written in place by the resize) — checked
+// against the whole-image resize (and, for a lossless source, an independent one); value_table()
+// is what the float rows hold for each byte, so cutting those pixels into patches by spec §1.5's
+// closed form and looking each byte up reproduces process()'s float32 / bf16 rows bit for bit
+// (what stoker.finish does in torch; tests/python_api/test_finish.py checks the tables against
+// numpy's arithmetic and the whole batch against the CPU path).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -35,7 +36,7 @@ RgbImage make_image(int w, int h) {
   return im;
 }
 
-TEST(ProcessorUint8Test, RowsAreTheResizedPatchesInRowOrder) {
+TEST(ProcessorUint8Test, OutputIsTheResizedImage) {
   ImageProcessorConfig small_max = qwen25();
   small_max.max_pixels = 60000;  // a downscale
   const struct {
@@ -54,9 +55,10 @@ TEST(ProcessorUint8Test, RowsAreTheResizedPatchesInRowOrder) {
       const int P = c.cfg.patch_size;
       const std::int64_t cols = proc->columns(PixelDType::kUInt8);
       ASSERT_EQ(cols, 3 * P * P);
-      std::vector<std::uint8_t> rows(plan->rows() * cols, 0xEE);
+      ASSERT_EQ(plan->rows() * cols, std::int64_t{plan->width} * plan->height * 3);
+      std::vector<std::uint8_t> out(plan->rows() * cols + 64, 0xEE);  // 64 guard bytes
       ImageScratch scratch;
-      ASSERT_TRUE(proc->process(*bytes, *plan, PixelDType::kUInt8, rows.data(), &scratch).ok());
+      ASSERT_TRUE(proc->process(*bytes, *plan, PixelDType::kUInt8, out.data(), &scratch).ok());
       // The resized image the float path normalises (its whole-image form).
       std::vector<float> f32(plan->rows() * proc->columns());
       RgbImage resized;
@@ -67,23 +69,21 @@ TEST(ProcessorUint8Test, RowsAreTheResizedPatchesInRowOrder) {
         resize_bicubic_exact(src, plan->width, plan->height, &expect);
         ASSERT_EQ(resized.pixels, expect.pixels);
       }
-      // Closed form with T = 1: col k = (ch·P + py)·P + px; the uint8 row is [py][px][ch].
-      detail::for_each_patch_element(P, 1, c.cfg.merge_size, plan->grid_h, plan->grid_w,
-                                     [&](std::int64_t r, std::int64_t k, int y, int x, int ch) {
-                                       const std::int64_t py = (k / P) % P, px = k % P;
-                                       const std::uint8_t got = rows[r * cols + (py * P + px) * 3 + ch];
-                                       const std::uint8_t want = resized.row(y)[3 * x + ch];
-                                       EXPECT_EQ(got, want) << c.w << "x" << c.h << " jpeg " << jpeg
-                                                            << " row " << r << " col " << k;
-                                       return got == want;
-                                     });
+      const std::vector<std::uint8_t> got(out.begin(), out.end() - 64);
+      EXPECT_TRUE(got == resized.pixels) << c.w << "x" << c.h << " jpeg " << jpeg;
+      for (std::size_t i = got.size(); i < out.size(); ++i) ASSERT_EQ(out[i], 0xEE) << "past the end";
+      // The wire's form (a resized image finished on a receiver) gives the same bytes.
+      std::vector<std::uint8_t> wire(got.size(), 0);
+      proc->normalize_patchify(resized, *plan, PixelDType::kUInt8, wire.data());
+      EXPECT_TRUE(wire == resized.pixels);
     }
   }
 }
 
-// out[r][((c·T + t)·P + y)·P + x] = table[c][u8[r][y][x][c]] for every t: the lookup
-// stoker.finish does, here in C++ against process()'s own float32 and bf16 rows.
-TEST(ProcessorUint8Test, TableLookupGivesTheFloatRowsBitForBit) {
+// out[r][((c·T + t)·P + y)·P + x] = table[c][pixel (y', x') of the image, channel c] for every
+// t, with (r, col) → (y', x') by spec §1.5's closed form: the patching + lookup stoker.finish does,
+// here in C++ against process()'s own float32 and bf16 rows.
+TEST(ProcessorUint8Test, TableLookupOfThePatchedPixelsGivesTheFloatRowsBitForBit) {
   for (const ImageProcessorConfig& cfg : {qwen25(), qwen3()}) {
     for (int w : {333, 1920}) {
       const RgbImage src = make_image(w, w == 1920 ? 1080 : 177);
@@ -103,15 +103,13 @@ TEST(ProcessorUint8Test, TableLookupGivesTheFloatRowsBitForBit) {
         ASSERT_TRUE(proc->process(*bytes, *plan, dt, want.data(), nullptr).ok());
         proc->value_table(dt, table.data());
         std::vector<std::uint8_t> got(want.size(), 0xAB);
-        for (std::int64_t r = 0; r < rows_n; ++r)
-          for (int c = 0; c < 3; ++c)
-            for (int t = 0; t < T; ++t)
-              for (int y = 0; y < P; ++y)
-                for (int x = 0; x < P; ++x) {
-                  const std::uint8_t b = u8[(r * P * P + y * P + x) * 3 + c];
-                  const std::int64_t k = ((std::int64_t(c) * T + t) * P + y) * P + x;
-                  std::memcpy(&got[(r * cols + k) * size], &table[(c * 256 + b) * size], size);
-                }
+        detail::for_each_patch_element(
+            P, T, cfg.merge_size, plan->grid_h, plan->grid_w,
+            [&](std::int64_t r, std::int64_t k, int y, int x, int ch) {
+              const std::uint8_t b = u8[(std::size_t(y) * plan->width + x) * 3 + ch];
+              std::memcpy(&got[(r * cols + k) * size], &table[(ch * 256 + b) * size], size);
+              return true;
+            });
         EXPECT_TRUE(got == want) << "P " << P << " width " << w << " dtype "
                                  << (dt == PixelDType::kFloat32 ? "f32" : "bf16");
       }

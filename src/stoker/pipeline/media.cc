@@ -151,7 +151,7 @@ void media_tensors(const MediaEnv& env, image::PixelDType rows_form, image::Pixe
     }
     if (u8) {
       out->push_back({std::string(m->table_tensor), batch_dtype(pixel), {3, 256}, 0});
-      out->push_back({std::string(m->repeat_tensor), batch::DType::kInt64, {1}, 0});
+      out->push_back({std::string(m->patching_tensor), batch::DType::kInt64, {4}, 0});
     }
   }
 }
@@ -209,11 +209,11 @@ void write_media_tables(std::uint8_t* base, const batch::BatchLayout& layout, co
   for (const Modality* m : modalities()) {
     if (m->tables == nullptr) continue;
     const batch::TensorView* table = layout.find(std::string(m->table_tensor));
-    const batch::TensorView* repeat = layout.find(std::string(m->repeat_tensor));
-    if (table == nullptr || repeat == nullptr) continue;
+    const batch::TensorView* patching = layout.find(std::string(m->patching_tensor));
+    if (table == nullptr || patching == nullptr) continue;
     STOKER_CHECK(table->dtype == batch_dtype(pixel) && table->bytes() == 3 * 256 * static_cast<std::uint64_t>(batch::dtype_size(table->dtype)),
                  "media: a table of another dtype");
-    m->tables(env, pixel, base + table->offset, reinterpret_cast<std::int64_t*>(base + repeat->offset));
+    m->tables(env, pixel, base + table->offset, reinterpret_cast<std::int64_t*>(base + patching->offset));
   }
 }
 

@@ -77,19 +77,21 @@ struct Modality {
   bool always = false;
   std::int64_t (*columns)(const MediaEnv& env) = nullptr;  // its rows' width (finished rows)
   // Finishing on the trainer's device (issue 26; rows dtype image::PixelDType::kUInt8): the rows
-  // tensor is then `uint8_tensor`, uint8 [rows, uint8_row...] — each row the resized RGB bytes
-  // of its patch, frame by frame ([F, P, P, 3] or [P, P, 3] for one frame) — followed by the
-  // modality's meta tensors, `table_tensor` ([3, 256] of the pixel dtype: the value normalise
-  // makes of byte x in channel c) and `repeat_tensor` (int64 [1]: the temporal copies each
-  // stored frame makes; an image's one frame makes temporal_patch_size). stoker.finish (Python)
-  // builds `rows_tensor` from them. A modality without `tables` has no such form: its rows stay
+  // tensor is then `uint8_tensor`, uint8 [rows, uint8_row...] — a medium's rows × row bytes hold
+  // its resized pixels as the resize wrote them ([H, W, 3] an image, [F, H, W, 3] a video's
+  // frames), not patch by patch — followed by the modality's meta tensors (the grids tell
+  // H and W), `table_tensor` ([3, 256] of the pixel dtype: the value normalise makes of byte x
+  // in channel c) and `patching_tensor` (int64 [4]: patch size P, merge size, temporal_patch_size T
+  // — the frames of a finished row — and the frames stored per temporal group: an image's one
+  // frame (repeated T times when finished), a video's T). stoker.finish (Python) builds
+  // `rows_tensor` from them. A modality without `tables` has no such form: its rows stay
   // finished (float32) when the batch asks for kUInt8.
   std::string_view uint8_tensor;
   std::string_view table_tensor;
-  std::string_view repeat_tensor;
+  std::string_view patching_tensor;
   std::vector<std::int64_t> (*uint8_row)(const MediaEnv& env) = nullptr;
   void (*tables)(const MediaEnv& env, image::PixelDType dtype, void* table,
-                 std::int64_t* repeat) = nullptr;
+                 std::int64_t* patching) = nullptr;
   // > 0: the rows tensor is [rows / rows_group, rows_group, width] (audio: input_features
   // [clips, n_mels, frames], a clip being n_mels rows); 0: [rows, width].
   std::int64_t rows_group = 0;

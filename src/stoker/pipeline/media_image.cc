@@ -3,8 +3,9 @@
 // normalise, patchify straight into its pixel_values rows (the fused streaming path for JPEG).
 // Uint8 wire form: the resized RGB image (whole-image decode + exact bicubic), finished by
 // ImageProcessor::normalize_patchify on the receiver (bit-identical). Finishing on the device
-// (kUInt8 rows): the same fused path writes each patch's resized bytes instead (process and
-// normalize_patchify take kUInt8), and the batch carries the value table of the kernel.
+// (kUInt8): the same fused path writes the resized image itself into the batch ([H, W, 3] over
+// the image's rows × 3·P·P bytes; process and normalize_patchify take kUInt8), and the batch
+// carries the value table of the kernel; stoker.finish patchifies on the device.
 #include <algorithm>
 #include <cstring>
 
@@ -26,19 +27,22 @@ const Modality kImages = {
     },
     .uint8_tensor = "pixel_values_uint8",
     .table_tensor = "pixel_values_lut",
-    .repeat_tensor = "pixel_values_repeat",
+    .patching_tensor = "pixel_values_patching",
     .uint8_row = [](const MediaEnv& env) {
       const std::int64_t p = env.image != nullptr ? env.image->config().patch_size : 0;
-      return std::vector<std::int64_t>{p, p, 3};
+      return std::vector<std::int64_t>{3 * p * p};
     },
-    .tables = [](const MediaEnv& env, image::PixelDType dtype, void* table, std::int64_t* repeat) {
+    .tables = [](const MediaEnv& env, image::PixelDType dtype, void* table, std::int64_t* patching) {
       if (env.image == nullptr) {
         std::memset(table, 0, 3 * 256 * (dtype == image::PixelDType::kFloat32 ? 4 : 2));
-        *repeat = 1;
+        std::fill(patching, patching + 4, std::int64_t{1});
         return;
       }
       env.image->value_table(dtype, table);
-      *repeat = env.image->config().temporal_patch_size;  // a still image: T identical frames
+      const image::ImageProcessorConfig& c = env.image->config();
+      // A still image stores one frame, finished as T identical ones.
+      const std::int64_t v[4] = {c.patch_size, c.merge_size, c.temporal_patch_size, 1};
+      std::copy(v, v + 4, patching);
     },
 };
 

@@ -4,7 +4,9 @@
 // given as a list of frame images (one fetch per frame; video/frame_list.h). Both write
 // pixel_values_videos rows, a video_grid_thw row and second_per_grid_ts. Uint8 wire form: the
 // resized frames (T × H × W × 3), patchified on the receiver (VideoProcessor::patchify).
-// Finishing on the device (kUInt8 rows): the groups' resized bytes per row, [T, P, P, 3].
+// Finishing on the device (kUInt8): the resized frames themselves, [F, H, W, 3] over the
+// video's rows × 3·T·P·P bytes (decoded and resized straight into the batch).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -26,18 +28,22 @@ const Modality kVideos = {
     },
     .uint8_tensor = "pixel_values_videos_uint8",
     .table_tensor = "pixel_values_videos_lut",
-    .repeat_tensor = "pixel_values_videos_repeat",
+    .patching_tensor = "pixel_values_videos_patching",
     .uint8_row = [](const MediaEnv& env) {
-      if (env.video == nullptr) return std::vector<std::int64_t>{0, 0, 0, 3};
-      const std::int64_t p = env.video->config().patch_size;
-      return std::vector<std::int64_t>{env.video->config().temporal_patch_size, p, p, 3};
+      if (env.video == nullptr) return std::vector<std::int64_t>{0};
+      return std::vector<std::int64_t>{env.video->columns()};  // 3·T·P·P bytes a row
     },
-    .tables = [](const MediaEnv& env, image::PixelDType dtype, void* table, std::int64_t* repeat) {
-      *repeat = 1;  // every frame of a temporal group is stored
+    .tables = [](const MediaEnv& env, image::PixelDType dtype, void* table, std::int64_t* patching) {
       if (env.video == nullptr) {
         std::memset(table, 0, 3 * 256 * (dtype == image::PixelDType::kFloat32 ? 4 : 2));
+        std::fill(patching, patching + 4, std::int64_t{1});
         return;
       }
+      const video::VideoProcessorConfig& c = env.video->config();
+      // Every frame of a temporal group is stored.
+      const std::int64_t v[4] = {c.patch_size, c.merge_size, c.temporal_patch_size,
+                                 c.temporal_patch_size};
+      std::copy(v, v + 4, patching);
       env.video->value_table(dtype == image::PixelDType::kFloat32 ? video::VideoDType::kFloat32
                                                                   : video::VideoDType::kBFloat16,
                              table);

@@ -73,6 +73,13 @@ Status read_frame_list(const FrameListPlan& p, std::span<const std::vector<std::
 Status process_frame_list(const VideoProcessor& processor, const FrameListPlan& p,
                           std::span<const std::vector<std::uint8_t>> frames, VideoDType dtype,
                           void* out) {
+  if (dtype == VideoDType::kUInt8) {  // resized straight into `out`
+    auto* o = static_cast<std::uint8_t*>(out);
+    STOKER_RETURN_IF_ERROR(read_frame_list(p, frames, o));
+    processor.patchify(o, static_cast<std::int64_t>(p.plan.stream_positions.size()), p.plan,
+                       dtype, out);
+    return {};
+  }
   std::vector<std::uint8_t> resized(p.frames_bytes());
   STOKER_RETURN_IF_ERROR(read_frame_list(p, frames, resized.data()));
   processor.patchify(resized.data(), static_cast<std::int64_t>(p.plan.stream_positions.size()),

@@ -1,5 +1,6 @@
 #include "stoker/video/processor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -153,37 +154,7 @@ void VideoProcessor::patchify_group(const std::uint8_t* const* frames, const Vid
   const std::int64_t cols = columns();
   const int hb_n = plan.grid_h / m, wb_n = plan.grid_w / m;
   std::int64_t r = std::int64_t{gt} * plan.grid_h * plan.grid_w;
-  if (dtype == VideoDType::kUInt8) {  // [tp][py][px][c]: the frames' bytes, copied in row order
-    // kP > 0: the run is a compile-time size (42 / 48 bytes), inlined as a few vector moves
-    // instead of a library memcpy call per run (as the image rows, image/processor.cc).
-    auto copy_rows = [&]<int kP>() {
-      const int p = kP > 0 ? kP : P;
-      const std::size_t run = 3 * static_cast<std::size_t>(p);
-      auto* o = static_cast<std::uint8_t*>(out) + r * cols;
-      for (int hb = 0; hb < hb_n; ++hb) {
-        for (int wb = 0; wb < wb_n; ++wb) {
-          for (int mh = 0; mh < m; ++mh) {
-            for (int mw = 0; mw < m; ++mw) {
-              for (int tp = 0; tp < tps; ++tp) {
-                for (int py = 0; py < p; ++py, o += run) {
-                  const std::size_t y = static_cast<std::size_t>((hb * m + mh) * p + py);
-                  std::memcpy(o, frames[tp] + (y * W + static_cast<std::size_t>((wb * m + mw) * p)) * 3, run);
-                }
-              }
-            }
-          }
-        }
-      }
-    };
-    if (P == 14) {
-      copy_rows.template operator()<14>();
-    } else if (P == 16) {
-      copy_rows.template operator()<16>();
-    } else {
-      copy_rows.template operator()<0>();
-    }
-    return;
-  }
+  STOKER_CHECK(dtype != VideoDType::kUInt8, "patchify_group: uint8 frames are not patchified");
   std::vector<float> row(static_cast<std::size_t>(cols));
   for (int hb = 0; hb < hb_n; ++hb) {
     for (int wb = 0; wb < wb_n; ++wb) {
@@ -224,6 +195,16 @@ void VideoProcessor::patchify(const std::uint8_t* frames, std::int64_t count,
   const int tps = config_.temporal_patch_size;
   const std::size_t frame_bytes =
       static_cast<std::size_t>(plan.frames.width) * plan.frames.height * 3;
+  if (dtype == VideoDType::kUInt8) {  // the frames as they are, the temporal padding repeated
+    auto* o = static_cast<std::uint8_t*>(out);
+    const std::int64_t total = std::int64_t{plan.grid_t} * tps;
+    if (frames != o) std::memcpy(o, frames, static_cast<std::size_t>(std::min(count, total)) * frame_bytes);
+    for (std::int64_t t = count; t < total; ++t) {
+      std::memcpy(o + static_cast<std::size_t>(t) * frame_bytes,
+                  o + static_cast<std::size_t>(count - 1) * frame_bytes, frame_bytes);
+    }
+    return;
+  }
   std::vector<const std::uint8_t*> group(static_cast<std::size_t>(tps));
   for (int gt = 0; gt < plan.grid_t; ++gt) {
     for (int tp = 0; tp < tps; ++tp) {
@@ -237,6 +218,12 @@ void VideoProcessor::patchify(const std::uint8_t* frames, std::int64_t count,
 
 Status VideoProcessor::process(VideoReader& reader, const VideoPlan& plan, VideoDType dtype,
                                void* out, DecodeStats* stats) const {
+  if (dtype == VideoDType::kUInt8) {  // decoded and resized straight into `out`
+    STOKER_RETURN_IF_ERROR(read_frames(reader, plan, static_cast<std::uint8_t*>(out), stats));
+    patchify(static_cast<const std::uint8_t*>(out),
+             static_cast<std::int64_t>(plan.stream_positions.size()), plan, dtype, out);
+    return {};
+  }
   const int tps = config_.temporal_patch_size;
   const std::size_t frame_bytes = static_cast<std::size_t>(plan.frames.width) * plan.frames.height * 3;
   std::vector<std::uint8_t> buf(frame_bytes * static_cast<std::size_t>(tps));

@@ -33,9 +33,11 @@ struct VideoProcessorConfig {
   Status validate() const;
 };
 
-// kUInt8: rows for finishing on the trainer's device (issue 26): each row is its patch's resized
-// RGB bytes in the T = temporal_patch_size frames of its group, [T, P, P, 3] (frame, row, pixel,
-// channel), rows in pixel_values_videos' order; value_table() gives what normalise makes of a byte.
+// kUInt8: for finishing on the trainer's device (issue 26): the resized frames themselves,
+// grid_t · temporal_patch_size of them, each [H, W, 3] (raster order) — [F, H, W, 3], a last
+// frame repeated for the temporal padding as patchify does. That is rows() × columns() bytes;
+// stoker.finish cuts it into patches on the device and value_table() gives what normalise makes
+// of each byte.
 enum class VideoDType { kFloat32, kBFloat16, kUInt8 };
 
 struct VideoPlan {
