@@ -4,7 +4,7 @@
 warm-up epoch, then `perf record -p` over the timed epochs. Each side's CPU per image (the
 process's rusage over the timed epochs ÷ images) is split by perf's samples into: decode
 (libjpeg / libturbojpeg / libpng / libz / libwebp), resize (the bicubic kernels), normalise +
-patchify (the float rows; finish=device: the uint8 rows' copy), kernel, other (tokenizer,
+patchify (the float rows; finish=device: none — the resize writes the uint8 pixels in place), kernel, other (tokenizer,
 template, batch assembly, Python, malloc, ...).
 
   /usr/bin/python3 bench/finish_profile.py --python-dir build/python --data D.jsonl [--epochs N]

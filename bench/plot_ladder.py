@@ -4,7 +4,7 @@
 usage: plot_ladder.py ladder.csv ladder.png [step_ms [fill_steps]]
 
 Reads the CSV (mode,step,wait_ms,step_ms) that the bench writes and draws wait_ms per step for
-serial / concurrent / prefetch / zero-copy / finish=dev (prefetch, uint8 rows) on a symlog axis (waits range from ~0 to hundreds of
+serial / concurrent / prefetch / zero-copy / finish=dev (prefetch, uint8 pixels) on a symlog axis (waits range from ~0 to hundreds of
 ms). Steps 0..fill_steps (start-up, then the prefetch ring filling; default 0) are drawn but
 shaded: the bench's steady-state numbers exclude them, as the legend's numbers do.
 Debian's /usr/bin/python3 with matplotlib, Agg backend (no display needed).

@@ -14,7 +14,7 @@ bytes per sample
 mismatches between ranks refused naming the rank. A mixture spec (issue 23: JSONL + WebDataset
 shards + an Energon folder in one MetadatasetV2 blend) delivers `stoker run`'s bytes, padded and
 packed, and with two receivers `stoker run --rank r --world-size 2`'s. With --finish device (issue 26) every wire
-delivers `stoker run --finish device`'s bytes (uint8 rows, finished on the trainer's device).
+delivers `stoker run --finish device`'s bytes (resized uint8 pixels, finished on the trainer's device).
 
 Run by ctest (labels integration, mpi) with STOKER_BIN set; standalone:
     STOKER_BIN=build/stoker /usr/bin/python3 -m pytest -q tests/cluster/test_cluster.py

@@ -1,5 +1,6 @@
 """Finishing on the trainer's device (issue 26): a Loader(finish="device") batch carries each
-patch's resized uint8 bytes and the value tables; stoker.finish(batch, device=...) must give the
+image's resized uint8 pixels as the resize wrote them ([H, W, 3]; a video's frames), the value
+tables and the patch geometry; stoker.finish(batch, device=...) must give the
 CPU path's pixel_values / pixel_values_videos bit for bit — float32 and bfloat16, the three Qwen
 models, images, video files and frame-list videos, padded and packed (HF and Megatron forms), in
 process and served (`stoker serve --finish device`, zero-copy uint8 views). The parity tests are
@@ -232,3 +233,60 @@ def test_served_uint8_views_finish_to_the_cpu_path(stoker, media_data, tmp_path,
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_uint8_pixels_are_pillows_resized_images(stoker, tmp_path):
+    """What a finish="device" batch hands over is each image's resized RGB as it is: image i's
+    slice of pixel_values_uint8, viewed [grid_h·P, grid_w·P, 3], equals Pillow's bicubic resize
+    of the file to that size (the HF slow processor's resize; lossless PNGs, so the decode
+    cannot differ) — an independent check of the bytes, not only of their finish."""
+    from PIL import Image
+
+    rng = np.random.default_rng(7)
+    sizes = [(300, 170), (64, 900), (1000, 333), (56, 56)]
+    with open(tmp_path / "data.jsonl", "w") as f:
+        for k, (w, h) in enumerate(sizes):
+            # smooth gradients plus noise: every resize tap matters
+            yy, xx = np.mgrid[0:h, 0:w]
+            px = np.stack([(xx * 255 // max(1, w - 1)), (yy * 255 // max(1, h - 1)),
+                           rng.integers(0, 256, (h, w))], axis=-1).astype(np.uint8)
+            Image.fromarray(px, "RGB").save(tmp_path / f"i{k}.png")
+            f.write(json.dumps({"messages": [
+                {"role": "user", "content": [{"type": "image", "image": f"i{k}.png"},
+                                             {"type": "text", "text": "What is it?"}]},
+                {"role": "assistant", "content": "Noise."}]}) + "\n")
+    got = 0
+    for b in stoker.Loader(str(tmp_path / "data.jsonl"), batch_size=2, threads=2,
+                           finish="device", max_length=16384):
+        u8 = b["pixel_values_uint8"]
+        p, m, t, s = b["pixel_values_patching"].tolist()
+        assert (p, m, t, s) == (14, 2, 2, 1)
+        r0 = 0
+        for sid, (gt, gh, gw) in zip(b["sample_ids"].tolist(), b["image_grid_thw"].tolist()):
+            n = gt * gh * gw
+            pixels = u8[r0:r0 + n].reshape(gh * p, gw * p, 3).numpy()
+            want = np.asarray(Image.open(tmp_path / f"i{sid}.png").convert("RGB")
+                              .resize((gw * p, gh * p), Image.BICUBIC))
+            assert np.array_equal(pixels, want), (sid, gh, gw)
+            r0 += n
+            got += 1
+        assert r0 == u8.shape[0]
+    assert got == len(sizes)
+
+
+def test_finish_refuses_grids_that_do_not_tile_the_pixels(stoker, media_data):
+    b = next(b for b in batches(stoker, media_data, finish="device")
+             if b["image_grid_thw"].shape[0] > 0)
+    for bad in (b["image_grid_thw"][:-1] if b["image_grid_thw"].shape[0] > 1 else
+                b["image_grid_thw"] * 2,                        # rows left over / missing
+                b["image_grid_thw"] + torch.tensor([0, 1, 0]),  # grid_h not a merge multiple
+                b["image_grid_thw"] * torch.tensor([0, 1, 1])):  # an empty grid
+        broken = dict(b, image_grid_thw=bad)
+        with pytest.raises(ValueError, match="grids"):
+            stoker.finish(broken, device="cpu")
+    with pytest.raises(ValueError, match="image_grid_thw"):
+        stoker.finish({k: v for k, v in b.items() if k != "image_grid_thw"}, device="cpu")
+    with pytest.raises(ValueError, match="bytes"):
+        stoker.finish(dict(b, pixel_values_uint8=b["pixel_values_uint8"].reshape(-1)), device="cpu")
+    with pytest.raises(ValueError, match="do not fit"):
+        stoker.finish(dict(b, pixel_values_patching=torch.tensor([16, 2, 2, 1])), device="cpu")

@@ -72,7 +72,7 @@ pipeline::LoaderConfig loader_config(const LadderOptions& o, const std::string& 
                                      pipeline::Mode mode,
                                      pipeline::Finish finish = pipeline::Finish::kCpu) {
   pipeline::LoaderConfig c;
-  c.finish = finish;  // kDevice: uint8 rows, finished by the trainer (issue 26)
+  c.finish = finish;  // kDevice: uint8 pixels, finished by the trainer (issue 26)
   c.data = {manifest};
   c.model = o.model;
   c.tokenizer = o.tokenizer;
@@ -367,7 +367,7 @@ void print_finish_line(const LadderOptions& o, const std::string& manifest,
   }
   if (dev == nullptr) return;
   const Summary d = summarize(*dev, o.prefetch);
-  std::printf("finish=device (prefetch, uint8 rows) at the same %.1f ms step: wait %.2f%%", step_ms,
+  std::printf("finish=device (prefetch, uint8 pixels) at the same %.1f ms step: wait %.2f%%", step_ms,
               d.wait_pct);
   if (cpu != nullptr) {
     const Summary c = summarize(*cpu, o.prefetch);

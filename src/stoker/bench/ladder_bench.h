@@ -24,7 +24,7 @@ inline constexpr char kLadderHelp[] = R"(usage: stoker bench ladder [options]
 
 Runs one dataset against a simulated GPU trainer in five modes: serial, concurrent, prefetch,
 zero-copy (prefetch in this process, trainer in a separate process fed through shared memory),
-finish=device (prefetch whose batches hold uint8 rows for the trainer's device to finish).
+finish=device (prefetch whose batches hold resized uint8 pixels for the trainer's device to finish).
 
 options:
   --quick             small synthetic set, steps sized to finish in well under 45 s
@@ -41,7 +41,7 @@ options:
   --prefetch K        ready batches kept ahead in prefetch modes (default 4)
   --worker-sched C    scheduling class of the loader's threads: batch (default), idle, normal
   --modes LIST        comma-separated subset of serial,concurrent,prefetch,zero-copy,
-                      finish-device (prefetch with uint8 rows for the trainer's device; then also
+                      finish-device (prefetch with uint8 pixels for the trainer's device; then also
                       the torch time of stoker.finish per batch on this CPU) (default all)
   --out DIR           ladder.csv, ladder.png (default ./ladder-out)
 )";

@@ -296,7 +296,14 @@ void Receiver::pixels(std::span<const pipeline::RemoteLanding> samples,
       for (std::size_t j = 0; j < payloads.size(); ++j) {
         const std::uint64_t bytes = payloads[j];
         if (bytes == 0) continue;
-        const bool fits = j < p.media.size() && j < samples[i].rows.size();
+        bool fits = j < p.media.size() && j < samples[i].rows.size();
+        if (fits) {  // a plan that disagrees with this rank's processor lands nowhere near its rows
+          Status st = p.media[j]->fits(env);
+          if (!st.ok() && !(*errors)[i]) {
+            (*errors)[i] = pipeline::MediumError{j, data_loss("cluster: " + st.error().to_string())};
+          }
+          fits = st.ok();
+        }
         const std::uint64_t want = fits ? payload_bytes(*p.media[j], wire_, env, dtype) : 0;
         Landing l{i, j, nullptr};
         if (bytes != want && !(*errors)[i]) {

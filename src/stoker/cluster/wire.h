@@ -21,9 +21,9 @@ namespace stoker::cluster {
 // What a worker ships per sample (`--wire`).
 enum class Wire {
   kFloat,    // the batch's rows (the pixel dtype: float32 or bf16; with --finish device the
-             // uint8 rows), straight into the block
+             // resized uint8 pixels), straight into the block
   kUint8,    // resized uint8 RGB; the receiver normalises + patchifies (bit-identical); with
-             // --finish device it only patchifies the bytes (no arithmetic: the device finishes)
+             // --finish device it copies the bytes as they are (the device finishes)
   kEncoded,  // the compressed media bytes; the receiver decodes, resizes, normalises
 };
 Result<Wire> parse_wire(std::string_view s);

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <functional>
+
 #include "stoker/audio/processor.h"
 #include "stoker/synth/audio.h"
 #include "stoker/synth/media.h"
@@ -164,9 +167,81 @@ TEST(ClusterWire, EveryKindProducesTheSameRowsFromTheWire) {
     EXPECT_EQ(payload_bytes(a, Wire::kFloat, env().env, image::PixelDType::kBFloat16), n * 2);
     EXPECT_EQ(payload_bytes(a, Wire::kUint8, env().env, image::PixelDType::kFloat32), resized.size());
     EXPECT_EQ(payload_bytes(a, Wire::kEncoded, env().env, image::PixelDType::kFloat32), 0u);
+    EXPECT_TRUE(b.fits(env().env).ok()) << j;
+    // --finish device: an image's or a video's uint8 form is its resized pixels as they are, made
+    // in place (produce) or copied from the uint8 wire (finish); audio stays float.
+    if (pipeline::rows_dtype(a.modality(), image::PixelDType::kUInt8) == image::PixelDType::kUInt8) {
+      const std::uint64_t u8n = payload_bytes(a, Wire::kFloat, env().env, image::PixelDType::kUInt8);
+      ASSERT_EQ(u8n, resized.size()) << j;
+      std::vector<std::uint8_t> made(u8n + 16, 0xEE), copied(u8n + 16, 0xEE);
+      ASSERT_TRUE(b.produce(env().env, image::PixelDType::kUInt8, made.data(), {}).ok());
+      b.finish(env().env, resized.data(), image::PixelDType::kUInt8, copied.data());
+      EXPECT_TRUE(std::equal(resized.begin(), resized.end(), made.begin())) << j;
+      EXPECT_TRUE(std::equal(resized.begin(), resized.end(), copied.begin())) << j;
+      for (std::size_t k = u8n; k < made.size(); ++k) ASSERT_EQ(made[k] & copied[k], 0xEE) << j;
+    }
   }
   EXPECT_EQ(in.prepared.media[0]->resized_bytes(), 112u * 56 * 3);  // smart_resize of 100 × 60
   EXPECT_FALSE(parse_wire("fp16").ok());
+}
+
+// A plan whose sizes disagree with its grid (an image 28 pixels wider than grid_w·P; a video
+// with a temporal group more than its frames make, or narrower frames) loads — the wire cannot know
+// the processor — but fits() refuses it, so the receiver fails the sample instead of letting
+// produce/finish write past the medium's rows.
+TEST(ClusterWire, PlansThatDisagreeWithTheProcessorDoNotFit) {
+  const SampleResult in = sample();
+  auto reload = [](const pipeline::Medium& m, const std::function<void(std::vector<std::uint8_t>&)>& edit) {
+    ByteWriter w;
+    m.save(w, true);
+    std::vector<std::uint8_t> bytes = w.take();
+    edit(bytes);
+    ByteReader r(bytes);
+    return m.kind().load(r);
+  };
+  auto set32 = [](std::vector<std::uint8_t>& b, std::size_t at, std::int32_t v) {
+    std::memcpy(b.data() + at, &v, 4);
+  };
+  auto get32 = [](const std::vector<std::uint8_t>& b, std::size_t at) {
+    std::int32_t v;
+    std::memcpy(&v, b.data() + at, 4);
+    return v;
+  };
+  // The image: {src_w, src_h, width, height, grid_t, grid_h, grid_w, orientation} int32s first.
+  const pipeline::Medium& image = *in.prepared.media[0];
+  auto same = reload(image, [](std::vector<std::uint8_t>&) {});
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE((*same)->fits(env().env).ok());
+  auto wider = reload(image, [&](std::vector<std::uint8_t>& b) { set32(b, 8, get32(b, 8) + 28); });
+  ASSERT_TRUE(wider.ok());
+  Status st = (*wider)->fits(env().env);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().to_string().find("does not fit"), std::string::npos) << st.error().to_string();
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>((*wider)->rows() * 3 * 14 * 14), 0);
+  EXPECT_FALSE((*wider)->produce(env().env, image::PixelDType::kUInt8, rows.data(), {}).ok());
+  // The video file: its plan starts with total_frames (int64), video_fps (double), the indices
+  // (a u64 count + int64s), sample_fps (double), then {width, height, src_w, src_h, grid_t,
+  // grid_h, grid_w} int32s.
+  const pipeline::Medium& video = *in.prepared.media[1];
+  std::size_t at = 0;
+  {
+    ByteWriter w;
+    video.save(w, true);
+    const std::vector<std::uint8_t> b = w.take();
+    std::uint64_t n;
+    std::memcpy(&n, b.data() + 16, 8);
+    at = 16 + 8 + 8 * n + 8;
+  }
+  auto more_groups = reload(video, [&](std::vector<std::uint8_t>& b) { set32(b, at + 16, get32(b, at + 16) + 1); });
+  auto narrower = reload(video, [&](std::vector<std::uint8_t>& b) { set32(b, at, get32(b, at) - 28); });
+  for (auto* r : {&more_groups, &narrower}) {
+    ASSERT_TRUE(r->ok());
+    Status s = (**r)->fits(env().env);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().to_string().find("video plan does not fit"), std::string::npos);
+    std::vector<std::uint8_t> out(static_cast<std::size_t>((**r)->rows() * env().env.video->columns()), 0);
+    EXPECT_FALSE((**r)->produce(env().env, image::PixelDType::kUInt8, out.data(), {}).ok());
+  }
 }
 
 TEST(ClusterWire, FailureRoundTrips) {

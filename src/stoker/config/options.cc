@@ -124,8 +124,9 @@ const OptionSpec kOptions[] = {
     {.name = "finish", .flag = "finish", .kind = Kind::kChoice, .commands = kL,
      .group = "batches",
      .help = "where pixels are normalised: cpu (batches hold pixel_values) | device (batches hold "
-             "each patch's resized uint8 RGB, pixel_values_uint8 [+ _videos], and the value "
-             "tables; stoker.finish(batch, device) builds pixel_values there, bit-identical; "
+             "each image's resized uint8 RGB as it is, pixel_values_uint8 [+ _videos], and the "
+             "value tables; stoker.finish(batch, device) patchifies and builds pixel_values "
+             "there, bit-identical; "
              "~8x fewer bytes per batch)",
      .def = "cpu", .choices = kFinishes,
      .set = SET(s.loader.finish = v.s == "device" ? pipeline::Finish::kDevice

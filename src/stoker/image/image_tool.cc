@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     auto plan = get(proc.plan(bytes));
     std::vector<float> out(plan.rows() * proc.columns());
     std::vector<std::uint16_t> out16(plan.rows() * proc.columns());
-    // The uint8 rows (finishing on the device) go to 8 buffers in turn, as a batch's images go
+    // The uint8 pixels (finishing on the device) go to 8 buffers in turn, as a batch's images go
     // to different arena memory: not the same warm bytes every iteration.
     constexpr int kU8Buffers = 8;
     std::vector<std::vector<std::uint8_t>> out8(

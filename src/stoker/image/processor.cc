@@ -267,9 +267,7 @@ Status ImageProcessor::decode(std::span<const std::uint8_t> bytes, const ImagePl
   return ok_status();
 }
 
-Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImagePlan& plan,
-                               PixelDType dtype, void* out, ImageScratch* scratch,
-                               RgbImage* resized_out) const {
+Status ImageProcessor::check_plan(const ImagePlan& plan) const {
   const int P = config_.patch_size, m = config_.merge_size;
   if (plan.width != plan.grid_w * P || plan.height != plan.grid_h * P || plan.grid_t != 1 ||
       plan.grid_w % m != 0 || plan.grid_h % m != 0 || plan.width <= 0 || plan.height <= 0 ||
@@ -277,6 +275,13 @@ Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImageP
     return invalid_argument("image plan does not fit this processor (patch " + std::to_string(P) +
                             ", merge " + std::to_string(m) + ")");
   }
+  return {};
+}
+
+Status ImageProcessor::process(std::span<const std::uint8_t> bytes, const ImagePlan& plan,
+                               PixelDType dtype, void* out, ImageScratch* scratch,
+                               RgbImage* resized_out) const {
+  STOKER_RETURN_IF_ERROR(check_plan(plan));
   ImageScratch local;
   if (scratch == nullptr) scratch = &local;
   // Phase timing (tracing only): decode and normalise are timed where they run, resize is what
@@ -410,7 +415,7 @@ void ImageProcessor::normalize_patchify(const std::uint8_t* rgb, const ImagePlan
 void ImageProcessor::write_bands(const RgbRows& img, const ImagePlan& plan, PixelDType dtype,
                                  int hb_begin, int hb_end, void* out) const {
   const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
-  STOKER_CHECK(dtype != PixelDType::kUInt8, "write_bands: uint8 rows are not patchified");
+  STOKER_CHECK(dtype != PixelDType::kUInt8, "write_bands: uint8 pixels are not patchified");
   if (dtype == PixelDType::kFloat32) {
     patchify_any(img, P, T, m, plan.grid_w, hb_begin, hb_end, norm_, static_cast<float*>(out));
   } else {

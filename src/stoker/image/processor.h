@@ -126,6 +126,10 @@ class ImageProcessor {
   Status decode(std::span<const std::uint8_t> bytes, const ImagePlan& plan, RgbImage* out,
                 RgbImage* stored = nullptr) const;
 
+  // Whether `plan` fits this processor (its size is its grid × patch, the grid tiles merge
+  // blocks, one frame, a known orientation): InvalidArgument otherwise. process() checks it; a
+  // plan from elsewhere (the cluster's wire) is checked before its pixels are finished.
+  Status check_plan(const ImagePlan& plan) const;
   // Writes plan.rows() × columns(dtype) elements of `dtype` into `out` (must be that large).
   // If `resized_out` is non-null it receives the resized uint8 image (for parity checks).
   Status process(std::span<const std::uint8_t> bytes, const ImagePlan& plan, PixelDType dtype,

@@ -46,7 +46,7 @@ std::int64_t tensor_row_bytes(const batch::TensorView& t) {
 
 // A medium's row in its rows tensor: a grouped modality's ([clips, n_mels, frames]: n_mels rows
 // per clip) is the last dimension; any other's, the dimensions after the first ([rows, width],
-// or a uint8 form's [rows, F, P, P, 3]).
+// or a uint8 form's [rows, bytes]: bytes of the medium's resized pixels per row).
 std::int64_t rows_row_bytes(const batch::TensorView& t, const Modality& m) {
   return m.rows_group > 0 ? batch::dtype_size(t.dtype) * t.shape.back() : tensor_row_bytes(t);
 }

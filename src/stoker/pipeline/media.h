@@ -151,6 +151,10 @@ class Medium {
   // the resized uint8 pixels (resized_bytes() of them), and the rows made from them.
   virtual void save(ByteWriter& w, bool with_bytes) const = 0;
   virtual std::uint64_t resized_bytes() const = 0;
+  // Whether its plan fits `env`'s processor (a plan loaded from the wire is untrusted: sizes
+  // that disagree with the grid would make resize/finish write past its rows). Error: the
+  // processor's reason.
+  virtual Status fits(const MediaEnv& env) const { (void)env; return {}; }
   virtual Status resize(const MediaEnv& env, std::uint8_t* dst) const = 0;
   virtual void finish(const MediaEnv& env, const std::uint8_t* resized, image::PixelDType dtype,
                       std::uint8_t* dst) const = 0;

@@ -99,6 +99,11 @@ class ImageMedium final : public Medium {
     w.vec(with_bytes ? bytes_ : std::vector<std::uint8_t>());
   }
 
+  Status fits(const MediaEnv& env) const override {
+    if (env.image == nullptr) return failed_precondition("this model takes no images");
+    return env.image->check_plan(plan_);
+  }
+
   std::uint64_t resized_bytes() const override {
     return static_cast<std::uint64_t>(plan_.width) * plan_.height * 3;
   }

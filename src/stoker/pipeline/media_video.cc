@@ -136,6 +136,10 @@ class VideoMedium : public Medium {
     std::copy(g, g + 3, reinterpret_cast<std::int64_t*>(meta[0]));
     *reinterpret_cast<float*>(meta[1]) = static_cast<float>(p.second_per_grid_t);
   }
+  Status fits(const MediaEnv& env) const override {
+    if (env.video == nullptr) return failed_precondition("this model takes no videos");
+    return env.video->check_plan(plan());
+  }
   std::uint64_t resized_bytes() const override {
     const video::VideoPlan& p = plan();
     return p.stream_positions.size() * static_cast<std::uint64_t>(p.frames.width) *

@@ -50,8 +50,9 @@ struct ErrorPolicy {
 };
 
 // Where media rows are finished (rescale, normalise, temporal copies): here (kCpu: the batch
-// holds pixel_values) or on the trainer's device (kDevice: the batch holds each patch's resized
-// uint8 bytes plus the value table; stoker.finish builds pixel_values there — issue 26).
+// holds pixel_values) or on the trainer's device (kDevice: the batch holds each medium's resized
+// uint8 pixels as the resize wrote them plus the value table; stoker.finish patchifies and builds
+// pixel_values there — issue 26).
 enum class Finish { kCpu, kDevice };
 
 // What a batch looks like and when the run stops: the Loader's fields the engine reads too.

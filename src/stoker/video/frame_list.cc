@@ -73,6 +73,7 @@ Status read_frame_list(const FrameListPlan& p, std::span<const std::vector<std::
 Status process_frame_list(const VideoProcessor& processor, const FrameListPlan& p,
                           std::span<const std::vector<std::uint8_t>> frames, VideoDType dtype,
                           void* out) {
+  STOKER_RETURN_IF_ERROR(processor.check_plan(p.plan));
   if (dtype == VideoDType::kUInt8) {  // resized straight into `out`
     auto* o = static_cast<std::uint8_t*>(out);
     STOKER_RETURN_IF_ERROR(read_frame_list(p, frames, o));

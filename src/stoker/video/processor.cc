@@ -216,8 +216,22 @@ void VideoProcessor::patchify(const std::uint8_t* frames, std::int64_t count,
   }
 }
 
+Status VideoProcessor::check_plan(const VideoPlan& plan) const {
+  const int P = config_.patch_size, T = config_.temporal_patch_size, m = config_.merge_size;
+  const std::int64_t frames = static_cast<std::int64_t>(plan.stream_positions.size());
+  if (plan.frames.width != plan.grid_w * P || plan.frames.height != plan.grid_h * P ||
+      plan.grid_w <= 0 || plan.grid_h <= 0 || plan.grid_w % m != 0 || plan.grid_h % m != 0 ||
+      frames <= 0 || plan.grid_t != (frames + T - 1) / T) {
+    return invalid_argument("video plan does not fit this processor (patch " + std::to_string(P) +
+                            ", merge " + std::to_string(m) + ", temporal patch " +
+                            std::to_string(T) + ")");
+  }
+  return {};
+}
+
 Status VideoProcessor::process(VideoReader& reader, const VideoPlan& plan, VideoDType dtype,
                                void* out, DecodeStats* stats) const {
+  STOKER_RETURN_IF_ERROR(check_plan(plan));
   if (dtype == VideoDType::kUInt8) {  // decoded and resized straight into `out`
     STOKER_RETURN_IF_ERROR(read_frames(reader, plan, static_cast<std::uint8_t*>(out), stats));
     patchify(static_cast<const std::uint8_t*>(out),

@@ -95,6 +95,11 @@ class VideoProcessor {
   // plan.frames.width × height × 3), at `out` + gt · (grid_h·grid_w) rows.
   void patchify_group(const std::uint8_t* const* frames, const VideoPlan& plan, int gt,
                       VideoDType dtype, void* out) const;
+  // Whether `plan` fits this processor (frames of grid × patch pixels, the grid tiles merge
+  // blocks, 1 … grid_t·temporal_patch_size frames, grid_t of them making grid_t groups):
+  // InvalidArgument otherwise. process() and process_frame_list check it; a plan from elsewhere
+  // (the cluster's wire) is checked before its pixels are finished.
+  Status check_plan(const VideoPlan& plan) const;
   // Streaming: decode → resize → patchify group by group straight into `out` (rows × columns of
   // `dtype`); memory: one temporal group of resized frames.
   Status process(VideoReader& reader, const VideoPlan& plan, VideoDType dtype, void* out,

@@ -10,7 +10,7 @@
                                        #       source_index into loader.sources())
     sd = loader.state_dict()           # small dict; Loader(...).load_state_dict(sd) resumes
 
-With finish="device" the batches carry each patch's resized uint8 bytes (pixel_values_uint8, ...)
+With finish="device" the batches carry each image's resized uint8 pixels (pixel_values_uint8, ...)
 instead of pixel_values: `stoker.finish(batch, device="cuda")` builds pixel_values there, bit for
 bit the CPU path's (stoker/_finish.py).
 
