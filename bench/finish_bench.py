@@ -74,6 +74,7 @@ def finished_crc(stoker, b, whole):
     "device") — the same bytes in the same order on both sides, so the same CRC. None without
     images."""
     import numpy as np
+    import torch
 
     grid = b.get("image_grid_thw")
     if grid is None or grid.shape[0] == 0:
@@ -94,6 +95,8 @@ def finished_crc(stoker, b, whole):
                                   "pixel_values_lut": b["pixel_values_lut"],
                                   "pixel_values_patching": b["pixel_values_patching"],
                                   "image_grid_thw": part}, device="cpu")["pixel_values"]
+        if rows.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits
+            rows = rows.contiguous().view(torch.int16)
         crc = zlib.crc32(np.ascontiguousarray(rows.numpy()), crc)
         r0 += n
     return crc
