@@ -435,16 +435,16 @@ struct HttpClient::Impl {
     if (!retry) return finish(std::move(op), std::move(result));
     const auto now = Clock::now();
     std::optional<std::chrono::nanoseconds> delay = op->backoff.next_delay(now);
-    if (!delay) {
-      Error last = std::move(result).error();
-      // An attempt the deadline cut short says only "timed out": the one before says why.
-      if (op->cut_by_deadline && last.code() == ErrorCode::kDeadlineExceeded && op->last_error) {
-        last = *op->last_error;
-      }
-      return give_up_or_probe(std::move(op), std::move(last), false);
+    Error last = std::move(result).error();
+    // An attempt the deadline cut short says only "timed out": the one before says why. Kept
+    // also when a retry is still scheduled — the deadline may pass while it waits (admit()
+    // then gives up with last_error), and under load that is the usual way it ends.
+    if (op->cut_by_deadline && last.code() == ErrorCode::kDeadlineExceeded && op->last_error) {
+      last = *op->last_error;
     }
+    if (!delay) return give_up_or_probe(std::move(op), std::move(last), false);
     retries.fetch_add(1);
-    op->last_error = std::move(result).error();
+    op->last_error = std::move(last);
     timers.emplace(now + *delay, std::move(op));
   }
 
