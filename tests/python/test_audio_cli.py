@@ -30,6 +30,7 @@ import pytest
 
 import audio_reference as ref
 import omni_rope_reference as rope
+from qwen3_omni_folder import Q3_CFG, q3_template, qwen3_omni_folder
 
 HERE = pathlib.Path(__file__).resolve().parent
 TEMPLATES = HERE.parent / "jinja" / "templates"
@@ -39,17 +40,6 @@ RULES = {
     "qwen2.5-omni": (300 * 16000, True, ref.tokens_qwen2_audio),
     "qwen3-omni": (None, False, ref.tokens_qwen3_omni),
 }
-Q3_TOKENS = {151669: "<|audio_start|>", 151670: "<|audio_end|>", 151671: "<tts_pad>",
-             151672: "<tts_text_bos>", 151673: "<tts_text_eod>", 151674: "<tts_text_bos_single>",
-             151675: "<|audio_pad|>"}
-Q3_CFG = dict(image=151655, video=151656, audio=151675, vision_start=151652, audio_start=151669,
-              pps=13.0, merge=2)
-Q3_NAMES = (("<|vision_bos|>", "<|vision_start|>"), ("<|vision_eos|>", "<|vision_end|>"),
-            ("<|IMAGE|>", "<|image_pad|>"), ("<|VIDEO|>", "<|video_pad|>"),
-            ("<|audio_bos|>", "<|audio_start|>"), ("<|audio_eos|>", "<|audio_end|>"),
-            ("<|AUDIO|>", "<|audio_pad|>"))
-
-
 def run(args, ok=(0,)):
     p = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert p.returncode in ok, f"{' '.join(map(str, args))}: rc {p.returncode}\n{p.stderr}"
@@ -68,33 +58,8 @@ def data(stoker_bin, tmp_path_factory):
 @pytest.fixture(scope="module")
 def q3_folder(stoker_bin, tmp_path_factory):
     """A Qwen3-Omni folder: the installed Qwen3 tokenizer with the Omni added tokens, the Omni
-    template with the Qwen3 names (as tests/python_api/test_audio_loader.py makes it)."""
-    binary = pathlib.Path(stoker_bin).resolve().parent
-    src = next(d / "share/stoker/tokenizers/qwen3" for d in (binary, binary.parent)
-               if (d / "share/stoker/tokenizers/qwen3/tokenizer.json").exists())
-    folder = tmp_path_factory.mktemp("q3") / "qwen3-omni"
-    folder.mkdir()
-    tok = json.loads((src / "tokenizer.json").read_text())
-    for i, name in Q3_TOKENS.items():
-        tok["added_tokens"].append({"id": i, "content": name, "single_word": False, "lstrip": False,
-                                    "rstrip": False, "normalized": False, "special": True})
-    (folder / "tokenizer.json").write_text(json.dumps(tok))
-    cfg = json.loads((src / "tokenizer_config.json").read_text())
-    cfg.pop("chat_template", None)
-    for i, name in Q3_TOKENS.items():
-        cfg.setdefault("added_tokens_decoder", {})[str(i)] = {"content": name, "special": True}
-    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
-    (folder / "config.json").write_text(json.dumps({
-        "model_type": "qwen3_omni_moe", "thinker_config": {"position_id_per_seconds": 13}}))
-    (folder / "chat_template.jinja").write_text(q3_template())
-    return folder
-
-
-def q3_template():
-    t = (TEMPLATES / "qwen2_5_omni.jinja").read_text()
-    for a, b in Q3_NAMES:
-        t = t.replace(a, b)
-    return t
+    template with the Qwen3 names (qwen3_omni_folder.py, as the Loader's tests make it)."""
+    return qwen3_omni_folder(stoker_bin, tmp_path_factory.mktemp("q3"))
 
 
 def model_arg(model, q3_folder):

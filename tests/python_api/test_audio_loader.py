@@ -30,6 +30,8 @@ sys.path.insert(0, str(HERE.parents[1] / "bench"))
 sys.path.insert(0, str(HERE.parent / "python"))
 import audio_reference as ref  # noqa: E402
 import omni_rope_reference as rope_ref  # noqa: E402
+from qwen3_omni_folder import Q3_CFG  # noqa: E402,F401 (test_audio_qwen3_omni imports it from here)
+from qwen3_omni_folder import qwen3_omni_folder as make_qwen3_omni_folder  # noqa: E402
 
 from conftest import _stoker_bin  # noqa: E402
 
@@ -293,45 +295,9 @@ def test_qwen2_audio_preset(data):
     assert n == len(audio_only)
 
 
-# A Qwen3-Omni model folder made here (stoker ships no Qwen3-Omni files): config.json's model type
-# and position_id_per_seconds, the installed Qwen3 tokenizer with the audio tokens added at the
-# ids the hub config names (audio_start 151669, audio_end 151670, audio_pad 151675: from memory of
-# Qwen/Qwen3-Omni-30B-A3B-Instruct's config, UNCONFIRMED here — the test only needs them to be the
-# ids the folder says), and a chat template of the Omni shape with the Qwen3-Omni placeholder
-# names (test data, not the hub's template text).
-Q3_TOKENS = {151669: "<|audio_start|>", 151670: "<|audio_end|>", 151671: "<tts_pad>",
-             151672: "<tts_text_bos>", 151673: "<tts_text_eod>", 151674: "<tts_text_bos_single>",
-             151675: "<|audio_pad|>"}
-Q3_CFG = dict(image=151655, video=151656, audio=151675, vision_start=151652, audio_start=151669,
-              pps=13.0, merge=2)
-
-
 def qwen3_omni_folder(root):
-    binary = pathlib.Path(_stoker_bin()).resolve().parent
-    src = next(d / "share/stoker/tokenizers/qwen3" for d in (binary, binary.parent)
-               if (d / "share/stoker/tokenizers/qwen3/tokenizer.json").exists())
-    folder = root / "qwen3-omni"
-    folder.mkdir(exist_ok=True)
-    tok = json.loads((src / "tokenizer.json").read_text())
-    for i, name in Q3_TOKENS.items():
-        tok["added_tokens"].append({"id": i, "content": name, "single_word": False, "lstrip": False,
-                                    "rstrip": False, "normalized": False, "special": True})
-    (folder / "tokenizer.json").write_text(json.dumps(tok))
-    cfg = json.loads((src / "tokenizer_config.json").read_text())
-    cfg.pop("chat_template", None)
-    for i, name in Q3_TOKENS.items():
-        cfg.setdefault("added_tokens_decoder", {})[str(i)] = {"content": name, "special": True}
-    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
-    (folder / "config.json").write_text(json.dumps({
-        "model_type": "qwen3_omni_moe", "thinker_config": {"position_id_per_seconds": 13}}))
-    template = (HERE.parents[1] / "tests/jinja/templates/qwen2_5_omni.jinja").read_text()
-    for a, b in (("<|vision_bos|>", "<|vision_start|>"), ("<|vision_eos|>", "<|vision_end|>"),
-                 ("<|IMAGE|>", "<|image_pad|>"), ("<|VIDEO|>", "<|video_pad|>"),
-                 ("<|audio_bos|>", "<|audio_start|>"), ("<|audio_eos|>", "<|audio_end|>"),
-                 ("<|AUDIO|>", "<|audio_pad|>")):
-        template = template.replace(a, b)
-    (folder / "chat_template.jinja").write_text(template)
-    return folder
+    """A Qwen3-Omni folder (tests/python/qwen3_omni_folder.py) under root."""
+    return make_qwen3_omni_folder(_stoker_bin(), root)
 
 
 def fractional_video_records(root, records):
