@@ -27,43 +27,14 @@ import time
 
 import pytest
 
+from mixture_sets import EPOCHIZED, SIZES, make_mix
+
 G = 8
-EPOCHIZED = """__module__: megatron.energon
-__class__: MetadatasetV2
-splits:
-  train:
-    blend_epochized:
-      - repetitions: 1
-        path: a/data.jsonl
-      - repetitions: 2
-        path: b/shards/data-{000..002}.tar
-      - repetitions: 0.5
-        path: c/energon
-"""
-WEIGHTED = """__module__: megatron.energon
-__class__: MetadatasetV2
-splits:
-  train:
-    blend:
-      - weight: 5
-        path: a/data.jsonl
-      - weight: 2
-        path: b/shards/data-{000..002}.tar
-      - weight: 1
-        path: c/energon
-"""
-SIZES = (40, 30, 20)
 
 
 @pytest.fixture(scope="module")
 def mix(stoker_bin, tmp_path_factory):
-    d = tmp_path_factory.mktemp("mix")
-    for name, n, seed, shards in (("a", 40, 1, 1), ("b", 30, 2, 3), ("c", 20, 3, 2)):
-        subprocess.run([stoker_bin, "synth", "--out", str(d / name), "--n", str(n), "--seed", str(seed),
-                        "--max-side", "128", "--shards", str(shards)], check=True, capture_output=True)
-    (d / "epochized.yaml").write_text(EPOCHIZED)
-    (d / "weighted.yaml").write_text(WEIGHTED)
-    return d
+    return make_mix(stoker_bin, tmp_path_factory.mktemp("mix"))
 
 
 def args(stoker_bin, spec, work, rank=0, world=1, epochs=1, extra=()):

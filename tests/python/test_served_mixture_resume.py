@@ -29,18 +29,8 @@ import sys
 
 import pytest
 
-WEIGHTED = """__module__: megatron.energon
-__class__: MetadatasetV2
-splits:
-  train:
-    blend:
-      - weight: 5
-        path: a/data.jsonl
-      - weight: 2
-        path: b/shards/data-{000..002}.tar
-      - weight: 1
-        path: c/energon
-"""
+from mixture_sets import make_mix
+
 WORLD, BATCH, K = 2, 4, 3
 
 # shm/detail/wire.h, written here from the protocol's description (not the code under test).
@@ -59,12 +49,7 @@ def stoker_mod():
 
 @pytest.fixture(scope="module")
 def mix(stoker_bin, tmp_path_factory):
-    d = tmp_path_factory.mktemp("smix")
-    for name, n, seed, shards in (("a", 40, 1, 1), ("b", 30, 2, 3), ("c", 20, 3, 2)):
-        subprocess.run([stoker_bin, "synth", "--out", str(d / name), "--n", str(n), "--seed", str(seed),
-                        "--max-side", "128", "--shards", str(shards)], check=True, capture_output=True)
-    (d / "weighted.yaml").write_text(WEIGHTED)
-    return d
+    return make_mix(stoker_bin, tmp_path_factory.mktemp("smix"))
 
 
 def digest(batch) -> str:
