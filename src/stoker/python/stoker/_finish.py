@@ -36,7 +36,6 @@ from typing import Any, Dict
 
 # The grid tensor of each uint8 tensor's modality (its rows are those grids' products, in order).
 _GRIDS = {"pixel_values": "image_grid_thw", "pixel_values_videos": "video_grid_thw"}
-_SUFFIXES = ("_uint8", "_lut", "_patching")
 
 
 def _patches(name: str, x: Any, patching: Any, grids: Any, device: Any,
